@@ -1,0 +1,133 @@
+//! Types shared by the eBPF programs and the user-space loader. Every type is `#[repr(C)]` with
+//! explicit padding and a pinned size, so both sides agree on the layout byte for byte.
+#![no_std]
+
+use core::mem::size_of;
+
+/// Syscall numbers below this are counted per number (x86_64 has ~460).
+pub const MAX_SYSCALLS: u32 = 512;
+/// fentry/fexit program pairs compiled into the object; each timed kernel function takes one.
+pub const HOOK_SLOTS: u32 = 128;
+/// Log2 latency buckets: bucket `b` counts durations `d` with `2^(b-1) <= d < 2^b` ns
+/// (bucket 0 is `d == 0`); the last bucket also takes everything longer.
+pub const HIST_BUCKETS: usize = 32;
+/// Tasks (threads) the scope filter can follow at once.
+pub const MAX_TRACKED_TASKS: u32 = 32768;
+/// BPF LSM program slots per argument count (ground-truth injection and no-op stacking).
+pub const LSM_SLOTS: u32 = 16;
+/// LSM hooks take at most this many arguments (the verdict so far is the next one).
+pub const LSM_MAX_ARGS: u32 = 6;
+
+/// Scope gate: the workload thread opens and closes its tracking window with
+/// `ioctl(GATE_FD, GATE_OPEN | GATE_CLOSE)`. The fd is invalid, so the call fails with EBADF and
+/// costs the kernel nothing else; the sys_enter program recognises it and never counts it.
+pub const GATE_FD: i64 = -0x686b70; // "hkp"
+pub const GATE_OPEN: u64 = 0x686b_0001;
+pub const GATE_CLOSE: u64 = 0x686b_0000;
+/// x86_64 syscall number of ioctl(2).
+pub const SYS_IOCTL: i64 = 16;
+
+/// Indexes into the per-CPU `EVENTS` counter array.
+pub mod event {
+    /// A tracked task forked (process or thread).
+    pub const FORK: u32 = 0;
+    /// A tracked task called execve successfully.
+    pub const EXEC: u32 = 1;
+    /// A tracked task exited.
+    pub const EXIT: u32 = 2;
+    /// The tracking map was full when a child should have been added.
+    pub const TRACK_FULL: u32 = 3;
+    /// A fexit found no matching fentry on its CPU (preempted or migrated inside the hook).
+    pub const UNMATCHED: u32 = 4;
+    /// BPF LSM program runs (injection and no-op stacking).
+    pub const LSM_RUNS: u32 = 5;
+    pub const COUNT: u32 = 8;
+}
+
+/// Per-CPU statistics of one timed path (a syscall number or a hook slot).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Tally {
+    /// Entries seen from tracked tasks.
+    pub calls: u64,
+    /// Entries whose exit was matched, so their duration is known.
+    pub timed: u64,
+    /// Sum of the matched durations, in ns.
+    pub total_ns: u64,
+    /// Log2 histogram of the matched durations.
+    pub hist: [u64; HIST_BUCKETS],
+}
+const _: () = assert!(size_of::<Tally>() == 8 * (3 + HIST_BUCKETS));
+
+impl Tally {
+    pub const ZERO: Tally = Tally {
+        calls: 0,
+        timed: 0,
+        total_ns: 0,
+        hist: [0; HIST_BUCKETS],
+    };
+}
+
+/// The histogram bucket of a duration: its bit length, clamped to the last bucket.
+#[inline(always)]
+pub fn hist_bucket(ns: u64) -> usize {
+    let b = (64 - ns.leading_zeros()) as usize;
+    if b >= HIST_BUCKETS {
+        HIST_BUCKETS - 1
+    } else {
+        b
+    }
+}
+
+/// A hook entry waiting for its exit, kept per CPU and per slot.
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub struct HookStart {
+    pub start_ns: u64,
+    /// Thread id that entered; 0 when the slot is free.
+    pub tid: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<HookStart>() == 16);
+
+/// A syscall entry waiting for its exit, kept per thread (syscalls block and migrate).
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub struct SyscallStart {
+    pub start_ns: u64,
+    pub nr: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<SyscallStart>() == 16);
+
+/// Per LSM program slot: how long to busy-wait (ground-truth injection; 0 = no-op).
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub struct LsmSlotConfig {
+    pub busy_ns: u64,
+}
+const _: () = assert!(size_of::<LsmSlotConfig>() == 8);
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: plain-old-data, repr(C), no implicit padding (sizes pinned above).
+    unsafe impl aya::Pod for super::Tally {}
+    unsafe impl aya::Pod for super::HookStart {}
+    unsafe impl aya::Pod for super::SyscallStart {}
+    unsafe impl aya::Pod for super::LsmSlotConfig {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_bit_lengths() {
+        assert_eq!(hist_bucket(0), 0);
+        assert_eq!(hist_bucket(1), 1);
+        assert_eq!(hist_bucket(2), 2);
+        assert_eq!(hist_bucket(3), 2);
+        assert_eq!(hist_bucket(1024), 11);
+        assert_eq!(hist_bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+}

@@ -1,0 +1,21 @@
+//! hookprof's kernel side. Entry points are thin; each probe family lives in its own module.
+//! Everything is scoped to the tasks in `TRACKED`, which the workload thread enters through the
+//! gate syscall (see `syscalls`) and which children join at fork.
+#![no_std]
+#![no_main]
+
+mod hooks;
+mod maps;
+mod scope;
+mod syscalls;
+mod tasks;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

@@ -1,0 +1,58 @@
+//! Every map the programs share. User space reads the per-CPU arrays between samples.
+use aya_ebpf::{
+    macros::map,
+    maps::{HashMap, PerCpuArray},
+};
+use profiler_common::{
+    event, HookStart, LsmSlotConfig, SyscallStart, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SYSCALLS,
+    MAX_TRACKED_TASKS,
+};
+
+/// Threads whose work is measured: tid -> 1.
+#[map]
+pub static TRACKED: HashMap<u32, u8> = HashMap::with_max_entries(MAX_TRACKED_TASKS, 0);
+
+/// Per syscall number.
+#[map]
+pub static SYSCALLS: PerCpuArray<Tally> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);
+
+/// Syscalls entered and not yet returned, per thread.
+#[map]
+pub static SYSCALL_STARTS: HashMap<u32, SyscallStart> =
+    HashMap::with_max_entries(MAX_TRACKED_TASKS, 0);
+
+/// Per hook slot (one timed kernel function each).
+#[map]
+pub static HOOKS: PerCpuArray<Tally> = PerCpuArray::with_max_entries(HOOK_SLOTS, 0);
+
+/// Hook entries waiting for their exit, per CPU and slot.
+#[map]
+pub static HOOK_STARTS: PerCpuArray<HookStart> = PerCpuArray::with_max_entries(HOOK_SLOTS, 0);
+
+/// Task events and diagnostics, indexed by `profiler_common::event`.
+#[map]
+pub static EVENTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(event::COUNT, 0);
+
+/// BPF LSM slot settings, indexed by `args * LSM_SLOTS + slot`.
+#[map]
+pub static LSM_CONFIG: aya_ebpf::maps::Array<LsmSlotConfig> =
+    aya_ebpf::maps::Array::with_max_entries((profiler_common::LSM_MAX_ARGS + 1) * LSM_SLOTS, 0);
+
+#[inline(always)]
+pub fn count_event(index: u32) {
+    if let Some(p) = EVENTS.get_ptr_mut(index) {
+        unsafe { *p += 1 }
+    }
+}
+
+/// Adds one matched duration to a tally.
+#[inline(always)]
+pub fn add_duration(t: &mut Tally, ns: u64) {
+    t.timed += 1;
+    t.total_ns += ns;
+    let b = profiler_common::hist_bucket(ns);
+    // The explicit bound keeps the verifier sure of the index.
+    if b < t.hist.len() {
+        t.hist[b] += 1;
+    }
+}

@@ -1,0 +1,97 @@
+//! Facts about the machine a run was made on, recorded in every results file.
+use crate::results::Environment;
+
+pub fn detect() -> Environment {
+    // SAFETY: an all-zero utsname is valid, and uname fills it.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    unsafe { libc::uname(&mut uts) };
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: uname NUL-terminates each field within its array.
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    Environment {
+        kernel_release: field(&uts.release),
+        kernel_version: field(&uts.version),
+        active_lsms: active_lsms(),
+        lockdown: lockdown_mode(),
+        cpu_model: cpu_model(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        hostname: field(&uts.nodename),
+        hookprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    }
+}
+
+/// The active LSMs in call order, from securityfs (mounted on demand by `ensure_securityfs`).
+pub fn active_lsms() -> Vec<String> {
+    std::fs::read_to_string(SECURITYFS.to_string() + "/lsm")
+        .map(|s| {
+            s.trim()
+                .split(',')
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const SECURITYFS: &str = "/sys/kernel/security";
+
+/// The bracketed word of `[none] integrity confidentiality`.
+pub fn lockdown_mode() -> String {
+    std::fs::read_to_string(SECURITYFS.to_string() + "/lockdown")
+        .ok()
+        .and_then(|s| parse_lockdown(&s))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn parse_lockdown(s: &str) -> Option<String> {
+    let start = s.find('[')? + 1;
+    let end = start + s[start..].find(']')?;
+    Some(s[start..end].to_string())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Mounts securityfs if it is not (the LSM list and lockdown mode live there). A machine
+/// without it mounted is common in containers and minimal VMs.
+pub fn ensure_securityfs() {
+    if std::path::Path::new(&(SECURITYFS.to_string() + "/lsm")).exists() {
+        return;
+    }
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (src, dst, fs) = (c("securityfs"), c(SECURITYFS), c("securityfs"));
+    // SAFETY: valid C strings; a failure only leaves the LSM list unknown.
+    unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lockdown_mode_is_the_bracketed_word() {
+        assert_eq!(
+            parse_lockdown("none [integrity] confidentiality\n").as_deref(),
+            Some("integrity")
+        );
+        assert_eq!(parse_lockdown("none integrity"), None);
+    }
+}

@@ -1,0 +1,16 @@
+//! hookprof: what a security or task hook costs. lmbench-equivalent workloads run clean and
+//! probed; eBPF programs on syscalls, task tracepoints, `security_*` hooks and each LSM's
+//! functions attribute every operation's time to the paths it takes.
+pub mod compare;
+pub mod environment;
+pub mod import;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod stats;
+pub mod workloads;
+
+/// The eBPF object built by build.rs, aligned for aya's ELF parser.
+pub fn ebpf_object() -> &'static [u8] {
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"))
+}

@@ -1,0 +1,52 @@
+//! The `hookprof` command line: parse, dispatch, turn errors into exit codes.
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hookprof::{compare, import, report, run};
+
+#[derive(Parser)]
+#[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
+#[command(
+    after_help = "Exit codes: 0 ok; 1 regression found (compare); 2 bad input or \
+inconclusive; 130 interrupted."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the workloads clean and probed, and attribute each operation's time.
+    Run(run::RunArgs),
+    /// Compare two result sets (files or directories) with statistics and hook attribution.
+    Compare(compare::CompareArgs),
+    /// Print a results file as text, an lmbench summary, markdown, JSON or HTML.
+    Report(report::ReportArgs),
+    /// Read lmbench summaries or /usr/bin/time logs into results files.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
+    /// What can be probed on this kernel, and what the kernel refused and why.
+    Hooks(run::HooksArgs),
+    /// The probes' own cost on this kernel.
+    Calibrate(run::CalibrateArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Compare(args) => compare::execute(&args),
+        Command::Report(args) => report::execute(&args),
+        Command::Import(cmd) => import::execute(&cmd),
+        Command::Hooks(args) => run::hooks(&args),
+        Command::Calibrate(args) => run::calibrate(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookprof: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

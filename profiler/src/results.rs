@@ -1,0 +1,267 @@
+//! The results file: one JSON document per run (or per imported configuration). `compare` and
+//! `report` read nothing else, so results from many runs and machines can be pooled.
+use std::{collections::BTreeMap, path::Path};
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a field changes meaning or a required field is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema_version: u32,
+    /// Free label of this run or configuration (an imported summary's host label, `--label`).
+    pub label: String,
+    /// false when the run was interrupted and holds only what was gathered so far.
+    pub complete: bool,
+    /// Where the numbers came from: "hookprof" or "import:lmbench" / "import:time".
+    pub source: String,
+    pub environment: Environment,
+    /// The options the run was made with, as given (for the record, not re-read).
+    #[serde(default)]
+    pub options: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub probes: ProbeReport,
+    pub workloads: Vec<WorkloadResult>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub kernel_release: String,
+    #[serde(default)]
+    pub kernel_version: String,
+    /// From /sys/kernel/security/lsm, in order.
+    #[serde(default)]
+    pub active_lsms: Vec<String>,
+    /// The bracketed mode of /sys/kernel/security/lockdown ("none", "integrity", ...).
+    #[serde(default)]
+    pub lockdown: String,
+    #[serde(default)]
+    pub cpu_model: String,
+    #[serde(default)]
+    pub cpus: u32,
+    #[serde(default)]
+    pub hostname: String,
+    pub hookprof_version: String,
+    /// Unix time the run started, seconds.
+    #[serde(default)]
+    pub started_at: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub attached: Vec<ProbeRecord>,
+    pub refused: Vec<Refusal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// "raw_tracepoint", "tp_btf", "fentry", "fexit", "lsm".
+    pub kind: String,
+    pub target: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub kind: String,
+    pub target: String,
+    /// errno from the kernel, when it gave one.
+    pub errno: Option<i32>,
+    /// What the refusal means, in words.
+    pub reason: String,
+}
+
+/// What a metric's number means and which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Unit {
+    /// Microseconds per operation (lmbench latencies).
+    #[serde(rename = "us")]
+    Microseconds,
+    /// Nanoseconds per operation (memory latency).
+    #[serde(rename = "ns")]
+    Nanoseconds,
+    /// Megabytes (2^20 bytes, as lmbench) per second.
+    #[serde(rename = "MB/s")]
+    MegabytesPerSecond,
+    /// Seconds per run (build elapsed, user, system).
+    #[serde(rename = "s")]
+    Seconds,
+    /// Percent (build %CPU).
+    #[serde(rename = "%")]
+    Percent,
+}
+
+impl Unit {
+    /// For latencies and times smaller is better; for bandwidth and %CPU larger is.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Unit::MegabytesPerSecond | Unit::Percent)
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Microseconds => "us",
+            Unit::Nanoseconds => "ns",
+            Unit::MegabytesPerSecond => "MB/s",
+            Unit::Seconds => "s",
+            Unit::Percent => "%",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    /// Canonical workload name (`null_call`, `open_close`, `build`, ...).
+    pub name: String,
+    /// lmbench family: processes, ctxsw, latency, file_vm, bandwidth, memory, macro.
+    pub family: String,
+    pub unit: Unit,
+    /// Operations timed per sample (0 for imported data).
+    #[serde(default)]
+    pub iterations: u64,
+    /// The metric without probes attached, one value per sample.
+    pub clean: Vec<f64>,
+    /// The metric with probes attached, one value per sample (empty when nothing was probed).
+    #[serde(default)]
+    pub probed: Vec<f64>,
+    /// Further metrics of the same samples (build: user, system, cpu_percent).
+    #[serde(default)]
+    pub extra: Vec<ExtraMetric>,
+    /// Where each op's time goes, from the probed samples.
+    #[serde(default)]
+    pub attribution: Vec<AttributionRow>,
+    /// Task events per op from the probed samples (fork, exec, exit).
+    #[serde(default)]
+    pub events_per_op: BTreeMap<String, f64>,
+    /// Anything the user should know about these numbers (a probe missed calls, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtraMetric {
+    pub name: String,
+    pub unit: Unit,
+    pub clean: Vec<f64>,
+}
+
+/// What kind of path an attribution row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    Syscall,
+    /// A `security_*` hook (inclusive of the LSM functions under it).
+    Hook,
+    /// One LSM's own function under a hook; `parent` names the hook.
+    Lsm,
+    /// A fork/exit/exec task path (copy_process, do_exit, their per-subsystem steps).
+    TaskPath,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributionRow {
+    pub kind: PathKind,
+    /// Syscall or kernel function name.
+    pub name: String,
+    /// The hook an LSM function runs under.
+    #[serde(default)]
+    pub parent: Option<String>,
+    pub calls_per_op: f64,
+    /// Mean time per timed call, raw (probe cost included).
+    pub ns_per_call: f64,
+    /// calls_per_op * ns_per_call.
+    pub ns_per_op: f64,
+    /// ns_per_op as a fraction of the clean op time (0..1; may exceed 1 for blocking syscalls).
+    pub share: f64,
+    /// Calls whose exit could not be matched (counted, not timed).
+    #[serde(default)]
+    pub untimed_calls: u64,
+    /// Log2 histogram of call durations: bucket b counts 2^(b-1) <= ns < 2^b.
+    #[serde(default)]
+    pub histogram: Vec<u64>,
+    /// Per-sample ns per op, for comparing hook costs across runs.
+    #[serde(default)]
+    pub samples_ns_per_op: Vec<f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: not a hookprof results file: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "{path}: schema_version {found} is not supported (this hookprof reads {SCHEMA_VERSION})"
+    )]
+    Schema { path: String, found: u64 },
+}
+
+impl Results {
+    /// Reads and validates a results file; every failure names the file (and line, for JSON).
+    pub fn load(path: &Path) -> Result<Results, ResultsError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    pub fn parse(text: &str, shown: &str) -> Result<Results, ResultsError> {
+        let parse_error = |e: serde_json::Error| ResultsError::Parse {
+            path: shown.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(parse_error)?;
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(found) => {
+                return Err(ResultsError::Schema {
+                    path: shown.to_string(),
+                    found,
+                })
+            }
+            None => {
+                return Err(ResultsError::Parse {
+                    path: shown.to_string(),
+                    line: 1,
+                    column: 1,
+                    message: "no schema_version".into(),
+                })
+            }
+        }
+        serde_json::from_value(value).map_err(parse_error)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize")
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temp file in the same directory, then rename, so an
+/// existing file is never left truncated by a failed run.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Summary statistics (placeholder until the statistics issue lands).

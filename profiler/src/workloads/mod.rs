@@ -1,0 +1,206 @@
+//! The lmbench-equivalent workloads. Each family has a module; each workload is a
+//! [`WorkloadSpec`] in [`REGISTRY`] that creates a [`Workload`]: set-up happens in `create`,
+//! teardown in `Drop` (files, sockets and child processes are gone when it is dropped, including
+//! on error and on panic unwinding).
+use std::{path::PathBuf, time::Duration};
+
+use crate::results::Unit;
+
+mod process;
+mod syscall;
+
+/// Suites, smallest first; each includes the workloads tagged for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Suite {
+    /// A few workloads per family: a CI smoke test (<= 30 s).
+    Quick,
+    /// Every lmbench summary column (no `build`).
+    Default,
+    /// Default plus the kernbench-like `build` and `fork_exit_storm`.
+    Full,
+}
+
+/// The lmbench summary section a workload belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Processes,
+    ContextSwitch,
+    LocalLatency,
+    FileVm,
+    Bandwidth,
+    MemoryLatency,
+    Macro,
+}
+
+impl Family {
+    pub fn key(self) -> &'static str {
+        match self {
+            Family::Processes => "processes",
+            Family::ContextSwitch => "ctxsw",
+            Family::LocalLatency => "latency",
+            Family::FileVm => "file_vm",
+            Family::Bandwidth => "bandwidth",
+            Family::MemoryLatency => "memory",
+            Family::Macro => "macro",
+        }
+    }
+}
+
+/// How the workload's elapsed time becomes its metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// Time per operation, in microseconds.
+    LatencyUs,
+    /// Time per operation, in nanoseconds.
+    LatencyNs,
+    /// Bytes moved per operation -> MB/s (2^20 bytes, as lmbench).
+    Bandwidth { bytes_per_op: u64 },
+    /// Seconds per operation (one operation is one whole run, e.g. a build).
+    Seconds,
+}
+
+impl Metric {
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::LatencyUs => Unit::Microseconds,
+            Metric::LatencyNs => Unit::Nanoseconds,
+            Metric::Bandwidth { .. } => Unit::MegabytesPerSecond,
+            Metric::Seconds => Unit::Seconds,
+        }
+    }
+
+    /// The metric of `ops` operations that took `elapsed`.
+    pub fn value(self, elapsed: Duration, ops: u64) -> f64 {
+        let ns_per_op = elapsed.as_nanos() as f64 / ops.max(1) as f64;
+        match self {
+            Metric::LatencyUs => ns_per_op / 1e3,
+            Metric::LatencyNs => ns_per_op,
+            Metric::Bandwidth { bytes_per_op } => {
+                bytes_per_op as f64 / (1024.0 * 1024.0) / (ns_per_op / 1e9)
+            }
+            Metric::Seconds => ns_per_op / 1e9,
+        }
+    }
+}
+
+/// What every workload gets to set itself up.
+#[derive(Debug, Clone)]
+pub struct WorkloadOptions {
+    /// A private directory for this workload's files; removed by the engine afterwards.
+    pub scratch_dir: PathBuf,
+    /// CPUs to pin to: the workload (and a two-process workload's first end) to the first, the
+    /// second end to the second (or the first, if only one is given).
+    pub pin: Vec<usize>,
+    /// `make -j` for `build`.
+    pub jobs: Option<usize>,
+}
+
+/// One extra metric of a run (build: user, system, cpu_percent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extra {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub value: f64,
+}
+
+pub trait Workload {
+    /// Runs `ops` operations and returns the time they took, with the overhead lmbench
+    /// subtracts (loop, clock, a reference operation) already taken out.
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration>;
+
+    /// Extra metrics of the last `run` (default: none).
+    fn extras(&mut self) -> Vec<Extra> {
+        Vec::new()
+    }
+}
+
+pub struct WorkloadSpec {
+    pub name: &'static str,
+    pub family: Family,
+    pub metric: Metric,
+    /// One line for `hookprof run --list`.
+    pub description: &'static str,
+    /// The smallest suite that includes it.
+    pub suite: Suite,
+    pub create: fn(&WorkloadOptions) -> anyhow::Result<Box<dyn Workload>>,
+}
+
+impl std::fmt::Debug for WorkloadSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Every workload, in lmbench summary order.
+pub fn registry() -> Vec<&'static WorkloadSpec> {
+    let mut all: Vec<&'static WorkloadSpec> = Vec::new();
+    all.extend(syscall::SPECS);
+    all.extend(process::SPECS);
+    all
+}
+
+pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
+    registry().into_iter().find(|s| s.name == name)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown workload '{name}'; valid workloads: {valid}")]
+pub struct UnknownWorkload {
+    pub name: String,
+    pub valid: String,
+}
+
+/// The workloads a run uses: the named ones in the order given, else the suite's.
+pub fn select(
+    names: Option<&[String]>,
+    suite: Suite,
+) -> Result<Vec<&'static WorkloadSpec>, UnknownWorkload> {
+    match names {
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                find(n).ok_or_else(|| UnknownWorkload {
+                    name: n.clone(),
+                    valid: registry()
+                        .iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+            })
+            .collect(),
+        None => Ok(registry()
+            .into_iter()
+            .filter(|s| s.suite <= suite)
+            .collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = registry().iter().map(|s| s.name).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn unknown_names_list_the_valid_ones() {
+        let err = select(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
+        assert!(err.to_string().contains("null_call"), "{err}");
+    }
+
+    #[test]
+    fn bandwidth_is_mib_per_second() {
+        let m = Metric::Bandwidth {
+            bytes_per_op: 1 << 20,
+        };
+        assert!((m.value(Duration::from_secs(1), 1) - 1.0).abs() < 1e-9);
+        assert!((Metric::LatencyUs.value(Duration::from_micros(10), 5) - 2.0).abs() < 1e-9);
+    }
+}

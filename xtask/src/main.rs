@@ -1,0 +1,145 @@
+//! `cargo xtask`: set-up, build, run and test hookprof on a fresh machine.
+mod setup;
+mod vm;
+
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Set up, build, run and test hookprof")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install whatever is missing of the toolchain (apt packages, the `debian` toolchain link,
+    /// bpf-linker). Idempotent; needs root.
+    Setup,
+    /// Set-up if needed, then a release build (target/release/hookprof).
+    Build,
+    /// Set-up and build, then run hookprof as root: `cargo xtask run -- run --workloads stat`.
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, then the VM tests.
+    Test {
+        /// Skip the tests in the qemu guest.
+        #[arg(long)]
+        no_vm: bool,
+    },
+    /// Boot a kernel under qemu and run COMMAND in it as root.
+    Vm(vm::VmArgs),
+    /// Build the integration tests and run the kernel-level ones inside the guest.
+    VmTest(vm::VmTestArgs),
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Cmd::Setup => setup::ensure()?,
+        Cmd::Build => {
+            setup::ensure()?;
+            build_release()?;
+        }
+        Cmd::Run { args } => {
+            setup::ensure()?;
+            build_release()?;
+            let status = Command::new(hookprof_bin())
+                .args(&args)
+                .status()
+                .context("run hookprof")?;
+            return Ok(exit_code(status.code().unwrap_or(1)));
+        }
+        Cmd::Test { no_vm } => {
+            setup::ensure()?;
+            test_host()?;
+            if !no_vm {
+                let code = vm::vm_test(&vm::VmTestArgs::default())?;
+                if code != 0 {
+                    bail!("tests in the guest failed (exit code {code})");
+                }
+            }
+            println!("xtask: all tests passed");
+        }
+        Cmd::Vm(args) => {
+            setup::ensure()?;
+            return Ok(exit_code(vm::vm(&args)?));
+        }
+        Cmd::VmTest(args) => {
+            setup::ensure()?;
+            return Ok(exit_code(vm::vm_test(&args)?));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Where cargo puts the build (honours CARGO_TARGET_DIR).
+pub fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+pub fn hookprof_bin() -> std::path::PathBuf {
+    target_dir().join("release/hookprof")
+}
+
+/// Runs a command in the workspace root, failing with its name if it fails.
+pub fn cargo(args: &[&str]) -> Result<()> {
+    println!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("run cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn build_release() -> Result<()> {
+    cargo(&["build", "--release", "--bin", "hookprof"])
+}
+
+fn test_host() -> Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
+    build_release()?;
+    // Release, like the binary: the integration tests measure, and share its build.
+    // SAFETY: single-threaded at this point; the variable is read by the test processes.
+    unsafe { std::env::set_var("HOOKPROF_BIN", hookprof_bin()) };
+    cargo(&[
+        "test",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "profiler-ebpf",
+    ])
+}

@@ -1,0 +1,117 @@
+//! Installs what is missing of the toolchain described in the README: Debian packages, the
+//! Debian Rust toolchain linked as `debian` (it ships a prebuilt `core` for bpfel), and
+//! bpf-linker built against LLVM 22. Every step checks first, so running it again is cheap.
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+const APT_PACKAGES: &[&str] = &[
+    // bpf-linker's LLVM and the C toolchain
+    "llvm-22-dev",
+    "libzstd-dev",
+    "zlib1g-dev",
+    "libxml2-dev",
+    "build-essential",
+    "pkg-config",
+    "bpftool",
+    // Debian's Rust, with core for bpfel-unknown-none
+    "rustc-web",
+    "cargo-web",
+    "libstd-rust-web-dev-bpf",
+    // the test VM
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
+    "lz4",
+    "python3",
+];
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+pub fn ensure() -> Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !dpkg_installed(p))
+        .collect();
+    if !missing.is_empty() {
+        require_root("install Debian packages")?;
+        if Command::new("apt-get")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_err()
+        {
+            bail!("apt-get not found: install {} by hand", missing.join(" "));
+        }
+        println!("xtask setup: apt-get install {}", missing.join(" "));
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    if !debian_toolchain_linked()? {
+        println!("xtask setup: rustup toolchain link debian /usr");
+        run(Command::new("rustup").args(["toolchain", "link", "debian", "/usr"]))?;
+    }
+    if !bpf_linker_ok() {
+        println!("xtask setup: cargo install bpf-linker {BPF_LINKER_VERSION} (llvm-22, ~4 min)");
+        let path = format!(
+            "/usr/lib/llvm-22/bin:{}",
+            std::env::var("PATH").unwrap_or_default()
+        );
+        run(Command::new("cargo")
+            .args([
+                "+stable",
+                "install",
+                "bpf-linker",
+                "--version",
+                BPF_LINKER_VERSION,
+            ])
+            .args(["--locked", "--no-default-features", "--features", "llvm-22"])
+            .env("PATH", path))?;
+    }
+    Ok(())
+}
+
+fn dpkg_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn debian_toolchain_linked() -> Result<bool> {
+    let out = Command::new("rustup")
+        .args(["toolchain", "list"])
+        .output()
+        .context("rustup not found: hookprof builds with the machine's rustup toolchains")?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.starts_with("debian")))
+}
+
+fn bpf_linker_ok() -> bool {
+    Command::new("bpf-linker")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains(BPF_LINKER_VERSION))
+        .unwrap_or(false)
+}
+
+fn require_root(what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("need root to {what}: run `sudo cargo xtask setup` once");
+    }
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
