@@ -57,11 +57,21 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     let _ = SYSCALL_STARTS.insert(&tid, &start, 0);
 }
 
-/// Opens or closes the calling thread's window if this ioctl is the gate; true if it was.
+/// The process that loaded these programs: only its gate calls count, so several hookprof
+/// instances never track each other's threads.
+#[unsafe(no_mangle)]
+static OWNER_TGID: u32 = 0;
+
+/// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
 fn handle_gate(regs: *const u8, tid: u32) -> bool {
-    let fd = unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_DI) as *const i64) };
-    if fd != Ok(GATE_FD) {
+    let owner = unsafe { core::ptr::read_volatile(&OWNER_TGID) };
+    if (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32 != owner {
+        return false;
+    }
+    // The fd is an int: compare its low 32 bits, however the caller extended it.
+    let fd = unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_DI) as *const u64) };
+    if fd.map(|v| v as u32) != Ok(GATE_FD as u32) {
         return false;
     }
     match unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_SI) as *const u64) } {

@@ -20,7 +20,7 @@ static TASK_PID_OFFSET: u32 = 0;
 #[btf_tracepoint(function = "sched_process_fork")]
 pub fn fork_btf(ctx: BtfTracePointContext) -> i32 {
     // (struct task_struct *parent, struct task_struct *child)
-    on_fork(unsafe { ctx.arg::<*const u8>(1) });
+    on_fork(ctx.arg::<*const u8>(1));
     0
 }
 

@@ -1,0 +1,254 @@
+//! The sampling engine: set up a workload, calibrate how many ops a sample needs to last
+//! `min_sample` (lmbench's ENOUGH), warm up, then take clean and probed samples interleaved so
+//! drift hits both alike. Probes are attached only for probed samples, and only the workload
+//! thread's tracking window (and what it forks) is counted.
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+
+use crate::{
+    attribution::{attribute, ProbedSample},
+    probes::{self, Probes},
+    results::{ExtraMetric, WorkloadResult},
+    workloads::{Metric, Workload, WorkloadOptions, WorkloadSpec},
+};
+
+#[derive(Debug, Clone)]
+pub struct SamplingOptions {
+    pub samples: usize,
+    pub min_sample: Duration,
+    pub pin: Vec<usize>,
+    pub jobs: Option<usize>,
+}
+
+/// What the timing itself costs, measured once per run and taken out of every sample.
+#[derive(Debug, Clone, Copy)]
+pub struct Overhead {
+    /// Two clock reads around a sample.
+    pub clock: Duration,
+    /// One empty iteration of a workload loop, in ns.
+    pub loop_ns: f64,
+}
+
+impl Overhead {
+    pub fn measure() -> Overhead {
+        const N: u32 = 10_000;
+        let mut clock = Duration::MAX;
+        for _ in 0..N {
+            let t = Instant::now();
+            clock = clock.min(t.elapsed());
+        }
+        let mut loop_ns = f64::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            for i in 0..N {
+                std::hint::black_box(i);
+            }
+            loop_ns = loop_ns.min(t.elapsed().as_nanos() as f64 / f64::from(N));
+        }
+        Overhead { clock, loop_ns }
+    }
+
+    fn take_from(&self, elapsed: Duration, ops: u64) -> Duration {
+        let overhead = self.clock + Duration::from_nanos((self.loop_ns * ops as f64) as u64);
+        elapsed
+            .saturating_sub(overhead)
+            .max(Duration::from_nanos(1))
+    }
+}
+
+/// Progress callback: (samples done, samples total).
+pub type Progress<'a> = &'a dyn Fn(usize, usize);
+
+pub struct Outcome {
+    pub result: WorkloadResult,
+    /// The run was interrupted; `result` holds the samples taken so far.
+    pub interrupted: bool,
+}
+
+pub fn measure(
+    spec: &WorkloadSpec,
+    options: &SamplingOptions,
+    overhead: Overhead,
+    mut probes: Option<&mut Probes>,
+    stop: &AtomicBool,
+    progress: Progress,
+) -> Result<Outcome> {
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("hookprof-{}-", spec.name))
+        .tempdir()
+        .context("create a scratch directory")?;
+    let workload_options = WorkloadOptions {
+        scratch_dir: scratch.path().to_path_buf(),
+        pin: options.pin.clone(),
+        jobs: options.jobs,
+    };
+    let _pinned = options
+        .pin
+        .first()
+        .map(|&cpu| PinGuard::pin(cpu))
+        .transpose()?;
+    // Set-up runs inside the tracking window, so helper processes it forks are followed.
+    let mut workload = tracked(probes.as_deref_mut(), || (spec.create)(&workload_options))
+        .with_context(|| format!("set up {}", spec.name))?;
+
+    let ops = calibrate(workload.as_mut(), spec.metric, options.min_sample)?;
+    workload.run(ops).context("warm-up")?;
+
+    let mut result = WorkloadResult {
+        name: spec.name.into(),
+        family: spec.family.key().into(),
+        unit: spec.metric.unit(),
+        iterations: ops,
+        clean: Vec::new(),
+        probed: Vec::new(),
+        extra: Vec::new(),
+        attribution: Vec::new(),
+        events_per_op: Default::default(),
+        notes: Vec::new(),
+    };
+    let mut clean_ns_per_op = Vec::new();
+    let mut probed_samples = Vec::new();
+    let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
+    let total = options.samples;
+    let mut interrupted = false;
+    'samples: for i in 0..total {
+        // Alternate which pass goes first, so neither always follows the other.
+        let probed_first = i % 2 == 1;
+        for probed in [probed_first, !probed_first] {
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break 'samples;
+            }
+            match (probed, probes.as_deref_mut()) {
+                (false, _) => {
+                    let elapsed = overhead.take_from(workload.run(ops)?, ops);
+                    result.clean.push(spec.metric.value(elapsed, ops));
+                    clean_ns_per_op.push(elapsed.as_nanos() as f64 / ops as f64);
+                    add_extras(&mut result.extra, workload.as_mut());
+                }
+                (true, Some(p)) => {
+                    let elapsed = tracked(Some(&mut *p), || workload.run(ops))?;
+                    let elapsed = overhead.take_from(elapsed, ops);
+                    result.probed.push(spec.metric.value(elapsed, ops));
+                    let now = p.snapshot()?;
+                    let delta = now.since(last.as_ref().expect("snapshot taken with probes"));
+                    probed_samples.push(ProbedSample { delta, ops });
+                    last = Some(now);
+                }
+                (true, None) => {}
+            }
+        }
+        progress(i + 1, total);
+    }
+    drop(workload);
+    if let Some(p) = probes.as_deref() {
+        if !probed_samples.is_empty() {
+            let a = attribute(&probed_samples, p.hook_functions(), mean(&clean_ns_per_op));
+            result.attribution = a.rows;
+            result.events_per_op = a.events_per_op;
+            note_untimed(&mut result);
+        }
+    }
+    Ok(Outcome {
+        result,
+        interrupted,
+    })
+}
+
+/// Runs `f` with probes attached and the calling thread's tracking window open.
+fn tracked<T>(probes: Option<&mut Probes>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let Some(p) = probes else { return f() };
+    p.attach()?;
+    probes::gate(true);
+    let out = f();
+    probes::gate(false);
+    p.detach()?;
+    out
+}
+
+/// lmbench's BENCH: double the op count until one sample lasts `min_sample`.
+fn calibrate(workload: &mut dyn Workload, metric: Metric, min_sample: Duration) -> Result<u64> {
+    if metric == Metric::Seconds {
+        return Ok(1); // one op is one whole run
+    }
+    let mut ops = 1u64;
+    loop {
+        let elapsed = workload.run(ops).context("calibrate")?;
+        if elapsed >= min_sample || ops >= 1 << 40 {
+            return Ok(ops);
+        }
+        // Jump close to the target once the time is measurable, then settle by doubling.
+        let scale = if elapsed > Duration::from_micros(100) {
+            (min_sample.as_secs_f64() / elapsed.as_secs_f64() * 1.1).ceil() as u64
+        } else {
+            2
+        };
+        ops = ops.saturating_mul(scale.clamp(2, 1024));
+    }
+}
+
+fn add_extras(extra: &mut Vec<ExtraMetric>, workload: &mut dyn Workload) {
+    for e in workload.extras() {
+        match extra.iter_mut().find(|m| m.name == e.name) {
+            Some(m) => m.clean.push(e.value),
+            None => extra.push(ExtraMetric {
+                name: e.name.into(),
+                unit: e.unit,
+                clean: vec![e.value],
+            }),
+        }
+    }
+}
+
+fn note_untimed(result: &mut WorkloadResult) {
+    for row in &result.attribution {
+        let calls = row.calls_per_op * result.iterations as f64 * result.probed.len() as f64;
+        if row.untimed_calls > 0 && row.untimed_calls as f64 > 0.01 * calls {
+            result.notes.push(format!(
+                "{}: {} calls were counted but not timed (the task was preempted or migrated \
+                 inside the call); ns/call comes from the timed ones",
+                row.name, row.untimed_calls
+            ));
+        }
+    }
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// Pins the calling thread to one CPU and restores its previous mask when dropped.
+struct PinGuard {
+    previous: libc::cpu_set_t,
+}
+
+impl PinGuard {
+    fn pin(cpu: usize) -> Result<PinGuard> {
+        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
+        unsafe {
+            let mut previous: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut previous);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
+                anyhow::bail!("--pin {cpu}: {}", std::io::Error::last_os_error());
+            }
+            Ok(PinGuard { previous })
+        }
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores a mask the kernel gave us.
+        unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.previous) };
+    }
+}

@@ -1,0 +1,146 @@
+//! Kernel-level tests on the running kernel: real programs, real syscalls, real processes.
+//! Probe kinds this kernel refuses (fentry/fexit here) must be reported, never silently absent.
+use hookprof::results::PathKind;
+use hookprof_tests::{assert_near, hookprof, require_root, row, run_to_results, workload};
+
+#[test]
+fn open_close_shows_openat_and_close_once_per_op() {
+    require_root();
+    let r = run_to_results(&["--workloads", "open_close", "--samples", "3"]);
+    let w = workload(&r, "open_close");
+    assert_eq!(w.clean.len(), 3);
+    assert_eq!(w.probed.len(), 3);
+    for name in ["openat", "close"] {
+        let sys = row(w, name);
+        assert_eq!(sys.kind, PathKind::Syscall);
+        assert_near(&format!("{name} calls/op"), sys.calls_per_op, 1.0, 0.05);
+        assert!(sys.ns_per_call > 0.0, "{name} ns/call {}", sys.ns_per_call);
+        assert!(
+            sys.histogram.iter().sum::<u64>() > 0,
+            "{name} has an empty histogram"
+        );
+    }
+}
+
+#[test]
+fn fork_proc_sees_one_fork_and_one_exit_per_op() {
+    require_root();
+    let r = run_to_results(&[
+        "--workloads",
+        "fork_proc",
+        "--samples",
+        "3",
+        "--min-sample-ms",
+        "20",
+    ]);
+    let w = workload(&r, "fork_proc");
+    assert_near("fork events/op", w.events_per_op["fork"], 1.0, 0.05);
+    assert_near("exit events/op", w.events_per_op["exit"], 1.0, 0.05);
+    assert_near("wait4 calls/op", row(w, "wait4").calls_per_op, 1.0, 0.05);
+}
+
+#[test]
+fn null_call_counts_only_the_workload_not_a_busy_neighbour() {
+    require_root();
+    // A neighbour hammering getppid and openat must not leak into the workload's counts.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let neighbour = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: plain syscalls with valid arguments.
+                unsafe { libc::getppid() };
+                drop(std::fs::File::open("/dev/null"));
+            }
+        })
+    };
+    let r = run_to_results(&["--workloads", "null_call", "--samples", "3"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    neighbour.join().expect("neighbour thread");
+    let w = workload(&r, "null_call");
+    assert_near(
+        "getppid calls/op",
+        row(w, "getppid").calls_per_op,
+        1.0,
+        0.05,
+    );
+    let others: f64 = w
+        .attribution
+        .iter()
+        .filter(|a| a.kind == PathKind::Syscall && a.name != "getppid")
+        .map(|a| a.calls_per_op)
+        .sum();
+    assert!(
+        others < 0.01,
+        "other syscalls leaked into null_call: {others} calls/op"
+    );
+}
+
+#[test]
+fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
+    require_root();
+    let r = run_to_results(&["--workloads", "null_call", "--samples", "2"]);
+    for hook in hookprof::probes::DEFAULT_HOOKS {
+        for kind in ["fentry", "fexit"] {
+            let attached = r
+                .probes
+                .attached
+                .iter()
+                .any(|p| p.kind == kind && p.target == *hook);
+            let refused = r
+                .probes
+                .refused
+                .iter()
+                .find(|p| p.kind == kind && p.target == *hook);
+            assert!(
+                attached != refused.is_some(),
+                "{kind} {hook}: attached={attached} refused={refused:?}"
+            );
+            if let Some(refusal) = refused {
+                assert!(
+                    refusal.errno.is_some() && !refusal.reason.is_empty(),
+                    "{refusal:?}"
+                );
+            }
+        }
+    }
+    for tp in [
+        "sys_enter",
+        "sys_exit",
+        "sched_process_fork",
+        "sched_process_exit",
+    ] {
+        assert!(
+            r.probes.attached.iter().any(|p| p.target == tp),
+            "{tp} not attached: {:?}",
+            r.probes
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    let cases: &[&[&str]] = &[
+        &["run", "--workloads", "no_such_workload"],
+        &[
+            "run",
+            "--workloads",
+            "null_call",
+            "-o",
+            "/nonexistent-dir/r.json",
+        ],
+        &["run", "--probes", "bogus"],
+    ];
+    for args in cases {
+        let out = hookprof(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("hookprof: error:"), "{args:?}: {stderr}");
+    }
+    let out = hookprof(&["run", "--workloads", "no_such_workload"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("null_call"),
+        "valid names not listed"
+    );
+}
