@@ -79,19 +79,21 @@ fn null_call_counts_only_the_workload_not_a_busy_neighbour() {
 #[test]
 fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
     require_root();
-    let r = run_to_results(&["--workloads", "null_call", "--samples", "2"]);
-    for hook in hookprof::probes::DEFAULT_HOOKS {
+    let r = run_to_results(&["--workloads", "open_close", "--samples", "2"]);
+    let hooks = hookprof::probes::selection::default_hooks(&["open_close"]);
+    assert!(hooks.contains(&"security_file_open"), "{hooks:?}");
+    for hook in hooks {
         for kind in ["fentry", "fexit"] {
             let attached = r
                 .probes
                 .attached
                 .iter()
-                .any(|p| p.kind == kind && p.target == *hook);
+                .any(|p| p.kind == kind && p.target == hook);
             let refused = r
                 .probes
                 .refused
                 .iter()
-                .find(|p| p.kind == kind && p.target == *hook);
+                .find(|p| p.kind == kind && p.target == hook);
             assert!(
                 attached != refused.is_some(),
                 "{kind} {hook}: attached={attached} refused={refused:?}"

@@ -5,6 +5,7 @@
 #![no_main]
 
 mod hooks;
+mod lsm;
 mod maps;
 mod scope;
 mod syscalls;

@@ -22,7 +22,44 @@ pub struct Results {
     pub options: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     pub probes: ProbeReport,
+    /// The probes' own cost, measured in the same run (absent when nothing could be timed).
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    /// Ground-truth BPF LSM programs attached for the whole run (`--inject`, `--stack-noop`).
+    #[serde(default)]
+    pub lsm_programs: Vec<LsmProgramRecord>,
     pub workloads: Vec<WorkloadResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LsmProgramRecord {
+    /// LSM hook name without the `security_` prefix (`file_open`).
+    pub hook: String,
+    /// Busy-wait per call in ns (0 for a no-op program).
+    pub busy_ns: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The kernel function the pairs were attached to.
+    pub function: String,
+    /// getppid with nothing attached, ns per call.
+    pub bare_ns: f64,
+    /// What the syscall probes (sys_enter/sys_exit with timing) add to one syscall.
+    pub syscall_probes_ns: f64,
+    /// What an empty fentry/fexit pair adds to one call.
+    pub empty_pair_ns: Option<f64>,
+    /// What hookprof's timed pair adds to one call.
+    pub timed_pair_ns: Option<f64>,
+    /// timed / empty: hookprof's timing code relative to the trampoline floor.
+    pub timed_over_empty: Option<f64>,
+    /// The duration the timed pair reports for the (nearly empty) function: how much of the
+    /// probe's own cost lands inside every measured call.
+    pub self_ns: Option<f64>,
+    /// Kernel BPF statistics: average run time per invocation of each program, ns.
+    pub kernel_run_ns: Vec<(String, f64)>,
+    /// Why the pair figures are missing, if they are.
+    pub refused: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -162,9 +199,12 @@ pub struct AttributionRow {
     pub kind: PathKind,
     /// Syscall or kernel function name.
     pub name: String,
-    /// The hook an LSM function runs under.
+    /// The hook an LSM function runs under, or the task path a step runs under.
     #[serde(default)]
     pub parent: Option<String>,
+    /// For an LSM function: which LSM (as in /sys/kernel/security/lsm).
+    #[serde(default)]
+    pub lsm: Option<String>,
     pub calls_per_op: f64,
     /// Mean time per timed call, raw (probe cost included).
     pub ns_per_call: f64,
@@ -172,6 +212,17 @@ pub struct AttributionRow {
     pub ns_per_op: f64,
     /// ns_per_op as a fraction of the clean op time (0..1; may exceed 1 for blocking syscalls).
     pub share: f64,
+    /// ns_per_call less the cost of the probes nested inside the call (calibrated); equal to
+    /// ns_per_call when nothing nested was probed or no calibration was possible.
+    #[serde(default)]
+    pub corrected_ns_per_call: f64,
+    /// calls_per_op * corrected_ns_per_call.
+    #[serde(default)]
+    pub corrected_ns_per_op: f64,
+    /// For a hook with LSM rows under it: its own dispatch cost per op (corrected inclusive
+    /// time minus the LSM functions' corrected time).
+    #[serde(default)]
+    pub dispatch_ns_per_op: Option<f64>,
     /// Calls whose exit could not be matched (counted, not timed).
     #[serde(default)]
     pub untimed_calls: u64,

@@ -12,10 +12,13 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{
-    environment,
+    attribution, environment,
     measure::{self, Overhead, SamplingOptions},
-    probes::{KernelBtf, ProbePlan, Probes, DEFAULT_HOOKS},
-    results::{Refusal, Results, SCHEMA_VERSION},
+    probes::{
+        calibration::{self, Calibration},
+        catalog, selection, KernelBtf, ProbePlan, Probes,
+    },
+    results::{LsmProgramRecord, ProbeReport, Refusal, Results, SCHEMA_VERSION},
     workloads::{self, Suite},
 };
 
@@ -68,11 +71,36 @@ pub struct RunArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Ground truth: a BPF LSM program on HOOK busy-waits NS per call for the whole run
+    /// (e.g. file_open=2000). Repeatable. It returns the verdict it was given.
+    #[arg(long, value_name = "HOOK=NS", value_parser = parse_inject)]
+    pub inject: Vec<(String, u64)>,
+    /// Attach a no-op BPF LSM program on every hook the workloads use (LSM stacking on one
+    /// boot). It returns the verdict it was given.
+    #[arg(long)]
+    pub stack_noop: bool,
+}
+
+fn parse_inject(s: &str) -> Result<(String, u64), String> {
+    let (hook, ns) = s
+        .split_once('=')
+        .ok_or("expected HOOK=NS, e.g. file_open=2000")?;
+    let ns: u64 = ns
+        .parse()
+        .map_err(|_| format!("'{ns}' is not a whole number of ns"))?;
+    if hook.is_empty() {
+        return Err("expected HOOK=NS, e.g. file_open=2000".into());
+    }
+    Ok((
+        hook.strip_prefix("security_").unwrap_or(hook).to_string(),
+        ns,
+    ))
 }
 
 #[derive(clap::Args, Debug)]
 pub struct HooksArgs {
-    /// Kernel functions to try: `default` or a comma-separated list.
+    /// Functions to try attaching: `default` (the hooks the default suite uses, their LSM
+    /// functions and the task paths), `all` (every security_* hook), or a comma-separated list.
     #[arg(long, value_delimiter = ',', default_value = "default")]
     pub hooks: Vec<String>,
     /// Print JSON instead of text.
@@ -81,7 +109,11 @@ pub struct HooksArgs {
 }
 
 #[derive(clap::Args, Debug)]
-pub struct CalibrateArgs {}
+pub struct CalibrateArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.list {
@@ -96,18 +128,25 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some(&cpu) = args.pin.iter().find(|&&c| c >= cpus) {
         bail!("--pin {cpu}: this machine has CPUs 0-{}", cpus - 1);
     }
-    let plan = probe_plan(&args.probes, &args.hooks)?;
-    let mut probes = match &plan {
-        Some(plan) => Some(load_probes(plan)?),
-        None => None,
+    let kinds = probe_kinds(&args.probes)?;
+    if kinds.is_none() && (args.stack_noop || !args.inject.is_empty()) {
+        bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
+    }
+    environment::ensure_securityfs();
+    let environment = environment::detect();
+    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    let (mut probes, calibration) = match kinds {
+        Some(kinds) => {
+            let (probes, calibration) = load_probes(kinds, args, &names, &environment.active_lsms)?;
+            (Some(probes), calibration)
+        }
+        None => (None, None),
     };
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop)).context("install signal handler")?;
     }
-    environment::ensure_securityfs();
-    let environment = environment::detect();
     let options = SamplingOptions {
         samples: args.samples as usize,
         min_sample: Duration::from_millis(args.min_sample_ms),
@@ -126,6 +165,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         environment,
         options: recorded_options(args, overhead),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
+        lsm_programs: probes.as_ref().map_or_else(Vec::new, |p| {
+            p.lsm_programs()
+                .iter()
+                .map(|l| LsmProgramRecord {
+                    hook: l.hook.clone(),
+                    busy_ns: l.busy_ns,
+                })
+                .collect()
+        }),
+        calibration,
         workloads: Vec::new(),
     };
 
@@ -139,8 +188,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         let outcome = measure::measure(spec, &options, overhead, probes.as_mut(), &stop, &progress)
             .with_context(|| format!("workload {}", spec.name))?;
         let interrupted = outcome.interrupted;
-        if !outcome.result.clean.is_empty() {
-            results.workloads.push(outcome.result);
+        let mut result = outcome.result;
+        if let Some(pair) = results.calibration.as_ref().and_then(|c| c.timed_pair_ns) {
+            attribution::correct_nesting(&mut result.attribution, pair);
+        }
+        if !result.clean.is_empty() {
+            results.workloads.push(result);
         }
         if interrupted {
             results.complete = false;
@@ -189,8 +242,15 @@ fn print_list() {
     println!("{table}");
 }
 
-/// `--probes` and `--hooks` into a plan; None means clean only.
-fn probe_plan(kinds: &[String], hooks: &[String]) -> Result<Option<ProbePlan>> {
+/// Which probe kinds `--probes` asks for.
+#[derive(Debug, Clone, Copy)]
+struct Kinds {
+    tasks: bool,
+    hooks: bool,
+}
+
+/// `--probes` into kinds; None means clean only.
+fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
     let all = ["syscalls", "tasks", "hooks"];
     let kinds: Vec<&str> = match kinds
         .iter()
@@ -208,46 +268,68 @@ fn probe_plan(kinds: &[String], hooks: &[String]) -> Result<Option<ProbePlan>> {
             all.join(", ")
         );
     }
-    let functions = if kinds.contains(&"hooks") {
-        hook_list(hooks)
-    } else {
-        Vec::new()
-    };
-    // The syscall programs carry the scope gate: whatever else is probed needs them.
-    Ok(Some(ProbePlan {
-        syscalls: true,
+    Ok(Some(Kinds {
         tasks: kinds.contains(&"tasks"),
-        functions,
+        hooks: kinds.contains(&"hooks"),
     }))
 }
 
-fn hook_list(hooks: &[String]) -> Vec<String> {
-    if hooks.iter().any(|h| h == "default") {
-        DEFAULT_HOOKS.iter().map(|s| s.to_string()).collect()
-    } else {
-        hooks.to_vec()
-    }
-}
-
-fn load_probes(plan: &ProbePlan) -> Result<Probes> {
+/// Loads the probes (and the ground-truth LSM programs), and calibrates their cost when
+/// fentry/fexit pairs could be loaded.
+fn load_probes(
+    kinds: Kinds,
+    args: &RunArgs,
+    workloads: &[&str],
+    active_lsms: &[String],
+) -> Result<(Probes, Option<Calibration>)> {
     require_bpf_privileges()?;
     let kernel = KernelBtf::load()?;
-    if let Some(missing) = plan.functions.iter().find(|f| !kernel.has_function(f)) {
+    let functions = if kinds.hooks {
+        selection::select(&kernel, &args.hooks, workloads, active_lsms)?
+    } else {
+        Vec::new()
+    };
+    if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
         bail!(
-            "hook '{missing}' does not exist on this kernel (not in its BTF); see `hookprof hooks`"
+            "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
+             bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
+            active_lsms.join(","),
+            active_lsms.join(",")
         );
     }
-    let probes = Probes::load(plan, &kernel)?;
+    // The syscall programs carry the scope gate: whatever else is probed needs them.
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: kinds.tasks,
+        functions,
+    };
+    let mut probes = Probes::load(&plan, &kernel)?;
     for line in refusal_lines(&probes.report().refused) {
         eprintln!("hookprof: {line}");
     }
     if !probes.scoping_works() {
         bail!(
             "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
-               every probe to the workload; use --probes none to measure without probes"
+             every probe to the workload; use --probes none to measure without probes"
         );
     }
-    Ok(probes)
+    for (hook, ns) in &args.inject {
+        probes.attach_lsm(&kernel, hook, *ns)?;
+    }
+    if args.stack_noop {
+        for hook in selection::default_hooks(workloads) {
+            let hook = hook.trim_start_matches("security_");
+            if args.inject.iter().all(|(h, _)| h != hook) {
+                probes.attach_lsm(&kernel, hook, 0)?;
+            }
+        }
+    }
+    let calibration = if probes.hook_functions().iter().any(Option::is_some) {
+        Some(calibration::calibrate(&kernel).context("calibrate the probes")?)
+    } else {
+        None
+    };
+    Ok((probes, calibration))
 }
 
 /// One line per distinct refusal reason, naming what was refused.
@@ -341,6 +423,8 @@ fn recorded_options(
         ("min_sample_ms", json!(args.min_sample_ms)),
         ("pin", json!(args.pin)),
         ("jobs", json!(args.jobs)),
+        ("inject", json!(args.inject)),
+        ("stack_noop", json!(args.stack_noop)),
         ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]
@@ -351,37 +435,146 @@ fn recorded_options(
 
 pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
+    environment::ensure_securityfs();
+    let active_lsms = environment::active_lsms();
     let kernel = KernelBtf::load()?;
+    let everything: Vec<&str> = workloads::registry().iter().map(|s| s.name).collect();
+    let functions = selection::select(&kernel, &args.hooks, &everything, &active_lsms)?;
     let plan = ProbePlan {
         syscalls: true,
         tasks: true,
-        functions: hook_list(&args.hooks),
+        functions: functions.clone(),
     };
-    let probes = Probes::load(&plan, &kernel)?;
+    let mut probes = Probes::load(&plan, &kernel)?;
+    // Loading proves the verifier accepts a program; attaching proves the kernel runs it.
+    let attached = probes.attach();
+    probes.detach()?;
+    attached.context("attach the loaded probes")?;
+    let lsm = lsm_availability(&mut probes, &kernel, &active_lsms);
     let report = probes.report();
     drop(probes);
+    let catalog = serde_json::json!({
+        "kernel_release": environment::detect().kernel_release,
+        "active_lsms": active_lsms,
+        "lockdown": environment::lockdown_mode(),
+        "security_hooks": catalog::security_hooks(&kernel).len(),
+        "probe_kinds": probe_kind_summary(&report, &lsm),
+        "attached": report.attached,
+        "refused": report.refused,
+        "functions": functions.iter().map(|t| serde_json::json!({
+            "function": t.function, "parent": t.parent, "lsm": t.lsm,
+        })).collect::<Vec<_>>(),
+    });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(&catalog)?);
         return Ok(ExitCode::SUCCESS);
     }
+    println!(
+        "kernel {}, LSMs {}, lockdown {}; {} security_* hooks in BTF",
+        catalog["kernel_release"].as_str().unwrap_or("?"),
+        active_lsms.join(","),
+        catalog["lockdown"].as_str().unwrap_or("?"),
+        catalog["security_hooks"]
+    );
+    let mut kinds = comfy_table::Table::new();
+    kinds
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_header(["probe kind", "status"]);
+    for (kind, status) in catalog["probe_kinds"].as_object().into_iter().flatten() {
+        kinds.add_row([kind.as_str(), status.as_str().unwrap_or("")]);
+    }
+    println!("{kinds}\n");
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)
-        .set_header(["probe", "target", "status"]);
-    for a in &report.attached {
-        table.add_row([a.kind.as_str(), &a.target, "available"]);
-    }
-    for r in &report.refused {
+        .set_header(["function", "under", "lsm", "fentry/fexit"]);
+    for t in &functions {
+        // The reason is on the probe kind's line above; here the errno is enough.
+        let refused = report.refused.iter().find(|r| r.target == t.function);
+        let status = refused.map_or_else(
+            || "attached".to_string(),
+            |r| match r.errno {
+                Some(n) => format!("refused ({})", std::io::Error::from_raw_os_error(n)),
+                None => "refused".to_string(),
+            },
+        );
         table.add_row([
-            r.kind.as_str(),
-            &r.target,
-            &format!("refused: {}", r.reason),
+            t.function.as_str(),
+            t.parent.as_deref().unwrap_or(""),
+            t.lsm.as_deref().unwrap_or(""),
+            &status,
         ]);
     }
     println!("{table}");
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn calibrate(_args: &CalibrateArgs) -> Result<ExitCode> {
-    bail!("calibrate is not built yet")
+/// Whether a BPF LSM program loads and attaches here ("available" or the reason it does not).
+fn lsm_availability(probes: &mut Probes, kernel: &KernelBtf, active_lsms: &[String]) -> String {
+    if !active_lsms.iter().any(|l| l == "bpf") {
+        return "refused: bpf is not in the active LSM list (add it to lsm= on the kernel command line)".into();
+    }
+    match probes
+        .attach_lsm(kernel, "file_open", 0)
+        .and_then(|()| probes.detach_lsm())
+    {
+        Ok(()) => "available".into(),
+        Err(e) => format!("refused: {e:#}"),
+    }
+}
+
+/// Each probe kind: "available" if any program of that kind attached, else the first refusal.
+fn probe_kind_summary(
+    report: &ProbeReport,
+    lsm: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut kinds = serde_json::Map::new();
+    for kind in ["raw_tracepoint", "tp_btf", "fentry", "fexit"] {
+        let status = if report.attached.iter().any(|a| a.kind == kind) {
+            "available".to_string()
+        } else if let Some(r) = report.refused.iter().find(|r| r.kind == kind) {
+            format!("refused: {}", r.reason)
+        } else {
+            "not tried".to_string()
+        };
+        kinds.insert(kind.into(), status.into());
+    }
+    kinds.insert("lsm".into(), lsm.into());
+    kinds
+}
+
+pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
+    require_bpf_privileges()?;
+    let kernel = KernelBtf::load()?;
+    let cal = calibration::calibrate(&kernel)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&cal)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1} ns"));
+    println!("calibration on {} (getppid):", cal.function);
+    println!("  getppid, nothing attached       {:.1} ns", cal.bare_ns);
+    println!(
+        "  syscall probes add              {:.1} ns per syscall",
+        cal.syscall_probes_ns
+    );
+    println!(
+        "  empty fentry/fexit pair adds    {}",
+        ns(cal.empty_pair_ns)
+    );
+    println!(
+        "  timed fentry/fexit pair adds    {}",
+        ns(cal.timed_pair_ns)
+    );
+    if let Some(r) = cal.timed_over_empty {
+        println!("  timed / empty                   {r:.2}x");
+    }
+    println!("  probe time inside each call     {}", ns(cal.self_ns));
+    if let Some(why) = &cal.refused {
+        println!("  pairs refused: {why}");
+    }
+    for (program, avg) in &cal.kernel_run_ns {
+        println!("  kernel stats: {program:<14} {avg:.1} ns per run");
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,11 @@
 //! Loading hookprof's eBPF object, attaching and detaching its programs, and reading what they
 //! counted. A probe the kernel refuses is recorded with its errno and reason, and the rest go on.
 mod btf;
+pub mod calibration;
+pub mod catalog;
+mod lsm;
 mod refusal;
+pub mod selection;
 mod snapshot;
 
 use anyhow::{Context, Result};
@@ -16,6 +20,7 @@ use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, HOOK_SLOTS};
 
 pub use self::{
     btf::{KernelBtf, VMLINUX_BTF},
+    catalog::Target,
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
 };
@@ -29,17 +34,8 @@ pub struct ProbePlan {
     /// sched_process_fork/exec/exit.
     pub tasks: bool,
     /// Kernel functions to time with fentry/fexit pairs, one slot each.
-    pub functions: Vec<String>,
+    pub functions: Vec<Target>,
 }
-
-/// The hooks the foundation slice times by default.
-pub const DEFAULT_HOOKS: &[&str] = &[
-    "security_file_open",
-    "security_inode_getattr",
-    "security_file_permission",
-    "security_task_alloc",
-    "security_task_free",
-];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -78,9 +74,10 @@ struct Attachment {
 pub struct Probes {
     ebpf: Ebpf,
     attachments: Vec<Attachment>,
-    /// Slot i times `hooks[i]`.
-    hooks: Vec<String>,
+    /// Slot i times `hooks[i]` (None for a slot whose pair was refused).
+    hooks: Vec<Option<Target>>,
     refused: Vec<Refusal>,
+    lsm_programs: Vec<lsm::LsmProgram>,
 }
 
 impl Probes {
@@ -99,6 +96,7 @@ impl Probes {
             attachments: Vec::new(),
             hooks: Vec::new(),
             refused: Vec::new(),
+            lsm_programs: Vec::new(),
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -140,7 +138,7 @@ impl Probes {
     /// refuses them all, so the rest are recorded with the same reason without asking again.
     fn load_functions(
         &mut self,
-        functions: &[String],
+        functions: &[Target],
         kernel: &KernelBtf,
         btf: &aya::Btf,
     ) -> Result<()> {
@@ -150,7 +148,8 @@ impl Probes {
             functions.len()
         );
         let mut trampolines_refused: Option<i32> = None;
-        for (slot, function) in functions.iter().enumerate() {
+        for (slot, target) in functions.iter().enumerate() {
+            let function = &target.function;
             if !kernel.has_function(function) {
                 self.refuse_pair(
                     function,
@@ -186,10 +185,8 @@ impl Probes {
                 p.load(function, btf)
             })();
             if self.record(&exit, Kind::FExit, function, exited) {
-                while self.hooks.len() < slot {
-                    self.hooks.push(String::new()); // keeps slot numbers aligned
-                }
-                self.hooks.push(function.clone());
+                self.hooks.resize(slot, None); // keeps slot numbers aligned
+                self.hooks.push(Some(target.clone()));
             } else {
                 // An entry without its exit would count calls it can never time.
                 self.attachments.pop();
@@ -270,6 +267,18 @@ impl Probes {
         Ok(())
     }
 
+    /// Attaches only the named programs (calibration compares subsets).
+    fn attach_only(&mut self, programs: &[&str]) -> Result<()> {
+        let (chosen, rest): (Vec<_>, Vec<_>) = self
+            .attachments
+            .drain(..)
+            .partition(|a| programs.contains(&a.program.as_str()));
+        self.attachments = chosen;
+        let attached = self.attach();
+        self.attachments.extend(rest);
+        attached
+    }
+
     /// Detaches every attached program; they stay loaded for the next attach.
     pub fn detach(&mut self) -> Result<()> {
         for a in &mut self.attachments {
@@ -318,8 +327,8 @@ impl Probes {
         Snapshot::read(&self.ebpf, self.hooks.len() as u32)
     }
 
-    /// Timed functions by slot ("" for a slot whose pair was refused).
-    pub fn hook_functions(&self) -> &[String] {
+    /// Timed functions by slot (None for a slot whose pair was refused).
+    pub fn hook_functions(&self) -> &[Option<Target>] {
         &self.hooks
     }
 
