@@ -5,6 +5,7 @@ pub mod attribution;
 pub mod compare;
 pub mod environment;
 pub mod import;
+pub mod lmbench;
 pub mod report;
 pub mod results;
 pub mod run;
