@@ -32,6 +32,27 @@ pub enum Level {
 }
 
 impl Level {
+    /// The level used for rows of these kinds: hooks when any hook was probed.
+    pub fn of(kinds: impl IntoIterator<Item = PathKind>) -> Option<Level> {
+        let mut level = None;
+        for kind in kinds {
+            match kind {
+                PathKind::Hook => return Some(Level::Hooks),
+                PathKind::Syscall => level = Some(Level::Syscalls),
+                PathKind::Lsm | PathKind::TaskPath => {}
+            }
+        }
+        level
+    }
+
+    /// The kind of the rows that make up this level.
+    pub fn kind(self) -> PathKind {
+        match self {
+            Level::Hooks => PathKind::Hook,
+            Level::Syscalls => PathKind::Syscall,
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Level::Hooks => "outside the probed hooks",
@@ -42,13 +63,11 @@ impl Level {
 
 /// The level whose rows are disjoint in time, and those rows; None when nothing was attributed.
 pub fn top_level(rows: &[AttributionRow]) -> Option<(Level, Vec<&AttributionRow>)> {
-    let pick = |kind| -> Vec<&AttributionRow> { rows.iter().filter(|r| r.kind == kind).collect() };
-    let hooks = pick(PathKind::Hook);
-    if !hooks.is_empty() {
-        return Some((Level::Hooks, hooks));
-    }
-    let syscalls = pick(PathKind::Syscall);
-    (!syscalls.is_empty()).then_some((Level::Syscalls, syscalls))
+    let level = Level::of(rows.iter().map(|r| r.kind))?;
+    Some((
+        level,
+        rows.iter().filter(|r| r.kind == level.kind()).collect(),
+    ))
 }
 
 /// The op time (ns) not inside the top-level rows, with the level it refers to.
