@@ -4,7 +4,9 @@
 pub mod attribution;
 pub mod compare;
 pub mod environment;
+pub mod hook_costs;
 pub mod import;
+pub mod lmbench;
 pub mod measure;
 pub mod probes;
 pub mod report;

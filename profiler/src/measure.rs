@@ -10,7 +10,7 @@ use std::{
 use anyhow::{Context, Result};
 
 use crate::{
-    attribution::{attribute, ProbedSample},
+    hook_costs::{attribute, ProbedSample},
     probes::{self, Probes},
     results::{ExtraMetric, WorkloadResult},
     workloads::{Metric, Workload, WorkloadOptions, WorkloadSpec},

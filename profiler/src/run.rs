@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{
-    attribution, environment,
+    environment, hook_costs,
     measure::{self, Overhead, SamplingOptions},
     probes::{
         calibration::{self, Calibration},
@@ -190,7 +190,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         let interrupted = outcome.interrupted;
         let mut result = outcome.result;
         if let Some(pair) = results.calibration.as_ref().and_then(|c| c.timed_pair_ns) {
-            attribution::correct_nesting(&mut result.attribution, pair);
+            hook_costs::correct_nesting(&mut result.attribution, pair);
         }
         if !result.clean.is_empty() {
             results.workloads.push(result);

@@ -1,1 +1,424 @@
-//! Summary statistics (placeholder until the statistics issue lands).
+//! Summary statistics and two-sample comparison: pure functions, no I/O.
+//!
+//! Every number returned is finite: cases where a textbook formula divides by zero (one sample,
+//! zero variance) are decided explicitly and documented on the function.
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Confidence level of every interval in hookprof.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// Tukey's outlier counts: mild beyond 1.5 IQR from the quartiles, severe beyond 3 IQR.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Outliers {
+    pub low_mild: usize,
+    pub high_mild: usize,
+    pub low_severe: usize,
+    pub high_severe: usize,
+}
+
+impl Outliers {
+    pub fn mild(&self) -> usize {
+        self.low_mild + self.high_mild
+    }
+    pub fn severe(&self) -> usize {
+        self.low_severe + self.high_severe
+    }
+}
+
+/// One metric's samples, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    pub median: f64,
+    /// Sample standard deviation (n - 1); 0 for a single sample.
+    pub stdev: f64,
+    /// Population standard deviation (n), what lmbench's STDEV rows show.
+    pub pop_stdev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// stdev / |mean|; 0 when the mean is 0.
+    pub cv: f64,
+    /// 95% confidence interval of the mean (Student t); None for fewer than two samples.
+    pub ci: Option<(f64, f64)>,
+    pub outliers: Outliers,
+}
+
+impl Summary {
+    /// Half the width of the confidence interval (0 when there is none).
+    pub fn ci_half_width(&self) -> f64 {
+        self.ci.map_or(0.0, |(lo, hi)| (hi - lo) / 2.0)
+    }
+}
+
+/// Summarises `samples`; None when there are none. Non-finite samples are ignored.
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let mean = sorted.iter().sum::<f64>() / n as f64;
+    let sum_sq: f64 = sorted.iter().map(|v| (v - mean).powi(2)).sum();
+    let stdev = if n > 1 {
+        (sum_sq / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let pop_stdev = (sum_sq / n as f64).sqrt();
+    let ci = (n > 1).then(|| {
+        let half = t_quantile(n as f64 - 1.0) * stdev / (n as f64).sqrt();
+        (mean - half, mean + half)
+    });
+    Some(Summary {
+        n,
+        mean,
+        median: quantile(&sorted, 0.5),
+        stdev,
+        pop_stdev,
+        min: sorted[0],
+        max: sorted[n - 1],
+        cv: if mean == 0.0 { 0.0 } else { stdev / mean.abs() },
+        ci,
+        outliers: tukey_outliers(&sorted),
+    })
+}
+
+/// The two-sided critical value of Student's t for [`CONFIDENCE`] at `df` degrees of freedom.
+fn t_quantile(df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df)
+        .expect("df > 0")
+        .inverse_cdf(0.5 + CONFIDENCE / 2.0)
+}
+
+/// Quantile of sorted data by linear interpolation between order statistics (R type 7, the
+/// default of R and numpy, so reference values are easy to reproduce).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn tukey_outliers(sorted: &[f64]) -> Outliers {
+    let (q1, q3) = (quantile(sorted, 0.25), quantile(sorted, 0.75));
+    let iqr = q3 - q1;
+    let mut out = Outliers::default();
+    for &v in sorted {
+        if v < q1 - 3.0 * iqr {
+            out.low_severe += 1;
+        } else if v < q1 - 1.5 * iqr {
+            out.low_mild += 1;
+        } else if v > q3 + 3.0 * iqr {
+            out.high_severe += 1;
+        } else if v > q3 + 1.5 * iqr {
+            out.high_mild += 1;
+        }
+    }
+    out
+}
+
+/// Welch's unequal-variance t-test of new vs old.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Welch {
+    /// mean(new) - mean(old).
+    pub difference: f64,
+    /// Standard error of the difference.
+    pub std_error: f64,
+    /// Welch-Satterthwaite degrees of freedom (0 when both sides have zero variance).
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p_value: f64,
+    /// 95% confidence interval of the difference.
+    pub ci: (f64, f64),
+}
+
+/// Welch's t-test; None when a side has fewer than two samples (no variance estimate).
+///
+/// With zero variance on both sides the difference is known exactly: p = 1 when the means are
+/// equal, p = 0 when they differ, and the interval is the point.
+pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
+    if old.n < 2 || new.n < 2 {
+        return None;
+    }
+    let difference = new.mean - old.mean;
+    let (vo, vn) = (
+        old.stdev.powi(2) / old.n as f64,
+        new.stdev.powi(2) / new.n as f64,
+    );
+    let var = vo + vn;
+    if var == 0.0 {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        return Some(Welch {
+            difference,
+            std_error: 0.0,
+            df: 0.0,
+            p_value,
+            ci: (difference, difference),
+        });
+    }
+    let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
+    let std_error = var.sqrt();
+    let t = difference / std_error;
+    let dist = StudentsT::new(0.0, 1.0, df).expect("df > 0");
+    let p_value = (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0);
+    let half = t_quantile(df) * std_error;
+    Some(Welch {
+        difference,
+        std_error,
+        df,
+        p_value,
+        ci: (difference - half, difference + half),
+    })
+}
+
+/// Holm's step-down adjustment of a family of p-values, returned in the input order.
+pub fn holm(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running_max: f64 = 0.0;
+    for (rank, &i) in order.iter().enumerate() {
+        let scaled = ((m - rank) as f64 * p_values[i]).min(1.0);
+        running_max = running_max.max(scaled);
+        adjusted[i] = running_max;
+    }
+    adjusted
+}
+
+/// What a comparison concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Regressed,
+    Improved,
+    NoChange,
+    Inconclusive,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Regressed => "regressed",
+            Verdict::Improved => "improved",
+            Verdict::NoChange => "no change",
+            Verdict::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// When a change counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Criteria {
+    /// Significance level for the Holm-adjusted p-value.
+    pub alpha: f64,
+    /// Smallest relative change that matters (0.01 = 1%).
+    pub threshold: f64,
+}
+
+impl Default for Criteria {
+    fn default() -> Self {
+        Criteria {
+            alpha: 0.05,
+            threshold: 0.01,
+        }
+    }
+}
+
+/// A non-significant result is only "no change" if the interval rules out changes this many
+/// times the threshold (10% at the default 1%); otherwise the data cannot tell.
+const INCONCLUSIVE_WIDTH_FACTOR: f64 = 10.0;
+
+/// Relative change of new vs old with its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Change {
+    /// mean(new) / mean(old) - 1.
+    pub relative: f64,
+    /// The Welch interval of the difference divided by mean(old) (the old mean taken as
+    /// exact, as criterion and hyperfine do); None when Welch's test is not possible.
+    pub ci: Option<(f64, f64)>,
+    /// Unadjusted two-sided p-value; None when Welch's test is not possible.
+    pub p_value: Option<f64>,
+}
+
+/// The relative change of `new` against `old`; None when the old mean is 0 (no ratio).
+pub fn relative_change(old: &Summary, new: &Summary) -> Option<Change> {
+    if old.mean == 0.0 {
+        return None;
+    }
+    let scale = old.mean.abs();
+    let test = welch(old, new);
+    Some(Change {
+        relative: (new.mean - old.mean) / scale,
+        ci: test.map(|w| (w.ci.0 / scale, w.ci.1 / scale)),
+        p_value: test.map(|w| w.p_value),
+    })
+}
+
+/// The verdict for one change, given its Holm-adjusted p-value and which way is better.
+pub fn verdict(
+    change: &Change,
+    adjusted_p: Option<f64>,
+    higher_is_better: bool,
+    criteria: &Criteria,
+) -> Verdict {
+    let (Some(p), Some((lo, hi))) = (adjusted_p, change.ci) else {
+        return Verdict::Inconclusive;
+    };
+    if p < criteria.alpha && change.relative.abs() > criteria.threshold {
+        let worse = (change.relative > 0.0) != higher_is_better;
+        return if worse {
+            Verdict::Regressed
+        } else {
+            Verdict::Improved
+        };
+    }
+    if p >= criteria.alpha
+        && lo.abs().max(hi.abs()) > INCONCLUSIVE_WIDTH_FACTOR * criteria.threshold
+    {
+        return Verdict::Inconclusive;
+    }
+    Verdict::NoChange
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1e-12)
+    }
+
+    #[track_caller]
+    fn assert_close(a: f64, b: f64) {
+        assert!(close(a, b, 1e-6), "{a} != {b}");
+    }
+
+    // Reference values from numpy / scipy 1.17 (python3): np.mean, np.median, np.std(ddof=1),
+    // np.std(ddof=0), scipy.stats.t.interval(0.95, n-1, loc=mean, scale=sem),
+    // scipy.stats.ttest_ind(new, old, equal_var=False) and t.ppf(0.975, df) * se.
+
+    #[test]
+    fn summary_matches_numpy_and_scipy() {
+        // The 00-base `stat` column of the lmbench fixture.
+        let s = summarize(&[3.88, 3.97, 3.92, 3.97, 3.97]).unwrap();
+        assert_eq!(s.n, 5);
+        assert_close(s.mean, 3.942);
+        assert_close(s.median, 3.97);
+        assert_close(s.stdev, 0.04086563348340525);
+        assert_close(s.pop_stdev, 0.03655133376499427);
+        assert_close(s.cv, 0.04086563348340525 / 3.942);
+        let (lo, hi) = s.ci.unwrap();
+        assert_close(lo, 3.8912586141398657);
+        assert_close(hi, 3.9927413858601346);
+        assert_eq!((s.min, s.max), (3.88, 3.97));
+    }
+
+    #[test]
+    fn tukey_counts_mild_and_severe_outliers() {
+        // Fences from np.percentile([...], [25, 75]) (type 7).
+        // 11 values: Q1 2.5, Q3 7.5, IQR 5; mild fences -5 / 15, severe -12.5 / 22.5.
+        let mut v: Vec<f64> = (1..=8).map(f64::from).collect();
+        v.extend([12.0, 40.0, -30.0]);
+        let o = summarize(&v).unwrap().outliers;
+        assert_eq!(o.high_severe, 1);
+        assert_eq!(o.low_severe, 1);
+        assert_eq!(o.mild(), 0);
+        // 12 values: Q1 2.75, Q3 9, IQR 6.25; mild fence 18.375, severe -16 / 27.75.
+        v.push(20.0);
+        let o = summarize(&v).unwrap().outliers;
+        assert_eq!((o.high_mild, o.high_severe, o.low_severe), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_single_sample_has_no_interval_and_no_nan() {
+        let s = summarize(&[2.5]).unwrap();
+        assert_eq!(
+            (s.n, s.mean, s.median, s.stdev, s.pop_stdev),
+            (1, 2.5, 2.5, 0.0, 0.0)
+        );
+        assert_eq!(s.ci, None);
+        assert_eq!(s.cv, 0.0);
+        assert!(summarize(&[]).is_none());
+        let change = relative_change(&s, &summarize(&[3.0, 3.1]).unwrap()).unwrap();
+        assert_eq!(change.p_value, None);
+        assert_eq!(
+            verdict(&change, None, false, &Criteria::default()),
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn welch_matches_scipy() {
+        // stat, 00-base vs 01-lsm of the fixture.
+        let old = summarize(&[3.88, 3.97, 3.92, 3.97, 3.97]).unwrap();
+        let new = summarize(&[4.13, 4.16, 4.13, 4.23, 4.22]).unwrap();
+        let w = welch(&old, &new).unwrap();
+        assert_close(w.difference, 0.232);
+        assert_close(w.df, 7.787972450047462);
+        assert_close(w.std_error, 0.02828427124746198);
+        assert_close(w.p_value, 4.258812835207211e-05);
+        assert_close(w.ci.1 - w.difference, 0.06553402992058195);
+    }
+
+    #[test]
+    fn identical_constants_are_no_change_and_different_ones_a_change() {
+        let a = summarize(&[5.0, 5.0, 5.0]).unwrap();
+        let b = summarize(&[6.0, 6.0, 6.0]).unwrap();
+        let same = relative_change(&a, &a).unwrap();
+        assert_eq!(
+            (same.relative, same.p_value, same.ci),
+            (0.0, Some(1.0), Some((0.0, 0.0)))
+        );
+        let c = Criteria::default();
+        assert_eq!(verdict(&same, same.p_value, false, &c), Verdict::NoChange);
+        let up = relative_change(&a, &b).unwrap();
+        assert_close(up.relative, 0.2);
+        assert_eq!(up.p_value, Some(0.0));
+        assert_eq!(verdict(&up, up.p_value, false, &c), Verdict::Regressed);
+        // For a bandwidth, higher is better.
+        assert_eq!(verdict(&up, up.p_value, true, &c), Verdict::Improved);
+        for x in [up.relative, up.ci.unwrap().0, up.ci.unwrap().1] {
+            assert!(x.is_finite());
+        }
+    }
+
+    #[test]
+    fn holm_matches_a_hand_calculation() {
+        // By hand: sorted 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, max(0.04*1, 0.06) = 0.06.
+        let adjusted = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let expected = [0.03, 0.06, 0.06, 0.02];
+        for (a, e) in adjusted.iter().zip(expected) {
+            assert_close(*a, e);
+        }
+        assert!(holm(&[]).is_empty());
+        assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn small_significant_changes_are_no_change_and_wide_intervals_inconclusive() {
+        let c = Criteria::default();
+        let tiny = Change {
+            relative: 0.005,
+            ci: Some((0.004, 0.006)),
+            p_value: Some(1e-6),
+        };
+        assert_eq!(verdict(&tiny, Some(1e-6), false, &c), Verdict::NoChange);
+        let wide = Change {
+            relative: 0.05,
+            ci: Some((-0.2, 0.3)),
+            p_value: Some(0.4),
+        };
+        assert_eq!(verdict(&wide, Some(0.4), false, &c), Verdict::Inconclusive);
+        let faster = Change {
+            relative: -0.05,
+            ci: Some((-0.06, -0.04)),
+            p_value: Some(1e-4),
+        };
+        assert_eq!(verdict(&faster, Some(1e-4), false, &c), Verdict::Improved);
+        // Significant before adjustment, not after: no regression.
+        assert_eq!(verdict(&faster, Some(0.2), false, &c), Verdict::NoChange);
+    }
+}

@@ -1,12 +1,124 @@
-//! Importers for lmbench summaries and /usr/bin/time logs (placeholder).
+//! `hookprof import`: lmbench summaries and /usr/bin/time logs become results files, one per
+//! configuration, so `compare` and `report` work on numbers from before hookprof existed.
 use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::Context;
+
+use crate::results::{write_atomically, Environment, Results, SCHEMA_VERSION};
+
+pub mod lmbench;
+pub mod time;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum ImportCommand {
-    /// lmbench 2.0/3.0 summary text.
-    Lmbench { file: PathBuf },
+    /// lmbench 2.0/3.0 summary text (as posted to mailing lists): one file per configuration.
+    Lmbench {
+        file: PathBuf,
+        /// Directory to write the results files into (created if missing).
+        #[arg(short = 'o', long = "output")]
+        out: PathBuf,
+    },
+    /// /usr/bin/time default lines, grouped under the heading line before each block.
+    Time {
+        file: PathBuf,
+        /// Directory to write the results files into (created if missing).
+        #[arg(short = 'o', long = "output")]
+        out: PathBuf,
+    },
 }
 
-pub fn execute(_cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("import is not built yet")
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: no lmbench summary table found")]
+    NoTable { path: String },
+    #[error(
+        "{path}: no /usr/bin/time lines (like '815.80user 113.69system 2:04.36elapsed 747%CPU')"
+    )]
+    NoTimeLines { path: String },
+    #[error("{path}:{line}: {message}")]
+    BadLine {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// A reader of one input format: text and the name to show in errors.
+type Parser = fn(&str, &str) -> Result<Vec<Results>, ImportError>;
+
+pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
+    let (file, out, parse): (_, _, Parser) = match cmd {
+        ImportCommand::Lmbench { file, out } => (file, out, lmbench::parse),
+        ImportCommand::Time { file, out } => (file, out, time::parse),
+    };
+    let shown = file.display().to_string();
+    let bytes = std::fs::read(file).with_context(|| format!("{shown}: cannot read"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let results = parse(&text, &shown)?;
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    for r in &results {
+        let path = out.join(format!("{}.json", file_stem(&r.label)));
+        write_atomically(&path, r.to_json().as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        let runs = r.workloads.iter().map(|w| w.clean.len()).max().unwrap_or(0);
+        println!(
+            "{}: {} ({} workloads, {runs} runs)",
+            path.display(),
+            r.label,
+            r.workloads.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file name for a label: letters, digits, `-`, `_` and `.` kept, runs of anything else `_`.
+fn file_stem(label: &str) -> String {
+    let mut stem = String::new();
+    for c in label.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+            stem.push(c);
+        } else if !stem.ends_with('_') {
+            stem.push('_');
+        }
+    }
+    let stem = stem.trim_matches(|c| c == '_' || c == '.');
+    if stem.is_empty() {
+        "results".into()
+    } else {
+        stem.into()
+    }
+}
+
+/// An empty, complete results document for an imported configuration.
+pub(crate) fn new_results(label: &str, source: &str) -> Results {
+    Results {
+        schema_version: SCHEMA_VERSION,
+        label: label.to_string(),
+        complete: true,
+        source: source.to_string(),
+        environment: Environment {
+            hookprof_version: env!("CARGO_PKG_VERSION").to_string(),
+            ..Default::default()
+        },
+        options: Default::default(),
+        probes: Default::default(),
+        calibration: None,
+        lsm_programs: Vec::new(),
+        workloads: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_become_safe_file_names() {
+        assert_eq!(file_stem("00-base"), "00-base");
+        assert_eq!(
+            file_stem("[PATCH 01/10] Task watchers v2"),
+            "PATCH_01_10_Task_watchers_v2"
+        );
+        assert_eq!(file_stem("../.."), "results");
+    }
 }

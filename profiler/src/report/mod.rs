@@ -1,5 +1,7 @@
-//! Reports of a results file (placeholder until the statistics issue lands).
+//! Reports of a results file.
 use std::{path::PathBuf, process::ExitCode};
+
+pub mod text;
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {

@@ -1,0 +1,318 @@
+//! The lmbench 2.0 summary layout: the ONE table that maps summary columns to hookprof workload
+//! names, used both to import posted summaries and to print results as one.
+use crate::{results::Unit, workloads::Family};
+
+/// What a summary column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Host,
+    Os,
+    Mhz,
+    /// A workload's metric, imported from and printed in this column.
+    Workload(&'static str),
+    /// A workload printed again for reading convenience (2p/0K in the latency section); it is
+    /// imported from its own section.
+    Repeat(&'static str),
+    /// A column hookprof has no workload for (lmbench 3.0's 100fd selct, Rand mem, Guesses).
+    Unused,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    /// The two heading lines' text for this column ("" when a line is blank there).
+    pub head: [&'static str; 2],
+    /// The width of the column's dashes under the heading.
+    pub width: usize,
+    pub cell: Cell,
+    /// Decimals lmbench prints for values below 10 (usually width - 2).
+    pub small_decimals: usize,
+    /// Present only in lmbench 3.0 summaries.
+    pub lmbench3_only: bool,
+}
+
+#[derive(Debug)]
+pub struct Section {
+    /// The title line as lmbench prints it.
+    pub title: &'static str,
+    /// Lines printed under the title before the rule (the memory section's warning).
+    pub subtitle: Option<&'static str>,
+    pub family: Family,
+    pub unit: Unit,
+    pub columns: &'static [Column],
+}
+
+impl Section {
+    /// The columns of an lmbench 2.0 (false) or 3.0 (true) summary.
+    pub fn columns_of(&self, lmbench3: bool) -> Vec<&'static Column> {
+        self.columns
+            .iter()
+            .filter(|c| lmbench3 || !c.lmbench3_only)
+            .collect()
+    }
+
+    /// Is `line` this section's title? Titles are matched on their words before the first " - "
+    /// or " in ", ignoring case and the `*` around "Local".
+    pub fn is_title(&self, line: &str) -> bool {
+        let key = |s: &str| s.replace('*', "").trim().to_ascii_lowercase();
+        let title = key(self.title);
+        let stem = title.split(" - ").next().unwrap_or(&title);
+        let stem = stem.split(" in ").next().unwrap_or(stem);
+        key(line).starts_with(stem)
+    }
+}
+
+const fn col(head: [&'static str; 2], width: usize, cell: Cell) -> Column {
+    Column {
+        head,
+        width,
+        cell,
+        small_decimals: width.saturating_sub(2),
+        lmbench3_only: false,
+    }
+}
+
+const fn v3(c: Column) -> Column {
+    Column {
+        lmbench3_only: true,
+        ..c
+    }
+}
+
+const fn decimals(c: Column, small_decimals: usize) -> Column {
+    Column {
+        small_decimals,
+        ..c
+    }
+}
+
+use Cell::{Host, Mhz, Os, Repeat, Unused, Workload as W};
+
+const HOST: Column = col(["Host", ""], 9, Host);
+const OS: Column = col(["OS", ""], 13, Os);
+
+/// Every summary section hookprof reads and writes, in lmbench's order.
+pub static SECTIONS: &[Section] = &[
+    Section {
+        title: "Processor, Processes - times in microseconds - smaller is better",
+        subtitle: None,
+        family: Family::Processes,
+        unit: Unit::Microseconds,
+        columns: &[
+            HOST,
+            OS,
+            col(["Mhz", ""], 4, Mhz),
+            col(["null", "call"], 4, W("null_call")),
+            col(["null", "I/O"], 4, W("null_io")),
+            col(["", "stat"], 4, W("stat")),
+            col(["open", "clos"], 4, W("open_close")),
+            col(["selct", "TCP"], 5, W("select_tcp")),
+            col(["sig", "inst"], 4, W("sig_install")),
+            col(["sig", "hndl"], 4, W("sig_catch")),
+            col(["fork", "proc"], 4, W("fork_proc")),
+            col(["exec", "proc"], 4, W("exec_proc")),
+            col(["sh", "proc"], 4, W("sh_proc")),
+        ],
+    },
+    Section {
+        title: "Context switching - times in microseconds - smaller is better",
+        subtitle: None,
+        family: Family::ContextSwitch,
+        unit: Unit::Microseconds,
+        columns: &[
+            HOST,
+            OS,
+            col(["2p/0K", "ctxsw"], 5, W("ctx_2p_0k")),
+            col(["2p/16K", "ctxsw"], 6, W("ctx_2p_16k")),
+            col(["2p/64K", "ctxsw"], 6, W("ctx_2p_64k")),
+            col(["8p/16K", "ctxsw"], 6, W("ctx_8p_16k")),
+            col(["8p/64K", "ctxsw"], 6, W("ctx_8p_64k")),
+            col(["16p/16K", "ctxsw"], 7, W("ctx_16p_16k")),
+            col(["16p/64K", "ctxsw"], 7, W("ctx_16p_64k")),
+        ],
+    },
+    Section {
+        title: "*Local* Communication latencies in microseconds - smaller is better",
+        subtitle: None,
+        family: Family::LocalLatency,
+        unit: Unit::Microseconds,
+        columns: &[
+            HOST,
+            OS,
+            col(["2p/0K", "ctxsw"], 5, Repeat("ctx_2p_0k")),
+            col(["Pipe", ""], 5, W("lat_pipe")),
+            col(["AF", "UNIX"], 4, W("lat_unix")),
+            col(["UDP", ""], 5, W("lat_udp")),
+            col(["RPC/", "UDP"], 5, W("lat_rpc_udp")),
+            col(["TCP", ""], 5, W("lat_tcp")),
+            col(["RPC/", "TCP"], 5, W("lat_rpc_tcp")),
+            col(["TCP", "conn"], 4, W("lat_tcp_connect")),
+        ],
+    },
+    Section {
+        title: "File & VM system latencies in microseconds - smaller is better",
+        subtitle: None,
+        family: Family::FileVm,
+        unit: Unit::Microseconds,
+        columns: &[
+            HOST,
+            OS,
+            col(["0K File", "Create"], 6, W("fs_create_0k")),
+            col(["", "Delete"], 6, W("fs_delete_0k")),
+            col(["10K File", "Create"], 6, W("fs_create_10k")),
+            col(["", "Delete"], 6, W("fs_delete_10k")),
+            col(["Mmap", "Latency"], 7, W("mmap_latency")),
+            col(["Prot", "Fault"], 5, W("prot_fault")),
+            // lmbench 2.0 prints page faults with five decimals, wider than the column.
+            decimals(col(["Page", "Fault"], 5, W("page_fault")), 5),
+            v3(col(["100fd", "selct"], 5, Unused)),
+        ],
+    },
+    Section {
+        title: "*Local* Communication bandwidths in MB/s - bigger is better",
+        subtitle: None,
+        family: Family::Bandwidth,
+        unit: Unit::MegabytesPerSecond,
+        columns: &[
+            HOST,
+            OS,
+            col(["Pipe", ""], 4, W("bw_pipe")),
+            col(["AF", "UNIX"], 4, W("bw_unix")),
+            col(["TCP", ""], 4, W("bw_tcp")),
+            col(["File", "reread"], 6, W("bw_file_reread")),
+            col(["Mmap", "reread"], 6, W("bw_mmap_reread")),
+            col(["Bcopy", "(libc)"], 6, W("bw_bcopy_libc")),
+            col(["Bcopy", "(hand)"], 6, W("bw_bcopy_hand")),
+            col(["Mem", "read"], 4, W("bw_mem_read")),
+            col(["Mem", "write"], 5, W("bw_mem_write")),
+        ],
+    },
+    Section {
+        title: "Memory latencies in nanoseconds - smaller is better",
+        subtitle: Some("(WARNING - may not be correct, check graphs)"),
+        family: Family::MemoryLatency,
+        unit: Unit::Nanoseconds,
+        columns: &[
+            HOST,
+            OS,
+            col(["Mhz", ""], 4, Mhz),
+            col(["L1 $", ""], 5, W("mem_l1")),
+            col(["L2 $", ""], 6, W("mem_l2")),
+            col(["Main mem", ""], 8, W("mem_main")),
+            v3(col(["Rand mem", ""], 8, Unused)),
+            col(["Guesses", ""], 7, Unused),
+        ],
+    },
+];
+
+/// The section and column a workload is imported from; None for workloads lmbench lacks.
+pub fn column_of(workload: &str) -> Option<(&'static Section, &'static Column)> {
+    SECTIONS.iter().find_map(|s| {
+        s.columns
+            .iter()
+            .find(|c| matches!(c.cell, Cell::Workload(name) if name == workload))
+            .map(|c| (s, c))
+    })
+}
+
+/// A value the way lmbench's summary prints it: values below 10 with the column's small
+/// decimals (`0.39`, `4.4500`), larger ones with one decimal when it fits the column (`29.8`,
+/// `142.5`), else a trailing point (`121.`), else as an integer (`1233`).
+pub fn format_value(v: f64, column: &Column) -> String {
+    if v.abs() < 10.0 {
+        return format!("{v:.*}", column.small_decimals);
+    }
+    let one = format!("{v:.1}");
+    if one.len() <= column.width {
+        return one;
+    }
+    let point = format!("{v:.0}.");
+    if point.len() <= column.width {
+        return point;
+    }
+    format!("{v:.0}")
+}
+
+/// Parses a summary cell: `250.`, `.04`, `1233`, `2.00000`, and `1.5K` / `2M` suffixes.
+pub fn parse_value(cell: &str) -> Option<f64> {
+    let (digits, scale) = match cell.as_bytes().last()? {
+        b'K' | b'k' => (&cell[..cell.len() - 1], 1e3),
+        b'M' => (&cell[..cell.len() - 1], 1e6),
+        _ => (cell, 1.0),
+    };
+    let plain = digits
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
+    if !plain || !digits.chars().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(width: usize) -> Column {
+        col(["", ""], width, Unused)
+    }
+
+    #[test]
+    fn values_print_like_lmbench() {
+        for (v, width, shown) in [
+            (0.39, 4, "0.39"),
+            (29.8, 5, "29.8"),
+            (121.0, 4, "121."),
+            (1233.0, 4, "1233"),
+            (1.16, 5, "1.160"),
+            (4.45, 6, "4.4500"),
+            (142.5, 6, "142.5"),
+            (737.0, 4, "737."),
+        ] {
+            assert_eq!(format_value(v, &column(width)), shown, "{v} in {width}");
+        }
+        let page_fault = column_of("page_fault").unwrap().1;
+        assert_eq!(format_value(2.0, page_fault), "2.00000");
+    }
+
+    #[test]
+    fn cells_parse_with_suffixes_and_bare_points() {
+        assert_eq!(parse_value("250."), Some(250.0));
+        assert_eq!(parse_value(".04"), Some(0.04));
+        assert_eq!(parse_value("1.5K"), Some(1500.0));
+        assert_eq!(parse_value("2.4.9"), None);
+        assert_eq!(parse_value("Linux"), None);
+        assert_eq!(parse_value("."), None);
+        assert_eq!(parse_value(""), None);
+    }
+
+    #[test]
+    fn every_workload_has_one_home_column() {
+        let mut names: Vec<&str> = SECTIONS
+            .iter()
+            .flat_map(|s| s.columns.iter())
+            .filter_map(|c| match c.cell {
+                Cell::Workload(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names.len(), 43);
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 43);
+        assert!(column_of("ctx_2p_0k").is_some_and(|(s, _)| s.family == Family::ContextSwitch));
+    }
+
+    #[test]
+    fn titles_match_posted_variants() {
+        let local = &SECTIONS[2];
+        assert!(
+            local.is_title("*Local* Communication latencies in microseconds - smaller is better")
+        );
+        assert!(local.is_title("Local Communication latencies in microseconds"));
+        assert!(!SECTIONS[4].is_title(local.title));
+    }
+}

@@ -1,0 +1,453 @@
+//! The terminal report `hookprof run` prints: environment, probes, then per workload the clean
+//! and probed numbers and where each operation's time goes.
+use std::fmt::Write;
+
+use comfy_table::{presets, CellAlignment, Table, TableComponent};
+
+use crate::{
+    attribution,
+    results::{AttributionRow, PathKind, Results, WorkloadResult},
+    stats,
+};
+
+pub fn render(results: &Results) -> String {
+    let mut out = String::new();
+    out.push_str(&environment_line(results));
+    out.push_str(&probe_lines(results));
+    for w in &results.workloads {
+        out.push('\n');
+        out.push_str(&workload_block(w));
+    }
+    out
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "unknown"
+    } else {
+        s
+    }
+}
+
+fn environment_line(r: &Results) -> String {
+    let e = &r.environment;
+    let lsms = if e.active_lsms.is_empty() {
+        "unknown".to_string()
+    } else {
+        e.active_lsms.join(",")
+    };
+    let mut line = format!(
+        "Environment: kernel {}, LSMs {lsms}, lockdown {}",
+        or_unknown(&e.kernel_release),
+        or_unknown(&e.lockdown)
+    );
+    if !e.cpu_model.is_empty() {
+        let _ = write!(line, ", CPU {} x{}", e.cpu_model, e.cpus);
+    }
+    let _ = write!(line, " ({}: {})", r.source, r.label);
+    if !r.complete {
+        line.push_str(", INCOMPLETE: the run was interrupted");
+    }
+    line.push('\n');
+    line
+}
+
+fn probe_lines(r: &Results) -> String {
+    let p = &r.probes;
+    if p.attached.is_empty() && p.refused.is_empty() {
+        return "Probes: none (clean numbers only)\n".into();
+    }
+    // Count attached probes per kind, in the order kinds first appear.
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for a in &p.attached {
+        match kinds.iter_mut().find(|(k, _)| *k == a.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((&a.kind, 1)),
+        }
+    }
+    let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let mut out = format!("Probes: {} attached", p.attached.len());
+    if !per_kind.is_empty() {
+        let _ = write!(out, " ({})", per_kind.join(", "));
+    }
+    let _ = writeln!(out, ", {} refused", p.refused.len());
+    for f in &p.refused {
+        let errno = f.errno.map(|e| format!(" (errno {e})")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  refused {} {}{errno}: {}",
+            f.kind, f.target, f.reason
+        );
+    }
+    out
+}
+
+/// A number with about four significant digits, without exponent notation.
+pub(crate) fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+pub(crate) fn percent(fraction: f64) -> String {
+    format!("{:+.1}%", fraction * 100.0)
+}
+
+/// `5.000 us ± 0.1756 us`, or the mean alone when one sample gives no interval.
+fn mean_ci(s: &stats::Summary, unit: &str) -> String {
+    match s.ci {
+        Some(_) => format!("{} {unit} ± {} {unit}", num(s.mean), num(s.ci_half_width())),
+        None => format!("{} {unit} (one sample: no interval)", num(s.mean)),
+    }
+}
+
+fn workload_block(w: &WorkloadResult) -> String {
+    let u = w.unit.symbol();
+    let mut out = format!("{} ({})\n", w.name, w.family);
+    let Some(clean) = stats::summarize(&w.clean) else {
+        out.push_str("  no clean samples\n");
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "  Time (mean ± 95% CI):  {}    median {} {u}, n = {}",
+        mean_ci(&clean, u),
+        num(clean.median),
+        clean.n
+    );
+    let _ = writeln!(
+        out,
+        "  Range (min … max):     {} {u} … {} {u}    σ = {} {u}",
+        num(clean.min),
+        num(clean.max),
+        num(clean.stdev)
+    );
+    let outliers = clean.outliers.mild() + clean.outliers.severe();
+    if outliers > 0 {
+        let _ = writeln!(
+            out,
+            "  Outliers: {} mild, {} severe (Tukey)",
+            clean.outliers.mild(),
+            clean.outliers.severe()
+        );
+    }
+    if let Some(probed) = stats::summarize(&w.probed) {
+        let overhead = if clean.mean != 0.0 {
+            format!("probe overhead {}", percent(probed.mean / clean.mean - 1.0))
+        } else {
+            "probe overhead n/a".into()
+        };
+        let _ = writeln!(
+            out,
+            "  Probed (mean):         {} {u}    {overhead}, n = {}",
+            num(probed.mean),
+            probed.n
+        );
+    }
+    for extra in &w.extra {
+        if let Some(s) = stats::summarize(&extra.clean) {
+            let _ = writeln!(
+                out,
+                "  {} (mean ± 95% CI): {}",
+                extra.name,
+                mean_ci(&s, extra.unit.symbol())
+            );
+        }
+    }
+    if !w.attribution.is_empty() {
+        for line in attribution_table(&w.attribution).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+        if let Some(line) = residual_line(w, clean.mean) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    for note in &w.notes {
+        let _ = writeln!(out, "  Note: {note}");
+    }
+    out
+}
+
+/// Rows in display order: each top-level row followed by the LSM rows under it; LSM rows whose
+/// hook is not in the table come last, marked with their parent.
+pub(crate) fn ordered_rows(rows: &[AttributionRow]) -> Vec<(String, &AttributionRow)> {
+    let mut ordered = Vec::new();
+    for r in rows.iter().filter(|r| r.kind != PathKind::Lsm) {
+        ordered.push((r.name.clone(), r));
+        for child in rows
+            .iter()
+            .filter(|c| c.kind == PathKind::Lsm && c.parent.as_deref() == Some(&r.name))
+        {
+            ordered.push((format!("  {}", child.name), child));
+        }
+    }
+    for orphan in rows.iter().filter(|c| {
+        c.kind == PathKind::Lsm
+            && !rows
+                .iter()
+                .any(|p| p.kind != PathKind::Lsm && c.parent.as_deref() == Some(&p.name))
+    }) {
+        let under = orphan.parent.as_deref().unwrap_or("?");
+        ordered.push((format!("{} (under {under})", orphan.name), orphan));
+    }
+    ordered
+}
+
+pub(crate) fn kind_name(kind: PathKind) -> &'static str {
+    match kind {
+        PathKind::Syscall => "syscall",
+        PathKind::Hook => "hook",
+        PathKind::Lsm => "lsm",
+        PathKind::TaskPath => "task",
+    }
+}
+
+fn attribution_table(rows: &[AttributionRow]) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .set_header(vec![
+            "kind", "path", "calls/op", "ns/call", "ns/op", "share",
+        ]);
+    // A rule under the header and around the table, none between rows.
+    for between_rows in [
+        TableComponent::HorizontalLines,
+        TableComponent::MiddleIntersections,
+        TableComponent::LeftBorderIntersections,
+        TableComponent::RightBorderIntersections,
+    ] {
+        table.remove_style(between_rows);
+    }
+    for (name, r) in ordered_rows(rows) {
+        table.add_row(vec![
+            kind_name(r.kind).to_string(),
+            name,
+            num(r.calls_per_op),
+            num(r.ns_per_call),
+            num(attribution::ns_per_op(r)),
+            format!("{:.1}%", r.share * 100.0),
+        ]);
+    }
+    for col in 2..6 {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.to_string()
+}
+
+fn residual_line(w: &WorkloadResult, clean_mean: f64) -> Option<String> {
+    let op = attribution::op_ns(w.unit, clean_mean)?;
+    let (level, residual) = attribution::residual_ns(op, &w.attribution)?;
+    Some(if residual < 0.0 {
+        format!(
+            "Residual: n/a, the probed paths take {} ns/op more than the clean op \
+             (their times include the probes' own cost)",
+            num(-residual)
+        )
+    } else {
+        format!(
+            "Residual: {} ns/op ({:.1}% of the clean op) {}",
+            num(residual),
+            residual / op * 100.0,
+            level.describe()
+        )
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::results::{
+        Environment, ExtraMetric, ProbeRecord, ProbeReport, Refusal, Unit, SCHEMA_VERSION,
+    };
+
+    pub(crate) fn row(
+        kind: PathKind,
+        name: &str,
+        parent: Option<&str>,
+        calls: f64,
+        ns_call: f64,
+    ) -> AttributionRow {
+        AttributionRow {
+            kind,
+            name: name.into(),
+            parent: parent.map(String::from),
+            lsm: None,
+            corrected_ns_per_call: 0.0,
+            corrected_ns_per_op: 0.0,
+            dispatch_ns_per_op: None,
+            calls_per_op: calls,
+            ns_per_call: ns_call,
+            ns_per_op: calls * ns_call,
+            share: calls * ns_call / 5000.0,
+            untimed_calls: 0,
+            histogram: vec![0, 0, 0, 0, 0, 0, 0, 0, 3, 10, 2],
+            samples_ns_per_op: vec![],
+        }
+    }
+
+    /// A run of two workloads: open_close probed with hooks and an LSM, build clean only.
+    pub(crate) fn sample_results() -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            label: "base".into(),
+            complete: true,
+            source: "hookprof".into(),
+            environment: Environment {
+                kernel_release: "6.1.0-18-amd64".into(),
+                active_lsms: vec!["lockdown".into(), "capability".into(), "apparmor".into()],
+                lockdown: "none".into(),
+                cpu_model: "Test CPU".into(),
+                cpus: 2,
+                hookprof_version: "0.1.0".into(),
+                ..Default::default()
+            },
+            options: Default::default(),
+            probes: ProbeReport {
+                attached: vec![
+                    ProbeRecord {
+                        kind: "raw_tracepoint".into(),
+                        target: "sys_enter".into(),
+                    },
+                    ProbeRecord {
+                        kind: "fentry".into(),
+                        target: "security_file_open".into(),
+                    },
+                ],
+                refused: vec![Refusal {
+                    kind: "lsm".into(),
+                    target: "file_open".into(),
+                    errno: Some(1),
+                    reason: "dynamic ftrace is locked".into(),
+                }],
+            },
+            calibration: None,
+            lsm_programs: Vec::new(),
+            workloads: vec![
+                WorkloadResult {
+                    name: "open_close".into(),
+                    family: "processes".into(),
+                    unit: Unit::Microseconds,
+                    iterations: 1000,
+                    clean: vec![5.0, 5.2, 4.8, 5.0, 5.0],
+                    probed: vec![5.5, 5.5, 5.5, 5.5, 5.5],
+                    extra: vec![],
+                    attribution: vec![
+                        row(PathKind::Syscall, "openat", None, 1.0, 3000.0),
+                        row(PathKind::Hook, "security_file_open", None, 1.0, 400.0),
+                        row(
+                            PathKind::Lsm,
+                            "apparmor_file_open",
+                            Some("security_file_open"),
+                            1.0,
+                            380.0,
+                        ),
+                        row(PathKind::Hook, "security_file_free", None, 1.0, 100.0),
+                    ],
+                    events_per_op: Default::default(),
+                    notes: vec!["3 calls could not be timed".into()],
+                },
+                WorkloadResult {
+                    name: "build".into(),
+                    family: "macro".into(),
+                    unit: Unit::Seconds,
+                    iterations: 0,
+                    clean: vec![124.36],
+                    probed: vec![],
+                    extra: vec![ExtraMetric {
+                        name: "user".into(),
+                        unit: Unit::Seconds,
+                        clean: vec![815.8],
+                    }],
+                    attribution: vec![],
+                    events_per_op: Default::default(),
+                    notes: vec![],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn shows_environment_and_probes() {
+        let text = render(&sample_results());
+        assert!(
+            text.starts_with(
+                "Environment: kernel 6.1.0-18-amd64, LSMs lockdown,capability,apparmor, lockdown none"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("Probes: 2 attached (raw_tracepoint 1, fentry 1), 1 refused"));
+        assert!(text.contains("refused lsm file_open (errno 1): dynamic ftrace is locked"));
+    }
+
+    #[test]
+    fn shows_clean_statistics_and_probe_overhead() {
+        let text = render(&sample_results());
+        // mean 5.0, sample sd 0.1414, t(0.975, 4) = 2.776: half-width 0.1756.
+        assert!(
+            text.contains("Time (mean ± 95% CI):  5.000 us ± 0.1756 us    median 5.000 us, n = 5"),
+            "{text}"
+        );
+        assert!(text.contains("Range (min … max):     4.800 us … 5.200 us"));
+        assert!(text.contains("Probed (mean):         5.500 us    probe overhead +10.0%, n = 5"));
+        assert!(text.contains("(one sample: no interval)"), "{text}");
+        assert!(
+            text.contains("user (mean ± 95% CI): 815.8 s (one sample: no interval)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn lsm_rows_sit_indented_under_their_hook() {
+        let text = render(&sample_results());
+        let lines: Vec<&str> = text.lines().collect();
+        let hook = lines
+            .iter()
+            .position(|l| l.contains(" security_file_open "))
+            .expect("hook row");
+        let lsm = lines[hook + 1];
+        assert!(lsm.trim_start().starts_with("lsm"), "{text}");
+        assert_eq!(
+            lsm.find("apparmor_file_open"),
+            lines[hook].find("security_file_open").map(|c| c + 2),
+            "{text}"
+        );
+        assert!(
+            lines[hook].contains("400.0") && lines[hook].contains("8.0%"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn residual_subtracts_top_level_hooks_only() {
+        let text = render(&sample_results());
+        // 5000 ns clean op - (400 + 100) ns in hooks; the LSM row is inside its hook.
+        assert!(
+            text.contains("Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks"),
+            "{text}"
+        );
+        let mut r = sample_results();
+        r.workloads[0].attribution[1].ns_per_op = 9000.0;
+        assert!(render(&r).contains("Residual: n/a"));
+    }
+
+    #[test]
+    fn a_run_without_probes_says_so() {
+        let mut r = sample_results();
+        r.probes = Default::default();
+        r.workloads[0].clean.clear();
+        let text = render(&r);
+        assert!(text.contains("Probes: none"));
+        assert!(text.contains("open_close (processes)\n  no clean samples"));
+    }
+}
