@@ -6,8 +6,11 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::results::Unit;
 
+mod channel;
+mod ipc;
 mod peer;
 mod process;
+mod rpc;
 mod select;
 mod signal;
 mod syscall;
@@ -141,6 +144,7 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(select::SPECS);
     all.extend(signal::SPECS);
     all.extend(process::SPECS);
+    all.extend(ipc::SPECS);
     all
 }
 

@@ -1,12 +1,9 @@
-//! Shared plumbing of multi-process workloads: CPU pinning, forked peers that cannot outlive the
-//! workload, and exact reads and writes on raw fds that a forked child may call.
+//! Shared plumbing of multi-process workloads: CPU pinning, and forked peers that cannot outlive
+//! the workload.
 //!
 //! A forked child of a multi-threaded process may only use async-signal-safe code: peers get
 //! everything they need (fds, buffers) before the fork and then use only raw syscalls.
-use std::{
-    io,
-    os::fd::{FromRawFd, OwnedFd, RawFd},
-};
+use std::io;
 
 use super::process::wait_for;
 
@@ -102,10 +99,12 @@ impl Peer {
         }
     }
 
+    #[cfg(test)]
     pub fn pid(&self) -> libc::pid_t {
         self.pid
     }
 
+    #[cfg(test)]
     /// Waits for the peer to exit on its own and returns its exit code.
     pub fn wait(mut self) -> anyhow::Result<i32> {
         let pid = std::mem::replace(&mut self.pid, 0);
@@ -123,56 +122,6 @@ impl Drop for Peer {
     }
 }
 
-/// A pipe, both ends close-on-exec: (read end, write end).
-pub fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two fds pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        anyhow::bail!("pipe2: {}", io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned these fds and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Reads exactly `buf.len()` bytes; Ok(false) on end of file before the first byte.
-pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length stay within `buf`.
-        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
-        match n {
-            0 if done == 0 => return Ok(false),
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n if n < 0 => {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    return Err(err);
-                }
-            }
-            n => done += n as usize,
-        }
-    }
-    Ok(true)
-}
-
-/// Writes all of `buf`.
-pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length stay within `buf`.
-        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
-            }
-        } else {
-            done += n as usize;
-        }
-    }
-    Ok(())
-}
-
 /// Whether a process with this pid still exists (zombies included).
 #[cfg(test)]
 pub fn alive(pid: libc::pid_t) -> bool {
@@ -183,6 +132,7 @@ pub fn alive(pid: libc::pid_t) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::channel::{pipe, read_exact, write_all};
     use std::os::fd::AsRawFd;
 
     #[test]
