@@ -7,6 +7,7 @@ use std::{path::PathBuf, time::Duration};
 use crate::results::Unit;
 
 mod channel;
+mod ctxsw;
 mod ipc;
 mod peer;
 mod process;
@@ -144,6 +145,7 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(select::SPECS);
     all.extend(signal::SPECS);
     all.extend(process::SPECS);
+    all.extend(ctxsw::SPECS);
     all.extend(ipc::SPECS);
     all
 }
