@@ -8,6 +8,7 @@ use crate::results::Unit;
 
 mod channel;
 mod ctxsw;
+mod fs;
 mod ipc;
 mod peer;
 mod process;
@@ -15,6 +16,7 @@ mod rpc;
 mod select;
 mod signal;
 mod syscall;
+mod vm;
 
 /// Suites, smallest first; each includes the workloads tagged for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -147,6 +149,8 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(process::SPECS);
     all.extend(ctxsw::SPECS);
     all.extend(ipc::SPECS);
+    all.extend(fs::SPECS);
+    all.extend(vm::SPECS);
     all
 }
 
