@@ -6,10 +6,12 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::results::Unit;
 
+mod bandwidth;
 mod channel;
 mod ctxsw;
 mod fs;
 mod ipc;
+mod memory;
 mod peer;
 mod process;
 mod rpc;
@@ -151,6 +153,8 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(ipc::SPECS);
     all.extend(fs::SPECS);
     all.extend(vm::SPECS);
+    all.extend(bandwidth::SPECS);
+    all.extend(memory::SPECS);
     all
 }
 
