@@ -6,8 +6,19 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::results::Unit;
 
+mod bandwidth;
+mod channel;
+mod ctxsw;
+mod fs;
+mod ipc;
+mod memory;
+mod peer;
 mod process;
+mod rpc;
+mod select;
+mod signal;
 mod syscall;
+mod vm;
 
 /// Suites, smallest first; each includes the workloads tagged for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -135,7 +146,15 @@ impl std::fmt::Debug for WorkloadSpec {
 pub fn registry() -> Vec<&'static WorkloadSpec> {
     let mut all: Vec<&'static WorkloadSpec> = Vec::new();
     all.extend(syscall::SPECS);
+    all.extend(select::SPECS);
+    all.extend(signal::SPECS);
     all.extend(process::SPECS);
+    all.extend(ctxsw::SPECS);
+    all.extend(ipc::SPECS);
+    all.extend(fs::SPECS);
+    all.extend(vm::SPECS);
+    all.extend(bandwidth::SPECS);
+    all.extend(memory::SPECS);
     all
 }
 
@@ -177,8 +196,43 @@ pub fn select(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Options for a workload under test: scratch files in `dir`, no pinning.
+    pub(crate) fn options(dir: &std::path::Path) -> WorkloadOptions {
+        WorkloadOptions {
+            scratch_dir: dir.to_path_buf(),
+            pin: Vec::new(),
+            jobs: None,
+        }
+    }
+
+    /// The calling thread's live children (tests run in parallel threads, so this only sees
+    /// what the calling test forked).
+    pub(crate) fn my_children() -> Vec<String> {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/children"))
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
+    /// Creates the workload in a fresh scratch dir, runs `ops` ops, drops it and checks that
+    /// no child process or file is left behind; returns the measured time.
+    pub(crate) fn run_and_drop(name: &str, ops: u64) -> Duration {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = find(name).unwrap();
+        let mut w = (spec.create)(&options(dir.path())).unwrap();
+        let t = w.run(ops).unwrap();
+        drop(w);
+        assert_eq!(my_children(), Vec::<String>::new(), "{name} left children");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{name} left files: {left:?}");
+        t
+    }
 
     #[test]
     fn names_are_unique() {

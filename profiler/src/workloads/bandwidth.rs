@@ -1,0 +1,426 @@
+//! lmbench's "*Local* Communication bandwidths" table: pipe, AF_UNIX and TCP transfers between
+//! two processes, rereading a cached file with read() and through a mapping, and memory copy,
+//! read and write bandwidth. MB = 2^20 bytes, as lmbench.
+use std::{
+    os::fd::OwnedFd,
+    time::{Duration, Instant},
+};
+
+use super::{
+    channel::{read_exact, write_all, Channel, End},
+    memory::{AnonBuffer, CacheSizes},
+    peer::{Peer, PinGuard, Pinning},
+    Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
+};
+
+/// lmbench's transfer size for pipes, sockets and file reads.
+const XFER: usize = 64 << 10;
+/// Memory workloads move one 1 MB chunk of a large buffer per op.
+const CHUNK: usize = 1 << 20;
+
+const fn bandwidth(
+    name: &'static str,
+    description: &'static str,
+    bytes_per_op: usize,
+    suite: Suite,
+    create: fn(&WorkloadOptions) -> anyhow::Result<Box<dyn Workload>>,
+) -> WorkloadSpec {
+    WorkloadSpec {
+        name,
+        family: Family::Bandwidth,
+        metric: Metric::Bandwidth {
+            bytes_per_op: bytes_per_op as u64,
+        },
+        description,
+        suite,
+        create,
+    }
+}
+
+pub static SPECS: &[WorkloadSpec] = &[
+    bandwidth(
+        "bw_pipe",
+        "64 KB transfers over a pipe from a forked writer",
+        XFER,
+        Suite::Quick,
+        |o| Transfer::create(o, Channel::pipes()),
+    ),
+    bandwidth(
+        "bw_unix",
+        "64 KB transfers over an AF_UNIX socketpair",
+        XFER,
+        Suite::Default,
+        |o| Transfer::create(o, Channel::unix()),
+    ),
+    bandwidth(
+        "bw_tcp",
+        "64 KB transfers over TCP on 127.0.0.1",
+        XFER,
+        Suite::Default,
+        |o| Transfer::create(o, Channel::tcp()),
+    ),
+    bandwidth(
+        "bw_file_reread",
+        "read() + sum of a cached 8 MB file, 64 KB a call",
+        XFER,
+        Suite::Default,
+        |o| Ok(Box::new(FileReread::new(o, false)?)),
+    ),
+    bandwidth(
+        "bw_mmap_reread",
+        "sum of a mapped, cached 8 MB file, 64 KB an op",
+        XFER,
+        Suite::Default,
+        |o| Ok(Box::new(FileReread::new(o, true)?)),
+    ),
+    bandwidth(
+        "bw_bcopy_libc",
+        "memcpy() between two buffers of 2x the last-level cache",
+        CHUNK,
+        Suite::Default,
+        |_| {
+            Ok(Box::new(MemoryPass::new(
+                Pass::CopyLibc,
+                memory_buffer_len(),
+            )?))
+        },
+    ),
+    bandwidth(
+        "bw_bcopy_hand",
+        "word-by-word copy loop between the same buffers",
+        CHUNK,
+        Suite::Default,
+        |_| {
+            Ok(Box::new(MemoryPass::new(
+                Pass::CopyHand,
+                memory_buffer_len(),
+            )?))
+        },
+    ),
+    bandwidth(
+        "bw_mem_read",
+        "word-by-word read and sum of a buffer",
+        CHUNK,
+        Suite::Quick,
+        |_| Ok(Box::new(MemoryPass::new(Pass::Read, memory_buffer_len())?)),
+    ),
+    bandwidth(
+        "bw_mem_write",
+        "word-by-word write of a buffer",
+        CHUNK,
+        Suite::Default,
+        |_| Ok(Box::new(MemoryPass::new(Pass::Write, memory_buffer_len())?)),
+    ),
+];
+
+/// The client asks for N chunks (an 8-byte count); a forked server writes N x 64 KB back.
+struct Transfer {
+    client: End,
+    buf: Vec<u8>,
+    _server: Peer,
+    _pin: PinGuard,
+}
+
+/// The server's loop (in the forked peer): `chunk` is its 64 KB, allocated before the fork.
+fn serve_chunks(end: &End, chunk: &[u8]) -> i32 {
+    let mut request = [0u8; 8];
+    loop {
+        match read_exact(end.rx(), &mut request) {
+            Ok(true) => {}
+            Ok(false) => return 0,
+            Err(_) => return 1,
+        }
+        for _ in 0..u64::from_ne_bytes(request) {
+            if write_all(end.tx(), chunk).is_err() {
+                return 1;
+            }
+        }
+    }
+}
+
+impl Transfer {
+    fn create(
+        options: &WorkloadOptions,
+        channel: anyhow::Result<Channel>,
+    ) -> anyhow::Result<Box<dyn Workload>> {
+        let Channel { client, server } = channel?;
+        let pin = Pinning::new(&options.pin);
+        let chunk: Vec<u8> = (0..XFER).map(|i| i as u8).collect();
+        let peer = Peer::spawn(pin.second, || serve_chunks(&server, &chunk))?;
+        drop(server);
+        Ok(Box::new(Transfer {
+            client,
+            buf: vec![0; XFER],
+            _server: peer,
+            _pin: PinGuard::new(pin.first)?,
+        }))
+    }
+}
+
+impl Workload for Transfer {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        write_all(self.client.tx(), &ops.to_ne_bytes())?;
+        let mut left = ops as usize * XFER;
+        while left > 0 {
+            let want = left.min(XFER);
+            // SAFETY: reads into `buf`, within its length.
+            let n = unsafe { libc::read(self.client.rx(), self.buf.as_mut_ptr().cast(), want) };
+            if n <= 0 {
+                anyhow::bail!(
+                    "transfer ended {left} bytes short: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+            left -= n as usize;
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// Sums a byte slice as words, as lmbench's bread() does with what it reads.
+fn sum_words(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+        .fold(0, u64::wrapping_add)
+}
+
+const FILE_LEN: usize = 8 << 20;
+
+/// Rereads a cached file 64 KB at a time, with pread() into a buffer or from a mapping made
+/// once; either way the data is summed.
+struct FileReread {
+    file: OwnedFd,
+    map: Option<(*const u8, usize)>,
+    buf: Vec<u8>,
+    offset: usize,
+}
+
+impl FileReread {
+    fn new(options: &WorkloadOptions, mapped: bool) -> anyhow::Result<Self> {
+        let path = options.scratch_dir.join("reread");
+        let data: Vec<u8> = (0..FILE_LEN).map(|i| (i * 7) as u8).collect();
+        std::fs::write(&path, &data)?;
+        let file: OwnedFd = std::fs::File::open(&path)?.into();
+        std::fs::remove_file(&path)?; // the fd keeps it; nothing left behind
+        let map = if mapped {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a read-only shared mapping of our own file, unmapped in Drop.
+            let addr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    FILE_LEN,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            anyhow::ensure!(
+                addr != libc::MAP_FAILED,
+                "mmap: {}",
+                std::io::Error::last_os_error()
+            );
+            Some((addr.cast_const().cast(), FILE_LEN))
+        } else {
+            None
+        };
+        Ok(FileReread {
+            file,
+            map,
+            buf: vec![0; XFER],
+            offset: 0,
+        })
+    }
+}
+
+impl Workload for FileReread {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        use std::os::fd::AsRawFd;
+        let mut sum = 0u64;
+        let start = Instant::now();
+        for _ in 0..ops {
+            let data = match self.map {
+                // SAFETY: offset + XFER <= FILE_LEN, inside the mapping.
+                Some((addr, _)) => unsafe {
+                    std::slice::from_raw_parts(addr.add(self.offset), XFER)
+                },
+                None => {
+                    // SAFETY: reads into `buf`, within its length.
+                    let n = unsafe {
+                        libc::pread(
+                            self.file.as_raw_fd(),
+                            self.buf.as_mut_ptr().cast(),
+                            XFER,
+                            self.offset as i64,
+                        )
+                    };
+                    anyhow::ensure!(
+                        n == XFER as isize,
+                        "pread: {n}: {}",
+                        std::io::Error::last_os_error()
+                    );
+                    &self.buf[..]
+                }
+            };
+            sum = sum.wrapping_add(sum_words(data));
+            self.offset = (self.offset + XFER) % FILE_LEN;
+        }
+        let elapsed = start.elapsed();
+        std::hint::black_box(sum);
+        Ok(elapsed)
+    }
+}
+
+impl Drop for FileReread {
+    fn drop(&mut self) {
+        if let Some((addr, len)) = self.map {
+            // SAFETY: unmaps exactly what mmap returned.
+            unsafe { libc::munmap(addr.cast_mut().cast(), len) };
+        }
+    }
+}
+
+/// Buffers twice the last-level cache (8 MB - 512 MB), so passes stream from memory.
+fn memory_buffer_len() -> usize {
+    (CacheSizes::read().last_level * 2).clamp(8 << 20, 512 << 20) / CHUNK * CHUNK
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Pass {
+    CopyLibc,
+    CopyHand,
+    Read,
+    Write,
+}
+
+/// One 1 MB chunk per op, moving through the buffer(s) so successive ops miss the caches.
+struct MemoryPass {
+    pass: Pass,
+    src: AnonBuffer,
+    dst: Option<AnonBuffer>,
+    offset: usize,
+}
+
+impl MemoryPass {
+    fn new(pass: Pass, len: usize) -> anyhow::Result<Self> {
+        let src = AnonBuffer::new(len)?;
+        let dst = matches!(pass, Pass::CopyLibc | Pass::CopyHand)
+            .then(|| AnonBuffer::new(len))
+            .transpose()?;
+        // Fault every page in now, not in the timed loop.
+        for buf in std::iter::once(&src).chain(&dst) {
+            // SAFETY: the whole buffer is ours and writable.
+            unsafe { std::ptr::write_bytes(buf.as_ptr(), 1, buf.len()) };
+        }
+        Ok(MemoryPass {
+            pass,
+            src,
+            dst,
+            offset: 0,
+        })
+    }
+
+    fn one_chunk(&mut self) -> u64 {
+        const WORDS: usize = CHUNK / 8;
+        // SAFETY: offset + CHUNK <= len for both buffers (len is a multiple of CHUNK).
+        let src = unsafe { self.src.as_ptr().add(self.offset).cast::<u64>() };
+        let dst = self
+            .dst
+            .as_ref()
+            .map(|d| unsafe { d.as_ptr().add(self.offset).cast::<u64>() });
+        self.offset = (self.offset + CHUNK) % self.src.len();
+        let mut sum = 0u64;
+        // Volatile word accesses: the compiler may neither drop them nor turn the loops into
+        // memcpy/memset, so "hand", read and write move one word at a time, as lmbench's C.
+        unsafe {
+            match (self.pass, dst) {
+                (Pass::CopyLibc, Some(dst)) => std::ptr::copy_nonoverlapping(src, dst, WORDS),
+                (Pass::CopyHand, Some(dst)) => {
+                    for i in 0..WORDS {
+                        dst.add(i).write_volatile(src.add(i).read_volatile());
+                    }
+                }
+                (Pass::Read, _) => {
+                    for i in 0..WORDS {
+                        sum = sum.wrapping_add(src.add(i).read_volatile());
+                    }
+                }
+                (Pass::Write, _) => {
+                    for i in 0..WORDS {
+                        src.add(i).write_volatile(i as u64);
+                    }
+                }
+                (_, None) => unreachable!("copies have a destination"),
+            }
+        }
+        sum
+    }
+}
+
+impl Workload for MemoryPass {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let mut sum = 0u64;
+        let start = Instant::now();
+        for _ in 0..ops {
+            sum = sum.wrapping_add(self.one_chunk());
+        }
+        let elapsed = start.elapsed();
+        std::hint::black_box(sum);
+        Ok(elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::tests::run_and_drop;
+
+    fn assert_sane(spec_name: &str, elapsed: Duration, ops: u64) {
+        let spec = crate::workloads::find(spec_name).unwrap();
+        let mbs = spec.metric.value(elapsed, ops);
+        assert!(mbs.is_finite() && mbs > 0.0, "{spec_name}: {mbs} MB/s");
+    }
+
+    #[test]
+    fn transfers_and_rereads_move_data() {
+        // Transfer::run fails unless all requested bytes arrive.
+        for name in [
+            "bw_pipe",
+            "bw_unix",
+            "bw_tcp",
+            "bw_file_reread",
+            "bw_mmap_reread",
+        ] {
+            assert_sane(name, run_and_drop(name, 20), 20);
+        }
+    }
+
+    #[test]
+    fn memory_passes_copy_read_and_write() {
+        for (name, pass) in [
+            ("bw_bcopy_libc", Pass::CopyLibc),
+            ("bw_bcopy_hand", Pass::CopyHand),
+            ("bw_mem_read", Pass::Read),
+            ("bw_mem_write", Pass::Write),
+        ] {
+            let mut w = MemoryPass::new(pass, 4 * CHUNK).unwrap();
+            // SAFETY: the source buffer is ours; mark it so a copy is visible.
+            unsafe { w.src.as_ptr().cast::<u64>().write(0xabcd) };
+            assert_sane(name, w.run(6).unwrap(), 6);
+            if let Some(dst) = &w.dst {
+                // SAFETY: reads our own destination buffer.
+                assert_eq!(
+                    unsafe { dst.as_ptr().cast::<u64>().read() },
+                    0xabcd,
+                    "{name}"
+                );
+            }
+            if pass == Pass::Write {
+                // SAFETY: reads our own buffer: word 3 of the first chunk was written as 3.
+                assert_eq!(unsafe { w.src.as_ptr().cast::<u64>().add(3).read() }, 3);
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! lmbench's "Memory latencies" table (lat_mem_rd): dependent loads chasing a pointer chain
+//! through a buffer sized for L1, for L2 and for main memory, from this CPU's cache sizes.
+use std::time::{Duration, Instant};
+
+use super::{Family, Metric, Suite, Workload, WorkloadSpec};
+
+const LINE: usize = 64;
+
+pub static SPECS: &[WorkloadSpec] = &[
+    WorkloadSpec {
+        name: "mem_l1",
+        family: Family::MemoryLatency,
+        metric: Metric::LatencyNs,
+        description: "dependent load, chain in half of the L1 data cache",
+        suite: Suite::Quick,
+        create: |_| Ok(Box::new(PointerChase::new(CacheSizes::read().l1_chain())?)),
+    },
+    WorkloadSpec {
+        name: "mem_l2",
+        family: Family::MemoryLatency,
+        metric: Metric::LatencyNs,
+        description: "dependent load, chain in half of the L2 cache",
+        suite: Suite::Default,
+        create: |_| Ok(Box::new(PointerChase::new(CacheSizes::read().l2_chain())?)),
+    },
+    WorkloadSpec {
+        name: "mem_main",
+        family: Family::MemoryLatency,
+        metric: Metric::LatencyNs,
+        description:
+            "dependent load, chain of 4x the last-level cache (64 MB - 1 GB), random order",
+        suite: Suite::Default,
+        create: |_| {
+            Ok(Box::new(PointerChase::new(
+                CacheSizes::read().main_chain(),
+            )?))
+        },
+    },
+];
+
+/// Cache sizes of CPU 0 in bytes, from sysfs, with common values where sysfs says nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSizes {
+    pub l1d: usize,
+    pub l2: usize,
+    pub last_level: usize,
+}
+
+impl CacheSizes {
+    pub fn read() -> Self {
+        let mut sizes = CacheSizes {
+            l1d: 0,
+            l2: 0,
+            last_level: 0,
+        };
+        let mut deepest = 0;
+        for index in 0..8 {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+            else {
+                continue;
+            };
+            let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_size(&size)) else {
+                continue;
+            };
+            match (level, kind.trim()) {
+                (1, "Data") => sizes.l1d = size,
+                (2, "Unified" | "Data") => sizes.l2 = size,
+                _ => {}
+            }
+            if kind.trim() != "Instruction" && level >= deepest {
+                deepest = level;
+                sizes.last_level = size;
+            }
+        }
+        sizes.with_fallbacks()
+    }
+
+    fn with_fallbacks(mut self) -> Self {
+        if self.l1d == 0 {
+            self.l1d = 32 << 10;
+        }
+        if self.l2 <= self.l1d {
+            self.l2 = (1 << 20).max(self.l1d * 8);
+        }
+        if self.last_level < self.l2 {
+            self.last_level = (32 << 20).max(self.l2);
+        }
+        self
+    }
+
+    pub fn l1_chain(self) -> usize {
+        self.l1d / 2
+    }
+
+    /// Half of L2, but well past L1 so the loads miss it.
+    pub fn l2_chain(self) -> usize {
+        (self.l2 / 2).max(self.l1d * 4)
+    }
+
+    pub fn main_chain(self) -> usize {
+        (self.last_level * 4).clamp(64 << 20, 1 << 30)
+    }
+}
+
+/// "48K", "2048K", "32M" -> bytes.
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, shift) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 10),
+        b'M' => (&s[..s.len() - 1], 20),
+        b'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    Some(digits.parse::<usize>().ok()? << shift)
+}
+
+/// Anonymous memory asking for huge pages, so main-memory chases measure DRAM more than TLB
+/// misses; unmapped on drop.
+pub struct AnonBuffer {
+    addr: *mut u8,
+    len: usize,
+}
+
+impl AnonBuffer {
+    pub fn new(len: usize) -> anyhow::Result<Self> {
+        // SAFETY: a fresh private anonymous mapping.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        anyhow::ensure!(
+            addr != libc::MAP_FAILED,
+            "mmap {len} bytes: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: advice only; failure (no THP) is harmless.
+        unsafe { libc::madvise(addr, len, libc::MADV_HUGEPAGE) };
+        Ok(AnonBuffer {
+            addr: addr.cast(),
+            len,
+        })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.addr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for AnonBuffer {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what mmap returned.
+        unsafe { libc::munmap(self.addr.cast(), self.len) };
+    }
+}
+
+/// A chain through every cache line of a buffer in a random single cycle (Sattolo's shuffle),
+/// so hardware prefetchers cannot guess the next line; each line's first word points onwards.
+struct PointerChase {
+    /// Owns the memory `cursor` points into.
+    #[cfg_attr(not(test), expect(dead_code, reason = "kept for its Drop"))]
+    buffer: AnonBuffer,
+    cursor: *const usize,
+}
+
+impl PointerChase {
+    fn new(bytes: usize) -> anyhow::Result<Self> {
+        let lines = (bytes / LINE).max(2);
+        let buffer = AnonBuffer::new(lines * LINE)?;
+        let mut order: Vec<u32> = (0..lines as u32).collect();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64; // fixed seed: the same chain every run
+        for i in (1..lines).rev() {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            order.swap(i, (rng % i as u64) as usize);
+        }
+        let base = buffer.as_ptr();
+        for (i, &line) in order.iter().enumerate() {
+            let next = order[(i + 1) % lines] as usize;
+            // SAFETY: both lines are inside the buffer; lines are word-aligned.
+            unsafe {
+                *base.add(line as usize * LINE).cast::<usize>() = base.add(next * LINE) as usize
+            };
+        }
+        let cursor = base.cast_const().cast();
+        Ok(PointerChase { buffer, cursor })
+    }
+
+    #[cfg(test)]
+    fn chain_len(&self) -> usize {
+        let start = self.cursor;
+        let mut p = start;
+        let mut n = 0;
+        loop {
+            // SAFETY: the chain only holds addresses of lines in the buffer.
+            p = unsafe { *p } as *const usize;
+            n += 1;
+            if p == start || n > self.buffer.len() {
+                return n;
+            }
+        }
+    }
+}
+
+impl Workload for PointerChase {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let mut p = self.cursor;
+        let start = Instant::now();
+        for _ in 0..ops {
+            // SAFETY: the chain only holds addresses of lines in the buffer.
+            p = unsafe { *p } as *const usize;
+        }
+        let elapsed = start.elapsed();
+        self.cursor = std::hint::black_box(p);
+        Ok(elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_come_from_sysfs_or_sane_fallbacks() {
+        let sizes = CacheSizes::read();
+        assert!(sizes.l1d >= 4 << 10 && sizes.l2 > sizes.l1d && sizes.last_level >= sizes.l2);
+        assert!(sizes.l1_chain() < sizes.l1d && sizes.l2_chain() > sizes.l1d);
+        assert!(sizes.main_chain() >= 4 * sizes.last_level.min(256 << 20));
+        assert_eq!(parse_size("2048K"), Some(2 << 20));
+        assert_eq!(parse_size("32M\n"), Some(32 << 20));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn the_chain_visits_every_line_once() {
+        let mut chase = PointerChase::new(64 << 10).unwrap();
+        assert_eq!(chase.chain_len(), 1024);
+        assert!(chase.run(10_000).unwrap() > Duration::ZERO);
+        // L1 chases are faster than a chain far beyond L2.
+        let mut far = PointerChase::new(64 << 20).unwrap();
+        let ns = |c: &mut PointerChase| c.run(1_000_000).unwrap().as_nanos();
+        assert!(ns(&mut chase) < ns(&mut far));
+    }
+}
