@@ -32,11 +32,17 @@ fn from_path(path: &Path, cache: &Path) -> Result<Kernel> {
     let data =
         std::fs::read(path).with_context(|| format!("read kernel image {}", path.display()))?;
     let name = path.display().to_string();
+    let modules = modules_for(path);
+    if modules.is_none() {
+        println!(
+            "xtask vm: no modules found for {name}: the 9p share works only if the kernel has it built in"
+        );
+    }
     if data.starts_with(b"\x7fELF") {
         return Ok(Kernel {
             name,
             image: path.to_path_buf(),
-            modules: None,
+            modules,
         });
     }
     // Keyed on the content, so a rebuilt image at the same path is extracted again.
@@ -47,8 +53,24 @@ fn from_path(path: &Path, cache: &Path) -> Result<Kernel> {
     Ok(Kernel {
         name,
         image,
-        modules: None,
+        modules,
     })
+}
+
+/// Modules for an image named `vmlinuz-REL` (or `vmlinux-REL`): in an unpacked package tree
+/// (`boot/` beside `lib/modules/REL`), else installed under /lib/modules/REL.
+fn modules_for(image: &Path) -> Option<PathBuf> {
+    let name = image.file_name()?.to_str()?;
+    let release = name
+        .strip_prefix("vmlinuz-")
+        .or_else(|| name.strip_prefix("vmlinux-"))?;
+    let tree = std::path::absolute(image).ok()?;
+    let beside = tree.parent()?.parent()?.join("lib/modules").join(release);
+    let installed = Path::new("/lib/modules").join(release);
+    [beside, installed]
+        .into_iter()
+        .map(|d| d.join("kernel"))
+        .find(|d| d.is_dir())
 }
 
 fn from_package(package: &str, cache: &Path) -> Result<Kernel> {

@@ -74,7 +74,8 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         .arg("-virtfs")
         .arg(format!(
             "local,path={},mount_tag=host0,security_model=none,id=host0",
-            g.share.display()
+            // qemu's option syntax escapes a comma by doubling it
+            g.share.display().to_string().replace(',', ",,")
         ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
