@@ -1,25 +1,37 @@
-//! Helpers for the integration tests: find the hookprof binary, run it, read its results.
+//! Helpers shared by hookprof's integration tests. Tests that cannot run where they are must
+//! fail with a message saying why: a silently skipped test reads as a passed one.
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Command, Output},
 };
 
 use hookprof::results::{AttributionRow, Results, WorkloadResult};
 
-/// The hookprof binary under test: $HOOKPROF_BIN, else the workspace's release build.
+/// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
+/// guest), else the workspace's release build.
 pub fn hookprof_bin() -> PathBuf {
-    std::env::var_os("HOOKPROF_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/hookprof"))
+    match std::env::var_os("HOOKPROF_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/hookprof"),
+    }
 }
 
-/// These tests load eBPF programs: without root they cannot say anything, so they fail.
+/// Panics unless running as root: loading eBPF programs needs it.
 pub fn require_root() {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "the kernel-level tests must run as root"
+    let euid = unsafe { libc::geteuid() };
+    assert!(
+        euid == 0,
+        "this test loads eBPF programs and needs root (euid is {euid}): run it with sudo"
+    );
+}
+
+/// Panics unless running in the qemu guest of `cargo xtask vm-test`, which sets
+/// `HOOKPROF_IN_GUEST=1`: guest tests need a kernel that allows fentry/fexit and BPF LSM.
+pub fn require_guest() {
+    assert!(
+        std::env::var("HOOKPROF_IN_GUEST").as_deref() == Ok("1"),
+        "this test needs the test guest's kernel: run it with `cargo xtask vm-test`"
     );
 }
 

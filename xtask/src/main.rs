@@ -131,6 +131,17 @@ fn build_release() -> Result<()> {
 fn test_host() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
+    // --all-targets leaves out `test = false` targets: lint the guest tests explicitly.
+    cargo(&[
+        "clippy",
+        "-p",
+        "hookprof-tests",
+        "--test",
+        "guest",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     build_release()?;
     // Release, like the binary: the integration tests measure, and share its build.
     // SAFETY: single-threaded at this point; the variable is read by the test processes.

@@ -1,0 +1,267 @@
+//! The guest's root filesystem: a cached base archive (busybox, /init, glibc, the 9p modules,
+//! /etc) and a per-run payload archive (the command's binaries and libraries, its run script)
+//! concatenated after it. The kernel unpacks both, the second over the first.
+use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use flate2::{write::GzEncoder, Compression};
+
+use super::archive::Archive;
+use super::kernel::Kernel;
+
+const INIT: &str = include_str!("init.sh");
+const BUSYBOX: &str = "/bin/busybox";
+/// glibc's runtime, in the base so that binaries reached through the share also run.
+const GLIBC: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/lib/x86_64-linux-gnu/libm.so.6",
+    "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+    "/lib/x86_64-linux-gnu/libpthread.so.0",
+    "/lib/x86_64-linux-gnu/libdl.so.2",
+    "/lib/x86_64-linux-gnu/librt.so.1",
+];
+/// virtio-pci and 9p, in dependency order (the package has no modules.dep we could use).
+const MODULES_9P: &[&str] = &[
+    "drivers/virtio/virtio_ring",
+    "drivers/virtio/virtio",
+    "drivers/virtio/virtio_pci_modern_dev",
+    "drivers/virtio/virtio_pci_legacy_dev",
+    "drivers/virtio/virtio_pci",
+    "net/9p/9pnet",
+    "net/9p/9pnet_virtio",
+    "fs/netfs/netfs",
+    "fs/fscache/fscache",
+    "fs/9p/9p",
+];
+/// Where init runs the payload from.
+const RUN_SCRIPT: &str = "/payload/run.sh";
+
+/// The gzip'd base archive for this kernel, built once per distinct content: the file name is a
+/// hash of everything in it (init script, busybox, libraries, modules).
+pub fn base(kernel: &Kernel, cache: &Path) -> Result<PathBuf> {
+    let archive = base_archive(kernel)?;
+    let path = cache
+        .join("initramfs")
+        .join(format!("base-{}.cpio.gz", archive.digest()));
+    if path.exists() {
+        return Ok(path);
+    }
+    println!("xtask vm: building {}", path.display());
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let tmp = path.with_extension("tmp");
+    let mut file = BufWriter::new(std::fs::File::create(&tmp)?);
+    let gz = archive.write(GzEncoder::new(&mut file, Compression::default()))?;
+    gz.finish()?;
+    // The payload archive follows uncompressed: the kernel takes an uncompressed archive
+    // only at a 4-byte aligned offset, and skips the zero padding before it.
+    let len = file.stream_position()?;
+    file.write_all(&vec![0; (4 - len % 4) as usize % 4])?;
+    file.into_inner()?.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+fn base_archive(kernel: &Kernel) -> Result<Archive> {
+    let mut a = Archive::default();
+    for dir in [
+        "/sbin",
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/local/bin",
+        "/usr/lib/x86_64-linux-gnu",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/run",
+        "/mnt/host",
+        "/payload",
+        "/var/tmp",
+    ] {
+        a.dir(dir, 0o755);
+    }
+    a.dir("/root", 0o700);
+    a.dir("/tmp", 0o1777);
+    // init's stdio before devtmpfs is mounted
+    a.char_dev("/dev/console", 0o600, 5, 1);
+    a.file("/init", 0o755, INIT);
+
+    if !libraries(Path::new(BUSYBOX))?.is_empty() {
+        bail!("{BUSYBOX} is dynamically linked: install busybox-static");
+    }
+    a.host_file(BUSYBOX, Path::new(BUSYBOX))
+        .context("busybox not found: install busybox-static")?;
+    for lib in GLIBC.iter().filter(|l| Path::new(l).exists()) {
+        a.host_file(lib, Path::new(lib))?;
+    }
+
+    let mut order = String::new();
+    if let Some(dir) = &kernel.modules {
+        for m in MODULES_9P {
+            let name = format!("{}.ko", m.rsplit('/').next().unwrap());
+            let plain = dir.join(format!("{m}.ko"));
+            let xz = dir.join(format!("{m}.ko.xz"));
+            // busybox insmod cannot read compressed modules
+            let data = if plain.exists() {
+                std::fs::read(&plain)?
+            } else if xz.exists() {
+                super::kernel::unxz(&std::fs::read(&xz)?)
+                    .with_context(|| format!("decompress {}", xz.display()))?
+            } else {
+                continue; // built in, or absent: init says so if the mount fails
+            };
+            a.file(&format!("/lib/modules/{name}"), 0o644, data);
+            order.push_str(&name);
+            order.push('\n');
+        }
+    }
+    a.file("/lib/modules/order", 0o644, order);
+
+    a.file(
+        "/etc/passwd",
+        0o644,
+        "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+    );
+    a.file("/etc/group", 0o644, "root:x:0:\nnogroup:x:65534:\n");
+    a.file("/etc/hostname", 0o644, "hookprof-vm\n");
+    a.file(
+        "/etc/hosts",
+        0o644,
+        "127.0.0.1\tlocalhost hookprof-vm\n::1\tlocalhost\n",
+    );
+    Ok(a)
+}
+
+/// What one run adds to the base: host binaries at their host paths (so command lines stay
+/// valid), their shared libraries, and the script init runs.
+#[derive(Default)]
+pub struct Payload {
+    archive: Archive,
+}
+
+impl Payload {
+    /// Copies a host file and the libraries `ldd` lists for it; returns its guest path.
+    pub fn add_file(&mut self, host: &Path) -> Result<String> {
+        let abs = std::path::absolute(host)?;
+        if !abs.is_file() {
+            bail!("{} is not a file on this host", host.display());
+        }
+        let guest = abs.to_string_lossy().into_owned();
+        self.archive.host_file(&guest, &abs)?;
+        for lib in libraries(&abs)? {
+            if !self.archive.contains(&lib) {
+                self.archive.host_file(&lib, Path::new(&lib))?;
+            }
+        }
+        Ok(guest)
+    }
+
+    /// Rewrites COMMAND for the guest: its program and any argument naming an executable host
+    /// file are copied in, at their absolute host path. A bare program name that busybox
+    /// provides stays the guest's busybox applet; otherwise it is looked up on the host's PATH.
+    pub fn add_command(&mut self, command: &[String]) -> Result<Vec<String>> {
+        let applets = busybox_applets()?;
+        let mut out = Vec::with_capacity(command.len());
+        for (i, word) in command.iter().enumerate() {
+            let host = if word.contains('/') {
+                let p = Path::new(word);
+                (p.is_file() && (i == 0 || is_executable(p))).then(|| p.to_path_buf())
+            } else if i == 0 && !applets.iter().any(|a| a == word) {
+                Some(which(word).with_context(|| {
+                    format!("{word}: no such busybox applet nor program on this host's PATH")
+                })?)
+            } else {
+                None
+            };
+            out.push(match host {
+                Some(h) => self.add_file(&h)?,
+                None => word.clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes base + payload (with the run script) as the initrd qemu loads.
+    pub fn write_initrd(
+        mut self,
+        base: &Path,
+        command: &[String],
+        env: &[(String, String)],
+        out: &Path,
+    ) -> Result<()> {
+        let mut script = String::from("#!/bin/sh\n");
+        for (k, v) in env {
+            script += &format!("export {k}={}\n", quote(v));
+        }
+        script += "exec";
+        for w in command {
+            script += " ";
+            script += &quote(w);
+        }
+        script += "\n";
+        self.archive.file(RUN_SCRIPT, 0o755, script);
+
+        let mut file = BufWriter::new(std::fs::File::create(out)?);
+        std::io::copy(&mut std::fs::File::open(base)?, &mut file)?;
+        self.archive.write(&mut file)?;
+        file.into_inner()?.sync_all()?;
+        Ok(())
+    }
+}
+
+/// The shared libraries a dynamically linked host binary loads, as `ldd` resolves them.
+fn libraries(binary: &Path) -> Result<Vec<String>> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .context("ldd not found (package libc-bin)")?;
+    if !out.status.success() {
+        return Ok(Vec::new()); // static binary or script
+    }
+    let mut libs = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim();
+        if line.contains("=> not found") {
+            bail!("{}: library {line} (ldd)", binary.display());
+        }
+        let path = match line.split_once("=>") {
+            Some((_, rest)) => rest.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(p) = path.filter(|p| p.starts_with('/')) {
+            libs.push(p.to_string());
+        }
+    }
+    Ok(libs)
+}
+
+fn busybox_applets() -> Result<Vec<String>> {
+    let out = Command::new(BUSYBOX)
+        .arg("--list")
+        .output()
+        .context("busybox not found: install busybox-static")?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file() && is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Single-quotes a word for sh.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}

@@ -1,0 +1,237 @@
+//! The guest kernel: a Debian kernel package downloaded and unpacked into the cache (never
+//! installed on the host), or an image file given by path. Booted as an uncompressed ELF vmlinux
+//! through its PVH entry when it can be had: that skips the real-mode setup and the in-guest
+//! decompression, which halves the boot under TCG.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// The meta package whose dependency names the current versioned kernel package.
+const DEFAULT_PACKAGE: &str = "linux-image-amd64";
+
+pub struct Kernel {
+    /// For messages: the package and version, or the path.
+    pub name: String,
+    /// What qemu's `-kernel` gets: a vmlinux ELF (PVH) or a bzImage.
+    pub image: PathBuf,
+    /// `lib/modules/<release>/kernel` of the package, for the 9p modules.
+    pub modules: Option<PathBuf>,
+}
+
+pub fn resolve(spec: Option<&str>, cache: &Path) -> Result<Kernel> {
+    let spec = spec.unwrap_or(DEFAULT_PACKAGE);
+    if spec.contains('/') || Path::new(spec).exists() {
+        from_path(Path::new(spec), cache)
+    } else {
+        from_package(spec, cache)
+    }
+}
+
+fn from_path(path: &Path, cache: &Path) -> Result<Kernel> {
+    let data =
+        std::fs::read(path).with_context(|| format!("read kernel image {}", path.display()))?;
+    let name = path.display().to_string();
+    let modules = modules_for(path);
+    if modules.is_none() {
+        println!(
+            "xtask vm: no modules found for {name}: the 9p share works only if the kernel has it built in"
+        );
+    }
+    if data.starts_with(b"\x7fELF") {
+        return Ok(Kernel {
+            name,
+            image: path.to_path_buf(),
+            modules,
+        });
+    }
+    // Keyed on the content, so a rebuilt image at the same path is extracted again.
+    let dir = cache
+        .join("kernels")
+        .join(format!("file-{}", super::short_hash(&data)));
+    let image = vmlinux(&data, path, &dir)?;
+    Ok(Kernel {
+        name,
+        image,
+        modules,
+    })
+}
+
+/// Modules for an image named `vmlinuz-REL` (or `vmlinux-REL`): in an unpacked package tree
+/// (`boot/` beside `lib/modules/REL`), else installed under /lib/modules/REL.
+fn modules_for(image: &Path) -> Option<PathBuf> {
+    let name = image.file_name()?.to_str()?;
+    let release = name
+        .strip_prefix("vmlinuz-")
+        .or_else(|| name.strip_prefix("vmlinux-"))?;
+    let tree = std::path::absolute(image).ok()?;
+    let beside = tree.parent()?.parent()?.join("lib/modules").join(release);
+    let installed = Path::new("/lib/modules").join(release);
+    [beside, installed]
+        .into_iter()
+        .map(|d| d.join("kernel"))
+        .find(|d| d.is_dir())
+}
+
+fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
+    let package = versioned_package(package)?;
+    let version = candidate_version(&package)?;
+    let dir = cache
+        .join("kernels")
+        .join(format!("{package}_{}", version.replace(':', "%3a")));
+    let root = dir.join("root");
+    if !root.exists() {
+        let deb = download(&package, &version, &cache.join("debs"))?;
+        println!("xtask vm: unpacking {}", deb.display());
+        let tmp = dir.join("root.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
+        // renamed only when complete, so an interrupted unpack is redone
+        std::fs::rename(&tmp, &root)?;
+    }
+    let release = single_entry(&root.join("lib/modules"))?
+        .to_string_lossy()
+        .into_owned();
+    let vmlinuz = root.join(format!("boot/vmlinuz-{release}"));
+    let image = if dir.join("vmlinux").exists() {
+        dir.join("vmlinux")
+    } else {
+        let data = std::fs::read(&vmlinuz)
+            .with_context(|| format!("read {} (from {package})", vmlinuz.display()))?;
+        vmlinux(&data, &vmlinuz, &dir)?
+    };
+    Ok(Kernel {
+        name: format!("{package} {version}"),
+        image,
+        modules: Some(root.join("lib/modules").join(release).join("kernel")),
+    })
+}
+
+/// `linux-image-amd64` -> `linux-image-6.1.0-NN-amd64`; a versioned name stays as it is.
+fn versioned_package(package: &str) -> Result<String> {
+    let out = apt_cache(&["depends", package], package)?;
+    let dep = out.lines().find_map(|l| {
+        let l = l.trim().trim_start_matches('|');
+        let name = l.strip_prefix("Depends:")?.trim();
+        let rest = name.strip_prefix("linux-image-")?;
+        rest.starts_with(|c: char| c.is_ascii_digit())
+            .then(|| name.to_string())
+    });
+    Ok(dep.unwrap_or_else(|| package.to_string()))
+}
+
+fn candidate_version(package: &str) -> Result<String> {
+    let out = apt_cache(&["policy", package], package)?;
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("Candidate:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| v != "(none)")
+        .with_context(|| format!("kernel package {package} has no installable version"))
+}
+
+fn apt_cache(args: &[&str], package: &str) -> Result<String> {
+    let out = Command::new("apt-cache").args(args).output().context(
+        "apt-cache not found: --kernel PACKAGE needs a Debian-like host (or pass a PATH)",
+    )?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() || stdout.trim().is_empty() {
+        bail!("kernel package {package} not found (apt-cache knows no such package; try `apt-get update`)");
+    }
+    Ok(stdout)
+}
+
+/// `apt-get download`s the package once into `debs/`.
+fn download(package: &str, version: &str, debs: &Path) -> Result<PathBuf> {
+    let deb = debs.join(format!("{package}_{}.deb", version.replace(':', "%3a")));
+    if deb.exists() {
+        return Ok(deb);
+    }
+    std::fs::create_dir_all(debs)?;
+    let tmp = tempfile::tempdir_in(debs)?;
+    println!("xtask vm: apt-get download {package}={version}");
+    run(Command::new("apt-get")
+        .arg("download")
+        .arg("-q")
+        // the cache may be where apt's unprivileged `_apt` user cannot write
+        .args(["-o", "APT::Sandbox::User=root"])
+        .arg(format!("{package}={version}"))
+        .current_dir(tmp.path()))?;
+    let got = single_entry(tmp.path())?;
+    std::fs::rename(tmp.path().join(got), &deb)?;
+    Ok(deb)
+}
+
+/// Extracts the XZ-compressed ELF vmlinux from a bzImage into `dir/vmlinux`; falls back to the
+/// bzImage itself (slower boot) when it holds no XZ payload.
+fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path) -> Result<PathBuf> {
+    const XZ_MAGIC: &[u8] = b"\xfd7zXZ\x00";
+    let out = dir.join("vmlinux");
+    if out.exists() {
+        return Ok(out);
+    }
+    let elf = bzimage
+        .windows(XZ_MAGIC.len())
+        .enumerate()
+        .filter(|(_, w)| *w == XZ_MAGIC)
+        .find_map(|(i, _)| unxz(&bzimage[i..]).filter(|elf| elf.starts_with(b"\x7fELF")));
+    let Some(elf) = elf else {
+        println!(
+            "xtask vm: no XZ-compressed vmlinux in {}: booting it as a bzImage",
+            path.display()
+        );
+        return Ok(path.to_path_buf());
+    };
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join("vmlinux.tmp");
+    std::fs::write(&tmp, elf)?;
+    std::fs::rename(&tmp, &out)?;
+    Ok(out)
+}
+
+/// Decompresses the XZ stream at the start of `data`, ignoring whatever follows it (a bzImage
+/// has more after its payload, which the `Read` adapters of xz2 take for corruption).
+pub fn unxz(data: &[u8]) -> Option<Vec<u8>> {
+    use xz2::stream::{Action, Status, Stream};
+    let mut stream = Stream::new_stream_decoder(u64::MAX, 0).ok()?;
+    let mut out = Vec::with_capacity(data.len() * 4);
+    loop {
+        if out.len() == out.capacity() {
+            out.reserve(out.capacity());
+        }
+        let consumed = stream.total_in() as usize;
+        // liblzma reports an error rather than looping when it can make no progress
+        if let Status::StreamEnd = stream
+            .process_vec(&data[consumed..], &mut out, Action::Run)
+            .ok()?
+        {
+            return Some(out);
+        }
+    }
+}
+
+/// The name of the only entry of a directory.
+fn single_entry(dir: &Path) -> Result<std::ffi::OsString> {
+    let mut names = std::fs::read_dir(dir)
+        .with_context(|| format!("read {}", dir.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    if names.len() != 1 {
+        bail!(
+            "expected exactly one entry in {}, found {}",
+            dir.display(),
+            names.len()
+        );
+    }
+    Ok(names.remove(0))
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("run {:?}", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! The qemu test guest: `cargo xtask vm -- COMMAND` boots a stock kernel (by default the Debian
+//! kernel `linux-image-amd64` points to) with an initramfs-only root filesystem and runs COMMAND
+//! in it as root; `cargo xtask vm-test` runs the `guest` integration tests that way.
+mod archive;
+mod initramfs;
+mod kernel;
+mod qemu;
+mod test;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+pub use test::{vm_test, VmTestArgs};
+
+/// The guest's LSM stack: the Debian default without tomoyo, with bpf for the BPF LSM tests.
+const DEFAULT_LSM: &str = "lockdown,capability,landlock,yama,apparmor,bpf";
+const DEFAULT_TIMEOUT_S: u64 = 900;
+
+/// How to boot the guest (shared by `vm` and `vm-test`).
+#[derive(clap::Args, Default, Clone)]
+pub struct BootArgs {
+    /// Kernel: a Debian package name (default: the one linux-image-amd64 depends on) or the
+    /// path of a vmlinux or bzImage.
+    #[arg(long, value_name = "PKG|PATH")]
+    pub kernel: Option<String>,
+    /// The guest kernel's `lsm=` list [default: lockdown,capability,landlock,yama,apparmor,bpf].
+    #[arg(long, value_name = "LIST")]
+    pub lsm: Option<String>,
+    /// Kill the guest after this many seconds [default: 900].
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<u64>,
+    /// Host directory shared read-write at /mnt/host in the guest (env VMTEST_SHARE)
+    /// [default: a fresh temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub share: Option<PathBuf>,
+    /// Accelerator: auto uses KVM only where it can boot a stock kernel.
+    #[arg(long, value_enum, default_value_t)]
+    pub accel: qemu::Accel,
+}
+
+#[derive(clap::Args, Default)]
+pub struct VmArgs {
+    #[command(flatten)]
+    pub boot: BootArgs,
+    /// Also copy this host file (with its libraries) into the guest at the same path. Repeatable.
+    #[arg(long = "bin", value_name = "PATH")]
+    pub bins: Vec<PathBuf>,
+    /// Set VAR=VALUE in COMMAND's environment. Repeatable.
+    #[arg(long = "env", value_name = "VAR=VALUE")]
+    pub env: Vec<String>,
+    /// The command to run in the guest, as root.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
+}
+
+pub fn vm(args: &VmArgs) -> Result<i32> {
+    let env = args
+        .env
+        .iter()
+        .map(|e| match e.split_once('=') {
+            Some((k, v)) if valid_env_name(k) => Ok((k.to_string(), v.to_string())),
+            _ => bail!("--env {e:?}: expected VAR=VALUE"),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut payload = initramfs::Payload::default();
+    let command = payload.add_command(&args.command)?;
+    for bin in &args.bins {
+        payload.add_file(bin)?;
+    }
+    boot(&args.boot, payload, &command, &env)
+}
+
+/// Boots the guest with `payload`, runs `command` there and returns its exit code
+/// (124 on timeout, 130 on Ctrl-C).
+fn boot(
+    args: &BootArgs,
+    payload: initramfs::Payload,
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<i32> {
+    let lsm = args.lsm.as_deref().unwrap_or(DEFAULT_LSM);
+    qemu::check_lsm(lsm)?;
+    let cache = cache_dir()?;
+    let kernel = kernel::resolve(args.kernel.as_deref(), &cache)?;
+    println!(
+        "xtask vm: kernel {} ({})",
+        kernel.name,
+        kernel.image.display()
+    );
+    let base = initramfs::base(&kernel, &cache)?;
+
+    // Everything of this run lives here and is removed on return.
+    let work = tempfile::Builder::new().prefix("hookprof-vm-").tempdir()?;
+    let initrd = work.path().join("initrd");
+    payload.write_initrd(&base, command, env, &initrd)?;
+    let share = match &args.share {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("create share {}", dir.display()))?;
+            std::fs::canonicalize(dir)?
+        }
+        None => {
+            let dir = work.path().join("share");
+            std::fs::create_dir(&dir)?;
+            dir
+        }
+    };
+    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
+    let outcome = qemu::run(&qemu::Guest {
+        image: &kernel.image,
+        initrd: &initrd,
+        share: &share,
+        lsm,
+        accel: args.accel,
+        timeout: Duration::from_secs(timeout),
+    })?;
+    Ok(match outcome {
+        qemu::Outcome::Exited(code) => {
+            println!("xtask vm: command exited with {code}");
+            code
+        }
+        qemu::Outcome::TimedOut => {
+            eprintln!("xtask vm: error: guest still running after {timeout} s: killed it");
+            124
+        }
+        qemu::Outcome::Interrupted => {
+            eprintln!("xtask vm: interrupted: killed the guest");
+            130
+        }
+        qemu::Outcome::NoExitCode => {
+            bail!("the guest stopped without reporting the command's exit code (see its console above)")
+        }
+    })
+}
+
+/// `$HOOKPROF_VM_CACHE`, else `$XDG_CACHE_HOME/hookprof-vm`, else `~/.cache/hookprof-vm`.
+fn cache_dir() -> Result<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    let dir = if let Some(d) = var("HOOKPROF_VM_CACHE") {
+        PathBuf::from(d)
+    } else if let Some(d) = var("XDG_CACHE_HOME") {
+        PathBuf::from(d).join("hookprof-vm")
+    } else if let Some(home) = var("HOME") {
+        PathBuf::from(home).join(".cache/hookprof-vm")
+    } else {
+        bail!("no cache directory: set HOOKPROF_VM_CACHE");
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A short hex digest, for cache keys.
+fn short_hash(data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(data))
+}
+
+/// The first 8 bytes of a digest in hex: plenty to tell cache entries apart.
+fn hex(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}

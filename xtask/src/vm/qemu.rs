@@ -1,0 +1,200 @@
+//! Boots the guest under qemu, streams its serial console to stdout, and stops it on the
+//! guest's power-off, on a timeout or on Ctrl-C.
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+const QEMU: &str = "qemu-system-x86_64";
+/// The line init prints after the payload, with its exit code.
+const EXIT_MARKER: &str = "HOOKPROF-VM-EXIT=";
+/// The file init writes the exit code to in the share (robust against console noise).
+pub const EXIT_FILE: &str = ".hookprof-vm-exit";
+
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Accel {
+    /// KVM when the CPU has VMX/SVM and /dev/kvm opens, else TCG.
+    #[default]
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+pub struct Guest<'a> {
+    pub image: &'a Path,
+    pub initrd: &'a Path,
+    pub share: &'a Path,
+    pub lsm: &'a str,
+    pub accel: Accel,
+    pub timeout: Duration,
+}
+
+pub enum Outcome {
+    /// The payload's exit code, from the guest's marker line or the share.
+    Exited(i32),
+    /// qemu ended (guest powered off or crashed) without reporting an exit code.
+    NoExitCode,
+    TimedOut,
+    Interrupted,
+}
+
+pub fn run(g: &Guest) -> Result<Outcome> {
+    let kvm = match g.accel {
+        Accel::Kvm => true,
+        Accel::Tcg => false,
+        Accel::Auto => {
+            let (usable, why) = kvm_usable();
+            println!("xtask vm: {}", why);
+            usable
+        }
+    };
+    let mut append = format!("console=ttyS0 quiet panic=-1 lsm={}", g.lsm);
+    let mut qemu = Command::new(QEMU);
+    qemu.args(["-nodefaults", "-no-user-config", "-no-reboot"])
+        .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .args(["-m", "2G", "-smp", "2"]);
+    if kvm {
+        qemu.args(["-accel", "kvm", "-cpu", "host"]);
+    } else {
+        qemu.args(["-accel", "tcg,thread=multi", "-cpu", "max"]);
+        // otherwise the guest finds the TSC unstable and falls back to a slow clocksource
+        append += " tsc=reliable";
+    }
+    qemu.arg("-kernel")
+        .arg(g.image)
+        .arg("-initrd")
+        .arg(g.initrd)
+        .arg("-append")
+        .arg(&append)
+        .arg("-virtfs")
+        .arg(format!(
+            "local,path={},mount_tag=host0,security_model=none,id=host0",
+            // qemu's option syntax escapes a comma by doubling it
+            g.share.display().to_string().replace(',', ",,")
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // Ctrl-C reaches xtask alone; it stops qemu itself and cleans up.
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; it makes qemu die with xtask, even on SIGKILL.
+    unsafe {
+        qemu.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    println!(
+        "xtask vm: {QEMU} ({}), lsm={}, timeout {} s",
+        if kvm { "kvm" } else { "tcg" },
+        g.lsm,
+        g.timeout.as_secs()
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let _ = std::fs::remove_file(g.share.join(EXIT_FILE));
+    let start = Instant::now();
+    let mut child = qemu.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            anyhow::anyhow!("{QEMU} not found: run `cargo xtask setup` (package qemu-system-x86)")
+        }
+        _ => anyhow::Error::new(e).context(format!("start {QEMU}")),
+    })?;
+    let console = child.stdout.take().context("qemu stdout")?;
+    let reader = std::thread::spawn(move || stream_console(console));
+
+    let outcome = loop {
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                println!("xtask vm: {QEMU} exited with {status}");
+            }
+            break None;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break Some(Outcome::Interrupted);
+        }
+        if start.elapsed() >= g.timeout {
+            break Some(Outcome::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if outcome.is_some() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let marker = reader.join().unwrap_or(None);
+    println!("xtask vm: guest ran {:.1} s", start.elapsed().as_secs_f64());
+    if let Some(o) = outcome {
+        return Ok(o);
+    }
+    let from_share = std::fs::read_to_string(g.share.join(EXIT_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    let _ = std::fs::remove_file(g.share.join(EXIT_FILE));
+    Ok(match from_share.or(marker) {
+        Some(code) => Outcome::Exited(code),
+        None => Outcome::NoExitCode,
+    })
+}
+
+/// Copies the console to stdout line by line; returns the last exit code marker seen.
+fn stream_console(console: impl std::io::Read) -> Option<i32> {
+    let mut reader = BufReader::new(console);
+    let mut line = Vec::new();
+    let mut code = None;
+    let stdout = std::io::stdout();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return code,
+            Ok(_) => {}
+        }
+        let mut out = stdout.lock();
+        let _ = out.write_all(&line);
+        let _ = out.flush();
+        let text = String::from_utf8_lossy(&line);
+        if let Some(rest) = text.trim().strip_prefix(EXIT_MARKER) {
+            code = rest.parse().ok();
+        }
+    }
+}
+
+/// KVM works only with hardware virtualisation behind it: a /dev/kvm that opens is not enough
+/// (e.g. kvm-pvm cannot boot a stock kernel), so the CPU flags must show VMX or SVM too.
+fn kvm_usable() -> (bool, String) {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let hw = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+    if !hw {
+        return (false, "accel tcg: the CPU has no vmx/svm flag".into());
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+    {
+        Ok(_) => (true, "accel kvm: vmx/svm present and /dev/kvm opens".into()),
+        Err(e) => (false, format!("accel tcg: /dev/kvm: {e}")),
+    }
+}
+
+/// Fails early with a clear message if the lsm list is not something a kernel could take.
+pub fn check_lsm(list: &str) -> Result<()> {
+    let ok = !list.is_empty()
+        && list
+            .split(',')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    if !ok {
+        bail!("--lsm {list:?}: expected a comma-separated list of LSM names");
+    }
+    Ok(())
+}

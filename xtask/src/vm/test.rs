@@ -1,0 +1,70 @@
+//! `cargo xtask vm-test`: the `guest` integration tests of hookprof-tests, built on the host and
+//! run in one guest boot (they need a kernel that allows fentry/fexit and BPF LSM programs).
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use super::{initramfs::Payload, BootArgs};
+
+#[derive(clap::Args, Default)]
+pub struct VmTestArgs {
+    #[command(flatten)]
+    pub boot: BootArgs,
+    /// Arguments for the test binary, e.g. a test name filter.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub test_args: Vec<String>,
+}
+
+pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
+    let start = Instant::now();
+    crate::cargo(&["build", "--release", "--bin", "hookprof"])?;
+    let tests = guest_test_binary()?;
+
+    let mut payload = Payload::default();
+    let hookprof = payload.add_file(&crate::hookprof_bin())?;
+    let mut command = vec![payload.add_file(&tests)?, "--test-threads=1".to_string()];
+    command.extend(args.test_args.iter().cloned());
+    let env = [
+        ("HOOKPROF_BIN".to_string(), hookprof),
+        // the guest tests refuse to run anywhere else
+        ("HOOKPROF_IN_GUEST".to_string(), "1".to_string()),
+    ];
+    let code = super::boot(&args.boot, payload, &command, &env)?;
+    println!(
+        "xtask vm-test: exit code {code}, {:.0} s in all",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(code)
+}
+
+/// Builds the `guest` test target and returns its executable, as cargo reports it.
+fn guest_test_binary() -> Result<PathBuf> {
+    let args = [
+        "test",
+        "--release",
+        "-p",
+        "hookprof-tests",
+        "--test",
+        "guest",
+        "--no-run",
+        "--message-format=json",
+    ];
+    println!("xtask: cargo {}", args.join(" "));
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(crate::workspace_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("run cargo test --no-run")?;
+    if !out.status.success() {
+        bail!("building the guest tests failed ({})", out.status);
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "guest")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .context("cargo reported no executable for the guest tests")
+}
