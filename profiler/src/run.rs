@@ -221,7 +221,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 fn print_results(results: &Results, format: OutputFormat) {
     match format {
         OutputFormat::Json => println!("{}", results.to_json()),
-        OutputFormat::Text | OutputFormat::Markdown => println!("{}", results.to_json()),
+        OutputFormat::Text => print!("{}", crate::report::text::render(results)),
+        OutputFormat::Markdown => println!("{}", results.to_json()),
     }
 }
 
