@@ -29,7 +29,8 @@ fn or_unknown(s: &str) -> &str {
     }
 }
 
-fn environment_line(r: &Results) -> String {
+/// `Environment: kernel ..., LSMs ..., lockdown ...` and where the numbers came from.
+pub(crate) fn environment_line(r: &Results) -> String {
     let e = &r.environment;
     let lsms = if e.active_lsms.is_empty() {
         "unknown".to_string()
