@@ -439,7 +439,10 @@ fn signed_ns(v: f64) -> String {
 }
 
 fn signed_percent(fraction: f64) -> String {
-    format!("{:+.2}%", fraction * 100.0)
+    let percent = fraction * 100.0;
+    // Rounding noise of pooled means must not print as "-0.00%".
+    let percent = if percent.abs() < 0.005 { 0.0 } else { percent };
+    format!("{percent:+.2}%")
 }
 
 fn format_p(p: f64) -> String {
