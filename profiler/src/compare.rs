@@ -580,14 +580,16 @@ pub fn render_text(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     out.push_str(&environment_text(c));
+    let tested = c
+        .workloads
+        .iter()
+        .filter(|w| w.adjusted_p.is_some())
+        .count();
     let _ = writeln!(
         out,
-        "p-values are Holm-adjusted over {} workloads; a change counts when p < {} and \
+        "p-values are Holm-adjusted over {tested} workload{}; a change counts when p < {} and \
          |change| > {}%.",
-        c.workloads
-            .iter()
-            .filter(|w| w.adjusted_p.is_some())
-            .count(),
+        if tested == 1 { "" } else { "s" },
         c.criteria.alpha,
         c.criteria.threshold * 100.0
     );
