@@ -164,6 +164,14 @@ fn workload_block(w: &WorkloadResult) -> String {
             );
         }
     }
+    if !w.events_per_op.is_empty() {
+        let events: Vec<String> = w
+            .events_per_op
+            .iter()
+            .map(|(event, n)| format!("{event} {}", num(*n)))
+            .collect();
+        let _ = writeln!(out, "  Task events per op: {}", events.join(", "));
+    }
     if !w.attribution.is_empty() {
         for line in attribution_table(&w.attribution).lines() {
             let _ = writeln!(out, "  {line}");
@@ -349,7 +357,9 @@ pub(crate) mod tests {
                         ),
                         row(PathKind::Hook, "security_file_free", None, 1.0, 100.0),
                     ],
-                    events_per_op: Default::default(),
+                    events_per_op: [("exit".to_string(), 0.0), ("fork".to_string(), 0.5)]
+                        .into_iter()
+                        .collect(),
                     notes: vec!["3 calls could not be timed".into()],
                 },
                 WorkloadResult {
@@ -396,6 +406,10 @@ pub(crate) mod tests {
         assert!(text.contains("Range (min … max):     4.800 us … 5.200 us"));
         assert!(text.contains("Probed (mean):         5.500 us    probe overhead +10.0%, n = 5"));
         assert!(text.contains("(one sample: no interval)"), "{text}");
+        assert!(
+            text.contains("  Task events per op: exit 0, fork 0.5000\n"),
+            "{text}"
+        );
         assert!(
             text.contains("user (mean ± 95% CI): 815.8 s (one sample: no interval)"),
             "{text}"
