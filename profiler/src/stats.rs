@@ -159,6 +159,12 @@ pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
         });
     }
     let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
+    // Squares of tiny variances underflow to 0/0: fall back to the pooled degrees of freedom.
+    let df = if df.is_finite() && df > 0.0 {
+        df
+    } else {
+        (old.n + new.n - 2) as f64
+    };
     let std_error = var.sqrt();
     let t = difference / std_error;
     let dist = StudentsT::new(0.0, 1.0, df).expect("df > 0");
@@ -382,6 +388,17 @@ mod tests {
         assert_eq!(verdict(&up, up.p_value, true, &c), Verdict::Improved);
         for x in [up.relative, up.ci.unwrap().0, up.ci.unwrap().1] {
             assert!(x.is_finite());
+        }
+    }
+
+    #[test]
+    fn tiny_variances_do_not_make_nan() {
+        let old = summarize(&[1e-160, 2e-160]).unwrap();
+        let new = summarize(&[3e-160, 4e-160]).unwrap();
+        let w = welch(&old, &new).unwrap();
+        assert_eq!(w.df, 2.0);
+        for x in [w.p_value, w.ci.0, w.ci.1, w.std_error] {
+            assert!(x.is_finite(), "{w:?}");
         }
     }
 

@@ -412,6 +412,32 @@ Host OS 2p/0K 2p/16K 2p/64K 8p/16K 8p/64K 16p/16K 16p/64K\n\
     }
 
     #[test]
+    fn lmbench3_layouts_are_told_apart_by_their_column_count() {
+        let text = "\
+File & VM system latencies in microseconds - smaller is better
+-------------------------------------------------------------------------------
+Host                 OS   0K File      10K File     Mmap    Prot   Page   100fd
+                        Create Delete Create Delete Latency Fault  Fault  selct
+--------- ------------- ------ ------ ------ ------ ------- ----- ------- -----
+host Linux 2.6.32 12.3 9.1234 40.1 20.1 1234.0 0.512 1.23450 2.345
+
+Memory latencies in nanoseconds - smaller is better
+    (WARNING - may not be correct, check graphs)
+------------------------------------------------------------------------------
+Host                 OS   Mhz   L1 $   L2 $    Main mem    Rand mem    Guesses
+--------- -------------   ---   ----   ----    --------    --------    -------
+host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
+";
+        let results = parse(text, "v3").unwrap();
+        let r = &results[0];
+        assert_eq!(r.workload("page_fault").unwrap().clean, [1.2345]);
+        assert_eq!(r.workload("fs_delete_0k").unwrap().clean, [9.1234]);
+        // Rand mem (90.2) is not main memory latency.
+        assert_eq!(r.workload("mem_main").unwrap().clean, [60.1]);
+        assert_eq!(r.options["lmbench_mhz"], 2400.0);
+    }
+
+    #[test]
     fn text_without_a_table_is_an_error_naming_the_file() {
         let err = parse(
             "just prose\nProcessor, Processes\nno rule here\n",

@@ -29,7 +29,8 @@ fn or_unknown(s: &str) -> &str {
     }
 }
 
-fn environment_line(r: &Results) -> String {
+/// `Environment: kernel ..., LSMs ..., lockdown ...` and where the numbers came from.
+pub(crate) fn environment_line(r: &Results) -> String {
     let e = &r.environment;
     let lsms = if e.active_lsms.is_empty() {
         "unknown".to_string()
@@ -162,6 +163,14 @@ fn workload_block(w: &WorkloadResult) -> String {
                 mean_ci(&s, extra.unit.symbol())
             );
         }
+    }
+    if !w.events_per_op.is_empty() {
+        let events: Vec<String> = w
+            .events_per_op
+            .iter()
+            .map(|(event, n)| format!("{event} {}", num(*n)))
+            .collect();
+        let _ = writeln!(out, "  Task events per op: {}", events.join(", "));
     }
     if !w.attribution.is_empty() {
         for line in attribution_table(&w.attribution).lines() {
@@ -354,7 +363,9 @@ pub(crate) mod tests {
                         ),
                         row(PathKind::Hook, "security_file_free", None, 1.0, 100.0),
                     ],
-                    events_per_op: Default::default(),
+                    events_per_op: [("exit".to_string(), 0.0), ("fork".to_string(), 0.5)]
+                        .into_iter()
+                        .collect(),
                     notes: vec!["3 calls could not be timed".into()],
                 },
                 WorkloadResult {
@@ -401,6 +412,10 @@ pub(crate) mod tests {
         assert!(text.contains("Range (min … max):     4.800 us … 5.200 us"));
         assert!(text.contains("Probed (mean):         5.500 us    probe overhead +10.0%, n = 5"));
         assert!(text.contains("(one sample: no interval)"), "{text}");
+        assert!(
+            text.contains("  Task events per op: exit 0, fork 0.5000\n"),
+            "{text}"
+        );
         assert!(
             text.contains("user (mean ± 95% CI): 815.8 s (one sample: no interval)"),
             "{text}"

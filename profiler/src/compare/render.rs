@@ -1,0 +1,312 @@
+//! The comparison as text (criterion-style change lines) and as markdown (a CI step summary).
+use std::fmt::Write;
+
+use super::{ChangeAttribution, Comparison, PathDelta, WorkloadComparison};
+use crate::{
+    report::text::{kind_name, num},
+    results::{PathKind, Unit},
+    stats::{Summary, Verdict},
+};
+
+fn signed_ns(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:+.0} ns")
+    } else {
+        format!("{v:+.1} ns")
+    }
+}
+
+fn signed_percent(fraction: f64) -> String {
+    let percent = fraction * 100.0;
+    // Rounding noise of pooled means must not print as "-0.00%".
+    let percent = if percent.abs() < 0.005 { 0.0 } else { percent };
+    format!("{percent:+.2}%")
+}
+
+fn format_p(p: f64) -> String {
+    if p >= 0.01 || p == 0.0 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// Largest change first.
+fn by_size(mut paths: Vec<&PathDelta>) -> Vec<&PathDelta> {
+    paths.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));
+    paths
+}
+
+/// Paths shown per line before "and N more".
+const SHOWN_PATHS: usize = 5;
+
+/// `open_close +512 ns: security_file_open +430 ns (apparmor_file_open +410 ns), residual
+/// +82 ns`, and a second line for the syscalls and task paths around those hooks.
+pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
+    let top = by_size(a.paths.iter().filter(|p| p.top_level).collect());
+    let mut parts: Vec<String> = top
+        .iter()
+        .take(SHOWN_PATHS)
+        .map(|p| {
+            let lsms: Vec<String> = by_size(
+                a.paths
+                    .iter()
+                    .filter(|c| c.kind == PathKind::Lsm && c.parent.as_ref() == Some(&p.name))
+                    .collect(),
+            )
+            .iter()
+            .map(|c| format!("{} {}", c.name, signed_ns(c.delta_ns_per_op)))
+            .collect();
+            let mut part = format!("{} {}", p.name, signed_ns(p.delta_ns_per_op));
+            if !lsms.is_empty() {
+                let _ = write!(part, " ({})", lsms.join(", "));
+            }
+            part
+        })
+        .collect();
+    if top.len() > SHOWN_PATHS {
+        parts.push(format!("{} more", top.len() - SHOWN_PATHS));
+    }
+    parts.push(format!("residual {}", signed_ns(a.residual_ns)));
+    let mut lines = vec![format!(
+        "{name} {}: {}",
+        signed_ns(a.total_ns),
+        parts.join(", ")
+    )];
+    let around = by_size(
+        a.paths
+            .iter()
+            .filter(|p| !p.top_level && p.kind != PathKind::Lsm)
+            .collect(),
+    );
+    if !around.is_empty() {
+        let shown: Vec<String> = around
+            .iter()
+            .take(SHOWN_PATHS)
+            .map(|p| {
+                format!(
+                    "{} {} {}",
+                    kind_name(p.kind),
+                    p.name,
+                    signed_ns(p.delta_ns_per_op)
+                )
+            })
+            .collect();
+        lines.push(format!("  enclosing paths: {}", shown.join(", ")));
+    }
+    lines
+}
+
+fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> &'static str {
+    match w.verdict {
+        Verdict::Regressed => "Performance has regressed.",
+        Verdict::Improved => "Performance has improved.",
+        Verdict::NoChange if w.adjusted_p.is_some_and(|p| p < alpha) => {
+            "Change within noise threshold."
+        }
+        Verdict::NoChange => "No change in performance detected.",
+        Verdict::Inconclusive if w.old.n < 2 || w.new.n < 2 => {
+            "Inconclusive: fewer than 2 samples on a side."
+        }
+        Verdict::Inconclusive => {
+            "Inconclusive: the interval is too wide to tell; take more samples."
+        }
+    }
+}
+
+fn mean_ci(s: &Summary, unit: Unit) -> String {
+    let u = unit.symbol();
+    format!(
+        "{} {u} ± {} {u} (n = {})",
+        num(s.mean),
+        num(s.ci_half_width()),
+        s.n
+    )
+}
+
+fn environment_text(c: &Comparison) -> String {
+    if c.environment.is_empty() {
+        return "Environment: no differences in kernel, CPU, LSMs or lockdown\n".into();
+    }
+    let mut out = String::from("Environment differences:\n");
+    for d in &c.environment {
+        let _ = writeln!(
+            out,
+            "  {}: {} -> {}",
+            d.field,
+            d.old.join(" | "),
+            d.new.join(" | ")
+        );
+    }
+    out
+}
+
+fn totals(c: &Comparison) -> String {
+    format!(
+        "{} regressed, {} improved, {} no change, {} inconclusive",
+        c.count(Verdict::Regressed),
+        c.count(Verdict::Improved),
+        c.count(Verdict::NoChange),
+        c.count(Verdict::Inconclusive)
+    )
+}
+
+pub fn render_text(c: &Comparison) -> String {
+    let mut out = format!(
+        "Comparing {} (old) with {} (new)\n",
+        c.old_labels.join(", "),
+        c.new_labels.join(", ")
+    );
+    out.push_str(&environment_text(c));
+    let tested = c
+        .workloads
+        .iter()
+        .filter(|w| w.adjusted_p.is_some())
+        .count();
+    let _ = writeln!(
+        out,
+        "p-values are Holm-adjusted over {tested} workload{}; a change counts when p < {} and \
+         |change| > {}%.",
+        if tested == 1 { "" } else { "s" },
+        c.criteria.alpha,
+        c.criteria.threshold * 100.0
+    );
+    for w in &c.workloads {
+        let _ = writeln!(out, "\n{}", w.name);
+        let _ = writeln!(
+            out,
+            "  old: {}    new: {}",
+            mean_ci(&w.old, w.unit),
+            mean_ci(&w.new, w.unit)
+        );
+        if let Some(ch) = &w.change {
+            match (ch.ci, w.adjusted_p) {
+                (Some((lo, hi)), Some(p)) => {
+                    let cmp = if p < c.criteria.alpha { "<" } else { ">" };
+                    let _ = writeln!(
+                        out,
+                        "  change: [{} {} {}] (p = {} {cmp} {})",
+                        signed_percent(lo),
+                        signed_percent(ch.relative),
+                        signed_percent(hi),
+                        format_p(p),
+                        c.criteria.alpha
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "  change: {}", signed_percent(ch.relative));
+                }
+            }
+        }
+        let _ = writeln!(out, "  {}", verdict_sentence(w, c.criteria.alpha));
+        for e in &w.extras {
+            let change = e
+                .change
+                .map(|ch| {
+                    let p = ch.p_value.map(|p| format!(", p = {}", format_p(p)));
+                    format!(
+                        " ({}{})",
+                        signed_percent(ch.relative),
+                        p.unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {}: {} {u} -> {} {u}{change}",
+                e.name,
+                num(e.old.mean),
+                num(e.new.mean),
+                u = e.unit.symbol()
+            );
+        }
+        if let Some(a) = &w.attribution {
+            for line in attribution_lines(&w.name, a) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+    }
+    for (side, names) in [("old", &c.only_in_old), ("new", &c.only_in_new)] {
+        if !names.is_empty() {
+            let _ = writeln!(out, "\nOnly in {side}: {}", names.join(", "));
+        }
+    }
+    let _ = writeln!(out, "\nSummary: {}", totals(c));
+    out
+}
+
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "### hookprof compare: {} → {}\n\n",
+        c.old_labels.join(", "),
+        c.new_labels.join(", ")
+    );
+    if c.environment.is_empty() {
+        out.push_str("Environment: no differences in kernel, CPU, LSMs or lockdown.\n\n");
+    } else {
+        out.push_str("**Environment differences**\n\n");
+        for d in &c.environment {
+            let _ = writeln!(
+                out,
+                "- {}: `{}` → `{}`",
+                d.field,
+                d.old.join(" | "),
+                d.new.join(" | ")
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "**{}** (Holm-adjusted p < {}, |change| > {}%)\n",
+        totals(c),
+        c.criteria.alpha,
+        c.criteria.threshold * 100.0
+    );
+    out.push_str("| workload | old | new | change [95% CI] | p (Holm) | verdict |\n");
+    out.push_str("|---|---:|---:|---|---:|---|\n");
+    for w in &c.workloads {
+        let change = match &w.change {
+            Some(ch) => match ch.ci {
+                Some((lo, hi)) => format!(
+                    "{} [{}, {}]",
+                    signed_percent(ch.relative),
+                    signed_percent(lo),
+                    signed_percent(hi)
+                ),
+                None => signed_percent(ch.relative),
+            },
+            None => "n/a".into(),
+        };
+        let verdict = match w.verdict {
+            Verdict::Regressed | Verdict::Improved => format!("**{}**", w.verdict),
+            v => v.to_string(),
+        };
+        let u = w.unit.symbol();
+        let _ = writeln!(
+            out,
+            "| {} | {} {u} | {} {u} | {change} | {} | {verdict} |",
+            w.name,
+            num(w.old.mean),
+            num(w.new.mean),
+            w.adjusted_p.map(format_p).unwrap_or_else(|| "n/a".into()),
+        );
+    }
+    let attributed: Vec<String> = c
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            w.attribution
+                .as_ref()
+                .map(|a| attribution_lines(&w.name, a))
+        })
+        .map(|lines| format!("- {}", lines.join("\n ")))
+        .collect();
+    if !attributed.is_empty() {
+        out.push_str("\n**Where the time went**\n\n");
+        for a in attributed {
+            let _ = writeln!(out, "{a}");
+        }
+    }
+    out
+}

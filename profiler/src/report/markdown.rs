@@ -1,0 +1,108 @@
+//! Results as GitHub-flavoured markdown (a CI step summary, a pull-request comment).
+use std::fmt::Write;
+
+use comfy_table::{presets, Table};
+
+use super::text::{environment_line, kind_name, num, ordered_rows, percent};
+use crate::{attribution, results::Results, stats};
+
+pub fn render(results: &[Results]) -> String {
+    let mut out = String::new();
+    for r in results {
+        out.push_str(&one(r));
+    }
+    out
+}
+
+fn markdown_table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::ASCII_MARKDOWN).set_header(header);
+    t
+}
+
+fn one(r: &Results) -> String {
+    let mut out = format!("## hookprof: {}\n\n", r.label);
+    // The environment line ends in a newline; a blank line ends the paragraph.
+    let _ = writeln!(out, "{}", environment_line(r));
+    let mut t = markdown_table(vec![
+        "workload",
+        "mean ± 95% CI",
+        "median",
+        "probed mean",
+        "probe overhead",
+        "n",
+    ]);
+    for w in &r.workloads {
+        let Some(s) = stats::summarize(&w.clean) else {
+            continue;
+        };
+        let u = w.unit.symbol();
+        let probed = stats::summarize(&w.probed);
+        t.add_row(vec![
+            w.name.clone(),
+            format!("{} ± {} {u}", num(s.mean), num(s.ci_half_width())),
+            format!("{} {u}", num(s.median)),
+            probed
+                .as_ref()
+                .map_or("".into(), |p| format!("{} {u}", num(p.mean))),
+            probed
+                .filter(|_| s.mean != 0.0)
+                .map_or("".into(), |p| percent(p.mean / s.mean - 1.0)),
+            s.n.to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "{t}\n");
+    for w in r.workloads.iter().filter(|w| !w.attribution.is_empty()) {
+        let _ = writeln!(out, "### {}\n", w.name);
+        let mut t = markdown_table(vec![
+            "kind", "path", "calls/op", "ns/call", "ns/op", "share",
+        ]);
+        for (name, row) in ordered_rows(&w.attribution) {
+            // Markdown collapses leading spaces: indent LSM rows visibly.
+            let name = match name.strip_prefix("  ") {
+                Some(lsm) => format!("└ {lsm}"),
+                None => name,
+            };
+            t.add_row(vec![
+                kind_name(row.kind).to_string(),
+                format!("`{name}`"),
+                num(row.calls_per_op),
+                num(row.ns_per_call),
+                num(attribution::ns_per_op(row)),
+                format!("{:.1}%", row.share * 100.0),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
+        let residual = stats::summarize(&w.clean)
+            .and_then(|s| attribution::op_ns(w.unit, s.mean))
+            .and_then(|op| attribution::residual_ns(op, &w.attribution));
+        if let Some((level, ns)) = residual {
+            let _ = writeln!(out, "Residual {}: {} ns/op\n", level.describe(), num(ns));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::text::tests::sample_results;
+
+    #[test]
+    fn tables_are_markdown_with_lsm_rows_marked() {
+        let md = render(&[sample_results()]);
+        assert!(md.starts_with("## hookprof: base\n"), "{md}");
+        assert!(md.contains("| open_close "), "{md}");
+        assert!(md.contains("+10.0%"), "{md}");
+        assert!(md.contains("`└ apparmor_file_open`"), "{md}");
+        assert!(
+            md.contains("Residual outside the probed hooks: 4500 ns/op"),
+            "{md}"
+        );
+        assert!(
+            md.lines()
+                .any(|l| l.starts_with("|--") || l.starts_with("|-")),
+            "{md}"
+        );
+    }
+}
