@@ -222,7 +222,7 @@ fn print_results(results: &Results, format: OutputFormat) {
     match format {
         OutputFormat::Json => println!("{}", results.to_json()),
         OutputFormat::Text => print!("{}", crate::report::text::render(results)),
-        OutputFormat::Markdown => println!("{}", results.to_json()),
+        OutputFormat::Markdown => print!("{}", crate::report::markdown::render(std::slice::from_ref(results))),
     }
 }
 
