@@ -46,3 +46,7 @@ fn hook_slot_attaches_to_security_file_open() {
     // the hook fires while attached: opening a file must not break
     std::fs::read_to_string("/proc/self/status").expect("open a file with the probes attached");
 }
+
+/// Safety guarantees that need the guest's kernel (BPF LSM programs on the decision path).
+#[path = "guest_safety.rs"]
+mod safety;
