@@ -265,3 +265,26 @@ fn is_executable(p: &Path) -> bool {
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_sh() {
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn bare_applet_names_stay_and_host_paths_are_copied() {
+        let mut p = Payload::default();
+        let cmd = p
+            .add_command(&["sh".into(), "-c".into(), "exit 3".into()])
+            .unwrap();
+        assert_eq!(cmd, ["sh", "-c", "exit 3"]);
+        let busybox = p.add_command(&[BUSYBOX.into(), "true".into()]).unwrap();
+        assert_eq!(busybox, [BUSYBOX, "true"]);
+        assert!(p.archive.contains(BUSYBOX));
+    }
+}

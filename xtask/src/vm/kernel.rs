@@ -111,14 +111,18 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
 /// `linux-image-amd64` -> `linux-image-6.1.0-NN-amd64`; a versioned name stays as it is.
 fn versioned_package(package: &str) -> Result<String> {
     let out = apt_cache(&["depends", package], package)?;
-    let dep = out.lines().find_map(|l| {
+    Ok(versioned_dependency(&out).unwrap_or_else(|| package.to_string()))
+}
+
+/// The first `linux-image-<digit>...` dependency in `apt-cache depends` output.
+fn versioned_dependency(depends: &str) -> Option<String> {
+    depends.lines().find_map(|l| {
         let l = l.trim().trim_start_matches('|');
         let name = l.strip_prefix("Depends:")?.trim();
         let rest = name.strip_prefix("linux-image-")?;
         rest.starts_with(|c: char| c.is_ascii_digit())
             .then(|| name.to_string())
-    });
-    Ok(dep.unwrap_or_else(|| package.to_string()))
+    })
 }
 
 fn candidate_version(package: &str) -> Result<String> {
@@ -199,13 +203,16 @@ pub fn unxz(data: &[u8]) -> Option<Vec<u8>> {
         if out.len() == out.capacity() {
             out.reserve(out.capacity());
         }
-        let consumed = stream.total_in() as usize;
-        // liblzma reports an error rather than looping when it can make no progress
-        if let Status::StreamEnd = stream
-            .process_vec(&data[consumed..], &mut out, Action::Run)
-            .ok()?
-        {
+        let (consumed, produced) = (stream.total_in(), stream.total_out());
+        let status = stream
+            .process_vec(&data[consumed as usize..], &mut out, Action::Run)
+            .ok()?;
+        if status == Status::StreamEnd {
             return Some(out);
+        }
+        // truncated input: xz2 reports liblzma's "no progress" as MemNeeded, not as an error
+        if (stream.total_in(), stream.total_out()) == (consumed, produced) {
+            return None;
         }
     }
 }
@@ -234,4 +241,32 @@ fn run(cmd: &mut Command) -> Result<()> {
         bail!("{cmd:?} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_package_resolves_to_its_versioned_image() {
+        let out = "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n";
+        assert_eq!(
+            versioned_dependency(out).as_deref(),
+            Some("linux-image-6.1.0-57-amd64")
+        );
+        let versioned = "linux-image-6.1.0-57-amd64\n  Depends: kmod\n  Depends: linux-base\n";
+        assert_eq!(versioned_dependency(versioned), None);
+    }
+
+    #[test]
+    fn unxz_stops_at_the_end_of_the_stream() {
+        use std::io::Write;
+        let payload = b"\x7fELF and then some".repeat(1000);
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 6);
+        xz.write_all(&payload).unwrap();
+        let mut data = xz.finish().unwrap();
+        data.extend_from_slice(b"trailing bzImage bytes");
+        assert_eq!(unxz(&data).as_deref(), Some(&payload[..]));
+        assert_eq!(unxz(&data[..data.len() / 2]), None);
+    }
 }
