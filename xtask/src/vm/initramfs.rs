@@ -51,16 +51,19 @@ pub fn base(kernel: &Kernel, cache: &Path) -> Result<PathBuf> {
     }
     println!("xtask vm: building {}", path.display());
     std::fs::create_dir_all(path.parent().unwrap())?;
-    let tmp = path.with_extension("tmp");
-    let mut file = BufWriter::new(std::fs::File::create(&tmp)?);
+    // a unique temporary name: runs in other worktrees share the cache
+    let tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap())?;
+    let mut file = BufWriter::new(tmp.as_file());
     let gz = archive.write(GzEncoder::new(&mut file, Compression::default()))?;
     gz.finish()?;
     // The payload archive follows uncompressed: the kernel takes an uncompressed archive
     // only at a 4-byte aligned offset, and skips the zero padding before it.
     let len = file.stream_position()?;
     file.write_all(&vec![0; (4 - len % 4) as usize % 4])?;
-    file.into_inner()?.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    file.flush()?;
+    drop(file);
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path)?;
     Ok(path)
 }
 

@@ -2,6 +2,7 @@
 //! installed on the host), or an image file given by path. Booted as an uncompressed ELF vmlinux
 //! through its PVH entry when it can be had: that skips the real-mode setup and the in-guest
 //! decompression, which halves the boot under TCG.
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -83,12 +84,16 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
     if !root.exists() {
         let deb = download(&package, &version, &cache.join("debs"))?;
         println!("xtask vm: unpacking {}", deb.display());
-        let tmp = dir.join("root.tmp");
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
-        // renamed only when complete, so an interrupted unpack is redone
-        std::fs::rename(&tmp, &root)?;
+        std::fs::create_dir_all(&dir)?;
+        // Unpacked beside and renamed when complete: an interrupted unpack is redone, and
+        // concurrent runs (other worktrees share the cache) never see half a tree.
+        let tmp = tempfile::Builder::new().prefix("root.").tempdir_in(&dir)?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.path()))?;
+        if let Err(e) = std::fs::rename(tmp.path(), &root) {
+            if !root.exists() {
+                return Err(e).context(format!("rename to {}", root.display()));
+            }
+        }
     }
     let release = single_entry(&root.join("lib/modules"))?
         .to_string_lossy()
@@ -187,9 +192,9 @@ fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path) -> Result<PathBuf> {
         return Ok(path.to_path_buf());
     };
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join("vmlinux.tmp");
-    std::fs::write(&tmp, elf)?;
-    std::fs::rename(&tmp, &out)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&elf)?;
+    tmp.persist(&out)?;
     Ok(out)
 }
 
