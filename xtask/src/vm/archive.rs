@@ -140,3 +140,64 @@ fn key(path: &str) -> String {
         .trim_end_matches('/')
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn parents_come_before_children_and_content_survives() {
+        let mut a = Archive::default();
+        a.file("/usr/local/bin/tool", 0o755, "#!/bin/sh\n");
+        a.dir("/tmp", 0o1777);
+        a.char_dev("/dev/console", 0o600, 5, 1);
+        let bytes = a.write(Vec::new()).unwrap();
+
+        let mut seen = Vec::new();
+        let mut rest = &bytes[..];
+        loop {
+            let mut entry = cpio::NewcReader::new(rest).unwrap();
+            if entry.entry().is_trailer() {
+                break;
+            }
+            let (name, mode) = (entry.entry().name().to_string(), entry.entry().mode());
+            let mut data = String::new();
+            entry.read_to_string(&mut data).unwrap();
+            seen.push((name, mode, data));
+            rest = entry.finish().unwrap();
+        }
+        let names: Vec<_> = seen.iter().map(|(n, ..)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "dev",
+                "dev/console",
+                "tmp",
+                "usr",
+                "usr/local",
+                "usr/local/bin",
+                "usr/local/bin/tool"
+            ]
+        );
+        assert_eq!(seen[2].1, S_IFDIR | 0o1777);
+        assert_eq!(
+            seen[6],
+            (
+                "usr/local/bin/tool".into(),
+                S_IFREG | 0o755,
+                "#!/bin/sh\n".into()
+            )
+        );
+    }
+
+    #[test]
+    fn digest_follows_content() {
+        let mut a = Archive::default();
+        a.file("/init", 0o755, "one");
+        let before = a.digest();
+        a.file("/init", 0o755, "two");
+        assert_ne!(before, a.digest());
+        assert_eq!(before.len(), 16);
+    }
+}

@@ -51,16 +51,19 @@ pub fn base(kernel: &Kernel, cache: &Path) -> Result<PathBuf> {
     }
     println!("xtask vm: building {}", path.display());
     std::fs::create_dir_all(path.parent().unwrap())?;
-    let tmp = path.with_extension("tmp");
-    let mut file = BufWriter::new(std::fs::File::create(&tmp)?);
+    // a unique temporary name: runs in other worktrees share the cache
+    let tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap())?;
+    let mut file = BufWriter::new(tmp.as_file());
     let gz = archive.write(GzEncoder::new(&mut file, Compression::default()))?;
     gz.finish()?;
     // The payload archive follows uncompressed: the kernel takes an uncompressed archive
     // only at a 4-byte aligned offset, and skips the zero padding before it.
     let len = file.stream_position()?;
     file.write_all(&vec![0; (4 - len % 4) as usize % 4])?;
-    file.into_inner()?.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    file.flush()?;
+    drop(file);
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path)?;
     Ok(path)
 }
 
@@ -264,4 +267,27 @@ fn is_executable(p: &Path) -> bool {
 /// Single-quotes a word for sh.
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_sh() {
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn bare_applet_names_stay_and_host_paths_are_copied() {
+        let mut p = Payload::default();
+        let cmd = p
+            .add_command(&["sh".into(), "-c".into(), "exit 3".into()])
+            .unwrap();
+        assert_eq!(cmd, ["sh", "-c", "exit 3"]);
+        let busybox = p.add_command(&[BUSYBOX.into(), "true".into()]).unwrap();
+        assert_eq!(busybox, [BUSYBOX, "true"]);
+        assert!(p.archive.contains(BUSYBOX));
+    }
 }

@@ -2,6 +2,7 @@
 //! installed on the host), or an image file given by path. Booted as an uncompressed ELF vmlinux
 //! through its PVH entry when it can be had: that skips the real-mode setup and the in-guest
 //! decompression, which halves the boot under TCG.
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -83,12 +84,16 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
     if !root.exists() {
         let deb = download(&package, &version, &cache.join("debs"))?;
         println!("xtask vm: unpacking {}", deb.display());
-        let tmp = dir.join("root.tmp");
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
-        // renamed only when complete, so an interrupted unpack is redone
-        std::fs::rename(&tmp, &root)?;
+        std::fs::create_dir_all(&dir)?;
+        // Unpacked beside and renamed when complete: an interrupted unpack is redone, and
+        // concurrent runs (other worktrees share the cache) never see half a tree.
+        let tmp = tempfile::Builder::new().prefix("root.").tempdir_in(&dir)?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(tmp.path()))?;
+        if let Err(e) = std::fs::rename(tmp.path(), &root) {
+            if !root.exists() {
+                return Err(e).context(format!("rename to {}", root.display()));
+            }
+        }
     }
     let release = single_entry(&root.join("lib/modules"))?
         .to_string_lossy()
@@ -111,14 +116,18 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
 /// `linux-image-amd64` -> `linux-image-6.1.0-NN-amd64`; a versioned name stays as it is.
 fn versioned_package(package: &str) -> Result<String> {
     let out = apt_cache(&["depends", package], package)?;
-    let dep = out.lines().find_map(|l| {
+    Ok(versioned_dependency(&out).unwrap_or_else(|| package.to_string()))
+}
+
+/// The first `linux-image-<digit>...` dependency in `apt-cache depends` output.
+fn versioned_dependency(depends: &str) -> Option<String> {
+    depends.lines().find_map(|l| {
         let l = l.trim().trim_start_matches('|');
         let name = l.strip_prefix("Depends:")?.trim();
         let rest = name.strip_prefix("linux-image-")?;
         rest.starts_with(|c: char| c.is_ascii_digit())
             .then(|| name.to_string())
-    });
-    Ok(dep.unwrap_or_else(|| package.to_string()))
+    })
 }
 
 fn candidate_version(package: &str) -> Result<String> {
@@ -183,9 +192,9 @@ fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path) -> Result<PathBuf> {
         return Ok(path.to_path_buf());
     };
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join("vmlinux.tmp");
-    std::fs::write(&tmp, elf)?;
-    std::fs::rename(&tmp, &out)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&elf)?;
+    tmp.persist(&out)?;
     Ok(out)
 }
 
@@ -199,13 +208,16 @@ pub fn unxz(data: &[u8]) -> Option<Vec<u8>> {
         if out.len() == out.capacity() {
             out.reserve(out.capacity());
         }
-        let consumed = stream.total_in() as usize;
-        // liblzma reports an error rather than looping when it can make no progress
-        if let Status::StreamEnd = stream
-            .process_vec(&data[consumed..], &mut out, Action::Run)
-            .ok()?
-        {
+        let (consumed, produced) = (stream.total_in(), stream.total_out());
+        let status = stream
+            .process_vec(&data[consumed as usize..], &mut out, Action::Run)
+            .ok()?;
+        if status == Status::StreamEnd {
             return Some(out);
+        }
+        // truncated input: xz2 reports liblzma's "no progress" as MemNeeded, not as an error
+        if (stream.total_in(), stream.total_out()) == (consumed, produced) {
+            return None;
         }
     }
 }
@@ -234,4 +246,32 @@ fn run(cmd: &mut Command) -> Result<()> {
         bail!("{cmd:?} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_package_resolves_to_its_versioned_image() {
+        let out = "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n";
+        assert_eq!(
+            versioned_dependency(out).as_deref(),
+            Some("linux-image-6.1.0-57-amd64")
+        );
+        let versioned = "linux-image-6.1.0-57-amd64\n  Depends: kmod\n  Depends: linux-base\n";
+        assert_eq!(versioned_dependency(versioned), None);
+    }
+
+    #[test]
+    fn unxz_stops_at_the_end_of_the_stream() {
+        use std::io::Write;
+        let payload = b"\x7fELF and then some".repeat(1000);
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 6);
+        xz.write_all(&payload).unwrap();
+        let mut data = xz.finish().unwrap();
+        data.extend_from_slice(b"trailing bzImage bytes");
+        assert_eq!(unxz(&data).as_deref(), Some(&payload[..]));
+        assert_eq!(unxz(&data[..data.len() / 2]), None);
+    }
 }
