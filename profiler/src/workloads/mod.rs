@@ -7,6 +7,7 @@ use std::{path::PathBuf, time::Duration};
 use crate::results::Unit;
 
 mod bandwidth;
+mod build;
 mod channel;
 mod ctxsw;
 mod fs;
@@ -17,6 +18,7 @@ mod process;
 mod rpc;
 mod select;
 mod signal;
+mod storm;
 mod syscall;
 mod vm;
 
@@ -155,6 +157,8 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(vm::SPECS);
     all.extend(bandwidth::SPECS);
     all.extend(memory::SPECS);
+    all.extend(build::SPECS);
+    all.extend(storm::SPECS);
     all
 }
 
