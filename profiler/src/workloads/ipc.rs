@@ -219,9 +219,11 @@ impl Workload for RoundTrip {
     }
 }
 
-/// socket() + connect() + close() against a forked server that accepts and closes. The
-/// client's TIME_WAIT sockets do not exhaust ports: Linux reuses them for loopback connections
-/// (net.ipv4.tcp_tw_reuse = 2, the default).
+/// socket() + connect() + close() against a forked server that accepts, waits for the client's
+/// close and closes too (as lmbench's lat_connect). connect() does not wait for accept(), so
+/// when the server is descheduled for a while the accept queue fills; a full queue drops the
+/// SYN and that connect stalls for the 1 s SYN retransmit (seen at listen(128) on a loaded
+/// machine: ListenOverflows). Hence the largest backlog the kernel allows.
 struct Connect {
     addr: SocketAddr,
     _server: Peer,
@@ -233,11 +235,19 @@ impl Connect {
         let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
         let addr = listener.local_addr()?;
         let fd: RawFd = listener.as_raw_fd();
+        // SAFETY: re-listening on our listening socket only changes its backlog (capped by
+        // net.core.somaxconn).
+        if unsafe { libc::listen(fd, 65535) } != 0 {
+            anyhow::bail!("listen: {}", std::io::Error::last_os_error());
+        }
         let pin = Pinning::new(&options.pin);
         let peer = Peer::spawn(pin.second, || loop {
-            // SAFETY: accept on the listening socket the peer inherited; close what it returns.
+            // SAFETY: accept on the listening socket the peer inherited; the read returns at the
+            // client's close (EOF); then close what accept returned.
             let conn = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
             if conn >= 0 {
+                let mut byte = [0u8; 1];
+                let _ = read_exact(conn, &mut byte);
                 unsafe { libc::close(conn) };
             } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 return 1;
