@@ -3,6 +3,7 @@
 //! elapsed seconds, plus user and system seconds and CPU percent as extras.
 use std::{
     fmt::Write as _,
+    os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -148,7 +149,15 @@ impl Build {
     }
 
     fn make(&self, args: &[&str]) -> anyhow::Result<()> {
-        let status = Command::new("make")
+        let mut make = Command::new("make");
+        // SAFETY: prctl is async-signal-safe; make dies with hookprof instead of outliving it.
+        unsafe {
+            make.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            })
+        };
+        let status = make
             .args(args)
             .current_dir(&self.root)
             .stdout(Stdio::null())
