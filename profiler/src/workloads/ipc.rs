@@ -274,7 +274,7 @@ impl Workload for Connect {
 
 #[cfg(test)]
 mod tests {
-    use crate::workloads::tests::run_and_drop;
+    use crate::workloads::tests::{my_children, options, run_and_drop};
 
     #[test]
     fn every_exchange_really_round_trips() {
@@ -290,5 +290,27 @@ mod tests {
             run_and_drop(name, 50);
         }
         run_and_drop("lat_tcp_connect", 20);
+    }
+
+    #[test]
+    fn the_server_end_runs_on_the_second_pinned_cpu() {
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        let second = cpus.min(2) - 1;
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = options(dir.path());
+        opts.pin = vec![0, second];
+        let spec = crate::workloads::find("lat_tcp").unwrap();
+        let mut w = spec.instantiate(&opts).unwrap();
+        w.run(5).unwrap();
+        let server = &my_children()[0];
+        let status = std::fs::read_to_string(format!("/proc/{server}/status")).unwrap();
+        let allowed = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .unwrap();
+        assert_eq!(
+            allowed.split_whitespace().nth(1),
+            Some(second.to_string().as_str())
+        );
     }
 }

@@ -2,6 +2,11 @@
 //! [`WorkloadSpec`] in [`REGISTRY`] that creates a [`Workload`]: set-up happens in `create`,
 //! teardown in `Drop` (files, sockets and child processes are gone when it is dropped, including
 //! on error and on panic unwinding).
+//!
+//! Families: `syscall`, `select`, `signal`, `process` (+ `storm`), `ctxsw`, `ipc` (+ `rpc`),
+//! `fs`, `vm`, `bandwidth`, `memory`, `build`. Shared by them: `peer` (pinning, forked helper
+//! processes that are killed and reaped on drop) and `channel` (pipe pairs and loopback
+//! socket pairs, exact raw-fd I/O a forked child may use).
 use std::{path::PathBuf, time::Duration};
 
 use crate::results::Unit;
