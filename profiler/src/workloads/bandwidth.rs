@@ -10,6 +10,7 @@ use super::{
     channel::{read_exact, write_all, Channel, End},
     memory::{AnonBuffer, CacheSizes},
     peer::{Peer, PinGuard, Pinning},
+    vm::unlinked_file,
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
 
@@ -199,11 +200,8 @@ struct FileReread {
 
 impl FileReread {
     fn new(options: &WorkloadOptions, mapped: bool) -> anyhow::Result<Self> {
-        let path = options.scratch_dir.join("reread");
         let data: Vec<u8> = (0..FILE_LEN).map(|i| (i * 7) as u8).collect();
-        std::fs::write(&path, &data)?;
-        let file: OwnedFd = std::fs::File::open(&path)?.into();
-        std::fs::remove_file(&path)?; // the fd keeps it; nothing left behind
+        let file = unlinked_file(&options.scratch_dir, "reread", &data)?;
         let map = if mapped {
             use std::os::fd::AsRawFd;
             // SAFETY: a read-only shared mapping of our own file, unmapped in Drop.

@@ -219,9 +219,11 @@ impl Workload for RoundTrip {
     }
 }
 
-/// socket() + connect() + close() against a forked server that accepts and closes. The
-/// client's TIME_WAIT sockets do not exhaust ports: Linux reuses them for loopback connections
-/// (net.ipv4.tcp_tw_reuse = 2, the default).
+/// socket() + connect() + close() against a forked server that accepts, waits for the client's
+/// close and closes too (as lmbench's lat_connect). connect() does not wait for accept(), so
+/// when the server is descheduled for a while the accept queue fills; a full queue drops the
+/// SYN and that connect stalls for the 1 s SYN retransmit (seen at listen(128) on a loaded
+/// machine: ListenOverflows). Hence the largest backlog the kernel allows.
 struct Connect {
     addr: SocketAddr,
     _server: Peer,
@@ -233,11 +235,19 @@ impl Connect {
         let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
         let addr = listener.local_addr()?;
         let fd: RawFd = listener.as_raw_fd();
+        // SAFETY: re-listening on our listening socket only changes its backlog (capped by
+        // net.core.somaxconn).
+        if unsafe { libc::listen(fd, 65535) } != 0 {
+            anyhow::bail!("listen: {}", std::io::Error::last_os_error());
+        }
         let pin = Pinning::new(&options.pin);
         let peer = Peer::spawn(pin.second, || loop {
-            // SAFETY: accept on the listening socket the peer inherited; close what it returns.
+            // SAFETY: accept on the listening socket the peer inherited; the read returns at the
+            // client's close (EOF); then close what accept returned.
             let conn = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
             if conn >= 0 {
+                let mut byte = [0u8; 1];
+                let _ = read_exact(conn, &mut byte);
                 unsafe { libc::close(conn) };
             } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 return 1;
@@ -264,7 +274,7 @@ impl Workload for Connect {
 
 #[cfg(test)]
 mod tests {
-    use crate::workloads::tests::run_and_drop;
+    use crate::workloads::tests::{my_children, options, run_and_drop};
 
     #[test]
     fn every_exchange_really_round_trips() {
@@ -280,5 +290,27 @@ mod tests {
             run_and_drop(name, 50);
         }
         run_and_drop("lat_tcp_connect", 20);
+    }
+
+    #[test]
+    fn the_server_end_runs_on_the_second_pinned_cpu() {
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        let second = cpus.min(2) - 1;
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = options(dir.path());
+        opts.pin = vec![0, second];
+        let spec = crate::workloads::find("lat_tcp").unwrap();
+        let mut w = spec.instantiate(&opts).unwrap();
+        w.run(5).unwrap();
+        let server = &my_children()[0];
+        let status = std::fs::read_to_string(format!("/proc/{server}/status")).unwrap();
+        let allowed = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .unwrap();
+        assert_eq!(
+            allowed.split_whitespace().nth(1),
+            Some(second.to_string().as_str())
+        );
     }
 }

@@ -2,11 +2,17 @@
 //! [`WorkloadSpec`] in [`REGISTRY`] that creates a [`Workload`]: set-up happens in `create`,
 //! teardown in `Drop` (files, sockets and child processes are gone when it is dropped, including
 //! on error and on panic unwinding).
+//!
+//! Families: `syscall`, `select`, `signal`, `process` (+ `storm`), `ctxsw`, `ipc` (+ `rpc`),
+//! `fs`, `vm`, `bandwidth`, `memory`, `build`. Shared by them: `peer` (pinning, forked helper
+//! processes that are killed and reaped on drop) and `channel` (pipe pairs and loopback
+//! socket pairs, exact raw-fd I/O a forked child may use).
 use std::{path::PathBuf, time::Duration};
 
 use crate::results::Unit;
 
 mod bandwidth;
+mod build;
 mod channel;
 mod ctxsw;
 mod fs;
@@ -17,6 +23,7 @@ mod process;
 mod rpc;
 mod select;
 mod signal;
+mod storm;
 mod syscall;
 mod vm;
 
@@ -136,6 +143,33 @@ pub struct WorkloadSpec {
     pub create: fn(&WorkloadOptions) -> anyhow::Result<Box<dyn Workload>>,
 }
 
+impl WorkloadSpec {
+    /// Creates the workload with the calling thread pinned to `options.pin[0]` for the
+    /// workload's lifetime (restored when it is dropped). Two-process workloads pin their
+    /// second end to `pin[1]` (or `pin[0]`) themselves.
+    pub fn instantiate(&self, options: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
+        let pin = peer::PinGuard::new(options.pin.first().copied())?;
+        let inner = (self.create)(options)?;
+        Ok(Box::new(Pinned { inner, _pin: pin }))
+    }
+}
+
+/// A workload whose thread stays pinned until it is dropped (the workload first, then the pin).
+struct Pinned {
+    inner: Box<dyn Workload>,
+    _pin: peer::PinGuard,
+}
+
+impl Workload for Pinned {
+    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        self.inner.run(ops)
+    }
+
+    fn extras(&mut self) -> Vec<Extra> {
+        self.inner.extras()
+    }
+}
+
 impl std::fmt::Debug for WorkloadSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
@@ -155,6 +189,8 @@ pub fn registry() -> Vec<&'static WorkloadSpec> {
     all.extend(vm::SPECS);
     all.extend(bandwidth::SPECS);
     all.extend(memory::SPECS);
+    all.extend(build::SPECS);
+    all.extend(storm::SPECS);
     all
 }
 
@@ -241,6 +277,123 @@ pub(crate) mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn the_registry_follows_the_lmbench_summary() {
+        let names: Vec<_> = registry().iter().map(|s| s.name).collect();
+        let expected = [
+            "null_call",
+            "null_io",
+            "stat",
+            "open_close",
+            "select_tcp",
+            "select_file",
+            "sig_install",
+            "sig_catch",
+            "fork_proc",
+            "exec_proc",
+            "sh_proc",
+            "ctx_2p_0k",
+            "ctx_2p_16k",
+            "ctx_2p_64k",
+            "ctx_8p_16k",
+            "ctx_8p_64k",
+            "ctx_16p_16k",
+            "ctx_16p_64k",
+            "lat_pipe",
+            "lat_unix",
+            "lat_udp",
+            "lat_rpc_udp",
+            "lat_tcp",
+            "lat_rpc_tcp",
+            "lat_tcp_connect",
+            "fs_create_0k",
+            "fs_delete_0k",
+            "fs_create_10k",
+            "fs_delete_10k",
+            "mmap_latency",
+            "prot_fault",
+            "page_fault",
+            "bw_pipe",
+            "bw_unix",
+            "bw_tcp",
+            "bw_file_reread",
+            "bw_mmap_reread",
+            "bw_bcopy_libc",
+            "bw_bcopy_hand",
+            "bw_mem_read",
+            "bw_mem_write",
+            "mem_l1",
+            "mem_l2",
+            "mem_main",
+            "build",
+            "fork_exit_storm",
+        ];
+        assert_eq!(names, expected);
+        // The default suite is every lmbench column: all but the macro workloads.
+        let default = select(None, Suite::Default).unwrap();
+        assert_eq!(default.len(), expected.len() - 2);
+    }
+
+    #[test]
+    fn instantiate_pins_for_the_workloads_lifetime() {
+        let allowed = || {
+            // SAFETY: all-zero is a valid cpu_set_t out-buffer.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
+            // SAFETY: reads the set filled above.
+            unsafe { libc::CPU_COUNT(&set) }
+        };
+        let before = allowed();
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = options(dir.path());
+        opts.pin = vec![0];
+        let mut w = find("lat_pipe").unwrap().instantiate(&opts).unwrap();
+        assert_eq!(allowed(), 1);
+        w.run(5).unwrap();
+        drop(w);
+        assert_eq!(allowed(), before);
+    }
+
+    /// What one sample (>= 5 ms of timed work) of each workload costs in wall time, with ops
+    /// calibrated by doubling as the engine does: `cargo test -- --ignored --nocapture
+    /// sample_cost`. `build` is left out (one run is a whole build).
+    #[test]
+    #[ignore = "measures every workload: about a minute"]
+    fn sample_cost_of_every_workload() {
+        use std::time::Instant;
+        let dir = tempfile::tempdir().unwrap();
+        eprintln!(
+            "{:<16} {:>9} {:>9} {:>10} {:>9}  metric",
+            "workload", "create", "ops", "sample", "timed"
+        );
+        for spec in registry().into_iter().filter(|s| s.name != "build") {
+            let t = Instant::now();
+            let mut w = spec.instantiate(&options(dir.path())).unwrap();
+            let create = t.elapsed();
+            let mut ops = 1u64;
+            let (wall, timed) = loop {
+                let t = Instant::now();
+                let timed = w.run(ops).unwrap();
+                let wall = t.elapsed();
+                if timed >= Duration::from_millis(5) || spec.metric == Metric::Seconds {
+                    break (wall, timed);
+                }
+                ops *= 2;
+            };
+            drop(w);
+            eprintln!(
+                "{:<16} {:>7.1}ms {:>9} {:>8.1}ms {:>7.1}ms  {:.3} {}",
+                spec.name,
+                create.as_secs_f64() * 1e3,
+                ops,
+                wall.as_secs_f64() * 1e3,
+                timed.as_secs_f64() * 1e3,
+                spec.metric.value(timed, ops),
+                spec.metric.unit().symbol()
+            );
+        }
     }
 
     #[test]

@@ -151,7 +151,6 @@ struct Exec {
 impl Exec {
     fn create(options: &WorkloadOptions, via_shell: bool) -> anyhow::Result<Box<dyn Workload>> {
         let helper = options.scratch_dir.join("exit42");
-        write_exit_program(&helper, HELPER_EXIT as u8)?;
         let helper_c = CString::new(helper.as_os_str().as_encoded_bytes())?;
         let (program, argv) = if via_shell {
             let sh = CString::new("/bin/sh")?;
@@ -160,11 +159,14 @@ impl Exec {
         } else {
             (helper_c.clone(), vec![helper_c])
         };
-        Ok(Box::new(Exec {
+        let exec = Exec {
             helper,
             program,
             argv,
-        }))
+        };
+        // Written once `exec` exists, so its Drop removes even a half-written helper.
+        write_exit_program(&exec.helper, HELPER_EXIT as u8)?;
+        Ok(Box::new(exec))
     }
 
     fn create_direct(options: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {

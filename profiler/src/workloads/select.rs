@@ -81,10 +81,12 @@ impl Select {
     fn create_file(options: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
         let path = options.scratch_dir.join("select_file");
         std::fs::write(&path, b"hookprof\n").with_context(|| format!("{}", path.display()))?;
-        let watched = (0..FDS)
+        let opened = (0..FDS)
             .map(|_| File::open(&path).map(OwnedFd::from))
-            .collect::<Result<Vec<_>, _>>()?;
-        std::fs::remove_file(&path)?; // the open fds keep it alive; nothing is left behind
+            .collect::<Result<Vec<_>, _>>();
+        // The open fds keep the file alive; nothing is left behind, even if an open failed.
+        std::fs::remove_file(&path)?;
+        let watched = opened?;
         Ok(Box::new(Select::new(watched, Vec::new(), FDS as i32)?))
     }
 }

@@ -47,15 +47,21 @@ fn page_size() -> usize {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
-/// A file of `len` bytes in the scratch dir, written (so it is in the page cache) and already
+/// A file in the scratch dir holding `data`, written (so it is in the page cache) and already
 /// unlinked: the open fd keeps it alive and nothing is left behind, even after a crash.
-fn scratch_file(dir: &Path, name: &str, len: usize) -> anyhow::Result<OwnedFd> {
+pub fn unlinked_file(dir: &Path, name: &str, data: &[u8]) -> anyhow::Result<OwnedFd> {
     let path = dir.join(name);
+    let written = std::fs::write(&path, data);
+    let opened = written.and_then(|()| File::options().read(true).write(true).open(&path));
+    let _ = std::fs::remove_file(&path);
+    Ok(opened
+        .with_context(|| format!("create {}", path.display()))?
+        .into())
+}
+
+fn scratch_file(dir: &Path, name: &str, len: usize) -> anyhow::Result<OwnedFd> {
     let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
-    std::fs::write(&path, data).with_context(|| format!("write {}", path.display()))?;
-    let file = File::options().read(true).write(true).open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(file.into())
+    unlinked_file(dir, name, &data)
 }
 
 /// A shared mapping of a whole file, unmapped on drop.
