@@ -7,14 +7,14 @@ use core::mem::size_of;
 /// Syscall numbers below this are counted per number (x86_64 has ~460).
 pub const MAX_SYSCALLS: u32 = 512;
 /// fentry/fexit program pairs compiled into the object; each timed kernel function takes one.
-pub const HOOK_SLOTS: u32 = 320;
+pub const HOOK_SLOTS: u32 = 128;
 /// Log2 latency buckets: bucket `b` counts durations `d` with `2^(b-1) <= d < 2^b` ns
 /// (bucket 0 is `d == 0`); the last bucket also takes everything longer.
 pub const HIST_BUCKETS: usize = 32;
 /// Tasks (threads) the scope filter can follow at once.
 pub const MAX_TRACKED_TASKS: u32 = 32768;
 /// BPF LSM program slots per argument count (ground-truth injection and no-op stacking).
-pub const LSM_SLOTS: u32 = 16;
+pub const LSM_SLOTS: u32 = 8;
 /// LSM hooks take at most this many arguments (the verdict so far is the next one).
 pub const LSM_MAX_ARGS: u32 = 6;
 

@@ -86,14 +86,11 @@ pub fn measure(
         pin: options.pin.clone(),
         jobs: options.jobs,
     };
-    let _pinned = options
-        .pin
-        .first()
-        .map(|&cpu| PinGuard::pin(cpu))
-        .transpose()?;
     // Set-up runs inside the tracking window, so helper processes it forks are followed.
-    let mut workload = tracked(probes.as_deref_mut(), || (spec.create)(&workload_options))
-        .with_context(|| format!("set up {}", spec.name))?;
+    let mut workload = tracked(probes.as_deref_mut(), || {
+        spec.instantiate(&workload_options)
+    })
+    .with_context(|| format!("set up {}", spec.name))?;
 
     let ops = calibrate(workload.as_mut(), spec.metric, options.min_sample)?;
     workload.run(ops).context("warm-up")?;
@@ -206,6 +203,10 @@ fn add_extras(extra: &mut Vec<ExtraMetric>, workload: &mut dyn Workload) {
 
 fn note_untimed(result: &mut WorkloadResult) {
     for row in &result.attribution {
+        // These never return: their calls are counted and can never be timed.
+        if ["exit", "exit_group"].contains(&row.name.as_str()) {
+            continue;
+        }
         let calls = row.calls_per_op * result.iterations as f64 * result.probed.len() as f64;
         if row.untimed_calls > 0 && row.untimed_calls as f64 > 0.01 * calls {
             result.notes.push(format!(
@@ -222,33 +223,5 @@ fn mean(xs: &[f64]) -> f64 {
         0.0
     } else {
         xs.iter().sum::<f64>() / xs.len() as f64
-    }
-}
-
-/// Pins the calling thread to one CPU and restores its previous mask when dropped.
-struct PinGuard {
-    previous: libc::cpu_set_t,
-}
-
-impl PinGuard {
-    fn pin(cpu: usize) -> Result<PinGuard> {
-        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
-        unsafe {
-            let mut previous: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut previous);
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
-                anyhow::bail!("--pin {cpu}: {}", std::io::Error::last_os_error());
-            }
-            Ok(PinGuard { previous })
-        }
-    }
-}
-
-impl Drop for PinGuard {
-    fn drop(&mut self) {
-        // SAFETY: restores a mask the kernel gave us.
-        unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.previous) };
     }
 }

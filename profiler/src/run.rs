@@ -222,7 +222,10 @@ fn print_results(results: &Results, format: OutputFormat) {
     match format {
         OutputFormat::Json => println!("{}", results.to_json()),
         OutputFormat::Text => print!("{}", crate::report::text::render(results)),
-        OutputFormat::Markdown => print!("{}", crate::report::markdown::render(std::slice::from_ref(results))),
+        OutputFormat::Markdown => print!(
+            "{}",
+            crate::report::markdown::render(std::slice::from_ref(results))
+        ),
     }
 }
 
@@ -326,7 +329,7 @@ fn load_probes(
         }
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        Some(calibration::calibrate(&kernel).context("calibrate the probes")?)
+        Some(calibration::calibrate(&mut probes, &kernel).context("calibrate the probes")?)
     } else {
         None
     };
@@ -547,7 +550,14 @@ fn probe_kind_summary(
 pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     let kernel = KernelBtf::load()?;
-    let cal = calibration::calibrate(&kernel)?;
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: false,
+        functions: Vec::new(),
+    };
+    let mut probes = Probes::load(&plan, &kernel)?;
+    let cal = calibration::calibrate(&mut probes, &kernel)?;
+    drop(probes);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&cal)?);
         return Ok(ExitCode::SUCCESS);

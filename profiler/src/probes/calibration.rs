@@ -2,62 +2,81 @@
 //! the same loop with nothing attached, with the syscall probes, with an empty fentry/fexit
 //! pair added on the syscall's function, and with a timed pair instead. Rounds alternate and
 //! medians are kept, so drift hits every mode alike. The kernel's own BPF run-time statistics
-//! are read beside them as a cross-check.
-use std::time::Instant;
+//! are read beside them as a cross-check. It borrows the run's loaded probes for a moment and
+//! leaves them as they were.
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use aya::programs::{FEntry, FExit};
 
-use super::{catalog::Target, gate, KernelBtf, Kind, ProbePlan, Probes};
 pub use crate::results::Calibration;
 
-/// The function behind getppid(2) on x86_64 kernels with and without syscall wrappers.
-const CALIBRATION_FUNCTIONS: &[&str] = &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
-const CALLS: u32 = 100_000;
-const ROUNDS: usize = 7;
+use super::{catalog::Target, gate, KernelBtf, Kind, Probes, CALIBRATION_SLOT};
 
-pub fn calibrate(kernel: &KernelBtf) -> Result<Calibration> {
+/// The function behind getppid(2), with and without x86_64 syscall wrappers in BTF.
+const CALIBRATION_FUNCTIONS: &[&str] = &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
+const ROUNDS: usize = 5;
+/// How long one mode's loop lasts with nothing attached.
+const LOOP_TIME: Duration = Duration::from_millis(3);
+
+pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration> {
     let function = CALIBRATION_FUNCTIONS
         .iter()
         .find(|f| kernel.has_function(f))
         .context("no getppid function in this kernel's BTF to calibrate on")?;
     let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: false,
-        functions: vec![Target::top(function)],
-    };
-    let mut probes = Probes::load(&plan, kernel)?;
-    let pair_loaded =
-        probes.hooks.first().is_some_and(Option::is_some) && probes.load_empty_pair(function);
     let mut cal = Calibration {
         function: function.to_string(),
         ..Default::default()
     };
+    let first_new = probes.attachments.len();
+    let refusals_before = probes.refused.len();
+    let pair_loaded = probes
+        .load_pair(CALIBRATION_SLOT, &Target::top(function))
+        .is_ok()
+        && probes.load_empty_pair(function);
     if !pair_loaded {
         cal.refused = probes
             .refused
-            .first()
+            .get(refusals_before)
             .map(|r| format!("{} {}: {}", r.kind, r.target, r.reason));
     }
+    let measured = measure(probes, pair_loaded, &mut cal);
+    // Put the run's probes back as they were: these programs must not ride along (they stay
+    // loaded, never attached, until the object is dropped).
+    probes.detach()?;
+    probes.attachments.truncate(first_new);
+    probes.refused.truncate(refusals_before);
+    probes.hooks.truncate(CALIBRATION_SLOT);
+    while probes.hooks.last() == Some(&None) {
+        probes.hooks.pop();
+    }
+    measured?;
+    Ok(cal)
+}
 
-    let modes: &[&[&str]] = if pair_loaded {
-        &[
-            &[],
-            SYSCALL_PROGRAMS,
-            &["sys_enter", "sys_exit", "empty_enter", "empty_exit"],
-            &["sys_enter", "sys_exit", "hook_enter_0", "hook_exit_0"],
-        ]
-    } else {
-        &[&[], SYSCALL_PROGRAMS]
-    };
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+fn measure(probes: &mut Probes, pair_loaded: bool, cal: &mut Calibration) -> Result<()> {
+    let timed_enter = format!("hook_enter_{CALIBRATION_SLOT}");
+    let timed_exit = format!("hook_exit_{CALIBRATION_SLOT}");
+    let syscalls = vec!["sys_enter", "sys_exit"];
+    let mut modes: Vec<Vec<&str>> = vec![vec![], syscalls.clone()];
+    if pair_loaded {
+        modes.push([syscalls.as_slice(), &["empty_enter", "empty_exit"]].concat());
+        modes.push(
+            [
+                syscalls.as_slice(),
+                &[timed_enter.as_str(), timed_exit.as_str()],
+            ]
+            .concat(),
+        );
+    }
+    let calls = calls_for(LOOP_TIME);
     let before = probes.snapshot()?;
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..ROUNDS {
         for (mode, programs) in modes.iter().enumerate() {
             probes.attach_only(programs)?;
             gate(true);
-            let t = getppid_loop();
+            let t = getppid_loop(calls);
             gate(false);
             probes.detach()?;
             times[mode].push(t);
@@ -72,54 +91,54 @@ pub fn calibrate(kernel: &KernelBtf) -> Result<Calibration> {
         cal.empty_pair_ns = Some(empty);
         cal.timed_pair_ns = Some(timed);
         cal.timed_over_empty = (empty > 0.0).then(|| timed / empty);
-        let hook = &probes.snapshot()?.since(&before).hooks[0];
-        cal.self_ns = (hook.timed > 0).then(|| hook.total_ns as f64 / hook.timed as f64);
+        let after = probes.snapshot()?;
+        let pair = &after.since(&before).hooks[CALIBRATION_SLOT];
+        cal.self_ns = (pair.timed > 0).then(|| pair.total_ns as f64 / pair.timed as f64);
     }
     for (name, program) in probes.ebpf.programs() {
-        if let Ok(info) = program.info() {
-            if info.run_count() > 0 {
-                cal.kernel_run_ns.push((
-                    name.to_string(),
-                    info.run_time().as_nanos() as f64 / info.run_count() as f64,
-                ));
-            }
+        let Ok(info) = program.info() else { continue };
+        if info.run_count() > 0 {
+            let avg = info.run_time().as_nanos() as f64 / info.run_count() as f64;
+            cal.kernel_run_ns.push((name.to_string(), avg));
         }
     }
     cal.kernel_run_ns.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(cal)
+    Ok(())
 }
-
-const SYSCALL_PROGRAMS: &[&str] = &["sys_enter", "sys_exit"];
 
 impl Probes {
     /// Loads the empty fentry/fexit pair on `function`; false if the kernel refused it.
     fn load_empty_pair(&mut self, function: &str) -> bool {
-        let Ok(btf) = aya::Btf::from_sys_fs() else {
-            return false;
-        };
-        let entry = (|| {
-            let p: &mut FEntry = self.program("empty_enter")?.try_into()?;
-            p.load(function, &btf)
-        })();
+        let entry = self.load_fentry("empty_enter", function);
         if !self.record("empty_enter", Kind::FEntry, function, entry) {
             return false;
         }
-        let exit = (|| {
-            let p: &mut FExit = self.program("empty_exit")?.try_into()?;
-            p.load(function, &btf)
-        })();
+        let exit = self.load_fexit("empty_exit", function);
         self.record("empty_exit", Kind::FExit, function, exit)
     }
 }
 
-/// ns per getppid call over CALLS calls.
-fn getppid_loop() -> f64 {
+/// Enough getppid calls to last `target` with nothing attached (lmbench-style doubling).
+fn calls_for(target: Duration) -> u32 {
+    let mut calls = 1000u32;
+    loop {
+        let start = Instant::now();
+        getppid_loop(calls);
+        if start.elapsed() >= target || calls >= 1 << 24 {
+            return calls;
+        }
+        calls *= 2;
+    }
+}
+
+/// ns per getppid call over `calls` calls.
+fn getppid_loop(calls: u32) -> f64 {
     let start = Instant::now();
-    for _ in 0..CALLS {
+    for _ in 0..calls {
         // SAFETY: getppid has no preconditions.
         std::hint::black_box(unsafe { libc::getppid() });
     }
-    start.elapsed().as_nanos() as f64 / f64::from(CALLS)
+    start.elapsed().as_nanos() as f64 / f64::from(calls)
 }
 
 fn median(xs: &mut [f64]) -> f64 {

@@ -23,6 +23,8 @@ const LSM_PREFIXES: &[(&str, &str)] = &[
 ];
 
 /// Fork-side steps run under copy_process, exit-side under do_exit, exec under bprm_execve.
+/// do_exit never returns, so its fexit never fires: it is a parent label, not probed itself.
+const UNTIMABLE_PARENTS: &[&str] = &["do_exit"];
 const TASK_PATHS: &[(&str, &[&str])] = &[
     (
         "copy_process",
@@ -129,7 +131,9 @@ pub fn task_paths(kernel: &KernelBtf) -> Vec<Target> {
         if !kernel.has_function(path) {
             continue;
         }
-        targets.push(Target::top(path));
+        if !UNTIMABLE_PARENTS.contains(path) {
+            targets.push(Target::top(path));
+        }
         targets.extend(
             steps
                 .iter()

@@ -18,6 +18,10 @@ use aya::{
 };
 use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, HOOK_SLOTS};
 
+/// Slots a run may use; the last one is kept for calibration.
+pub const USER_SLOTS: usize = HOOK_SLOTS as usize - 1;
+const CALIBRATION_SLOT: usize = USER_SLOTS;
+
 pub use self::{
     btf::{KernelBtf, VMLINUX_BTF},
     catalog::Target,
@@ -78,6 +82,8 @@ pub struct Probes {
     hooks: Vec<Option<Target>>,
     refused: Vec<Refusal>,
     lsm_programs: Vec<lsm::LsmProgram>,
+    /// The kernel's BTF as aya needs it, parsed once (slow under emulation).
+    btf: aya::Btf,
 }
 
 impl Probes {
@@ -97,6 +103,7 @@ impl Probes {
             hooks: Vec::new(),
             refused: Vec::new(),
             lsm_programs: Vec::new(),
+            btf,
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -107,44 +114,48 @@ impl Probes {
                 ("fork", "sched_process_fork"),
                 ("exec", "sched_process_exec"),
                 ("exit", "sched_process_exit"),
+                ("free", "sched_process_free"),
             ] {
                 // tp_btf is cheaper; raw_tracepoint works on kernels that refuse it.
-                if !probes.load_tp_btf(&format!("{name}_btf"), tp, &btf) {
+                if !probes.load_tp_btf(&format!("{name}_btf"), tp) {
                     probes.load_raw(&format!("{name}_raw"), tp);
                 }
             }
         }
-        probes.load_functions(&plan.functions, kernel, &btf)?;
+        probes.load_functions(&plan.functions, kernel)?;
         Ok(probes)
     }
 
     fn load_raw(&mut self, program: &str, tracepoint: &str) -> bool {
         let result = (|| -> Result<(), ProgramError> {
-            let p: &mut RawTracePoint = self.program(program)?.try_into()?;
+            let p: &mut RawTracePoint = self
+                .ebpf
+                .program_mut(program)
+                .ok_or(ProgramError::NotLoaded)?
+                .try_into()?;
             p.load()
         })();
         self.record(program, Kind::RawTracepoint, tracepoint, result)
     }
 
-    fn load_tp_btf(&mut self, program: &str, tracepoint: &str, btf: &aya::Btf) -> bool {
+    fn load_tp_btf(&mut self, program: &str, tracepoint: &str) -> bool {
         let result = (|| -> Result<(), ProgramError> {
-            let p: &mut BtfTracePoint = self.program(program)?.try_into()?;
-            p.load(tracepoint, btf)
+            let p: &mut BtfTracePoint = self
+                .ebpf
+                .program_mut(program)
+                .ok_or(ProgramError::NotLoaded)?
+                .try_into()?;
+            p.load(tracepoint, &self.btf)
         })();
         self.record(program, Kind::TpBtf, tracepoint, result)
     }
 
     /// One fentry/fexit pair per function. Once the kernel refuses trampolines with EPERM it
     /// refuses them all, so the rest are recorded with the same reason without asking again.
-    fn load_functions(
-        &mut self,
-        functions: &[Target],
-        kernel: &KernelBtf,
-        btf: &aya::Btf,
-    ) -> Result<()> {
+    fn load_functions(&mut self, functions: &[Target], kernel: &KernelBtf) -> Result<()> {
         anyhow::ensure!(
-            functions.len() <= HOOK_SLOTS as usize,
-            "{} functions to time, but hookprof has {HOOK_SLOTS} probe slots",
+            functions.len() <= USER_SLOTS,
+            "{} functions to time, but hookprof has {USER_SLOTS} probe slots",
             functions.len()
         );
         let mut trampolines_refused: Option<i32> = None;
@@ -156,43 +167,58 @@ impl Probes {
                     Some(libc::ENOENT),
                     "not a traceable function on this kernel",
                 );
-                continue;
-            }
-            if let Some(errno) = trampolines_refused {
+            } else if let Some(errno) = trampolines_refused {
                 self.refuse_pair(function, Some(errno), &reason("fentry", Some(errno)));
-                continue;
-            }
-            let entry = format!("hook_enter_{slot}");
-            let exit = format!("hook_exit_{slot}");
-            let entered = (|| -> Result<(), ProgramError> {
-                let p: &mut FEntry = self.program(&entry)?.try_into()?;
-                p.load(function, btf)
-            })();
-            if let Err(e) = &entered {
-                if refusal::errno_of(e) == Some(libc::EPERM) {
-                    trampolines_refused = Some(libc::EPERM);
-                }
-            }
-            if !self.record(&entry, Kind::FEntry, function, entered) {
-                // The pair stands or falls together: its fexit is refused for the same reason.
-                let mut exit_refusal = self.refused.last().expect("just recorded").clone();
-                exit_refusal.kind = "fexit".into();
-                self.refused.push(exit_refusal);
-                continue;
-            }
-            let exited = (|| -> Result<(), ProgramError> {
-                let p: &mut FExit = self.program(&exit)?.try_into()?;
-                p.load(function, btf)
-            })();
-            if self.record(&exit, Kind::FExit, function, exited) {
-                self.hooks.resize(slot, None); // keeps slot numbers aligned
-                self.hooks.push(Some(target.clone()));
-            } else {
-                // An entry without its exit would count calls it can never time.
-                self.attachments.pop();
+            } else if let Err(errno) = self.load_pair(slot, target) {
+                trampolines_refused = errno.filter(|&e| e == libc::EPERM);
             }
         }
         Ok(())
+    }
+
+    /// Loads slot `slot`'s pair on `target`; on refusal, the errno of the fentry's refusal.
+    fn load_pair(&mut self, slot: usize, target: &Target) -> Result<(), Option<i32>> {
+        let function = &target.function;
+        let entry = format!("hook_enter_{slot}");
+        let entered = self.load_fentry(&entry, function);
+        let errno = entered.as_ref().err().and_then(refusal::errno_of);
+        if !self.record(&entry, Kind::FEntry, function, entered) {
+            // The pair stands or falls together: its fexit is refused for the same reason.
+            let mut exit_refusal = self.refused.last().expect("just recorded").clone();
+            exit_refusal.kind = "fexit".into();
+            self.refused.push(exit_refusal);
+            return Err(errno);
+        }
+        let exit = format!("hook_exit_{slot}");
+        let exited = self.load_fexit(&exit, function);
+        if !self.record(&exit, Kind::FExit, function, exited) {
+            // An entry without its exit would count calls it can never time.
+            self.attachments.pop();
+            return Err(None);
+        }
+        if self.hooks.len() <= slot {
+            self.hooks.resize(slot + 1, None);
+        }
+        self.hooks[slot] = Some(target.clone());
+        Ok(())
+    }
+
+    fn load_fentry(&mut self, program: &str, function: &str) -> Result<(), ProgramError> {
+        let p: &mut FEntry = self
+            .ebpf
+            .program_mut(program)
+            .ok_or(ProgramError::NotLoaded)?
+            .try_into()?;
+        p.load(function, &self.btf)
+    }
+
+    fn load_fexit(&mut self, program: &str, function: &str) -> Result<(), ProgramError> {
+        let p: &mut FExit = self
+            .ebpf
+            .program_mut(program)
+            .ok_or(ProgramError::NotLoaded)?
+            .try_into()?;
+        p.load(function, &self.btf)
     }
 
     fn refuse_pair(&mut self, function: &str, errno: Option<i32>, why: &str) {
@@ -204,10 +230,6 @@ impl Probes {
                 reason: why.into(),
             });
         }
-    }
-
-    fn program(&mut self, name: &str) -> Result<&mut aya::programs::Program, ProgramError> {
-        self.ebpf.program_mut(name).ok_or(ProgramError::NotLoaded)
     }
 
     fn record(
@@ -358,6 +380,17 @@ pub fn gate(open: bool) {
     let cmd = if open { GATE_OPEN } else { GATE_CLOSE };
     // SAFETY: ioctl on an invalid fd has no effect beyond returning EBADF.
     unsafe { libc::ioctl(GATE_FD as libc::c_int, cmd as libc::c_ulong) };
+}
+
+/// Runs `f` outside the calling thread's tracking window: a workload's untimed preparation and
+/// the reference loops lmbench subtracts must not be attributed to its operation. Outside a
+/// window (clean samples, no probes) the gate calls are seen by nobody and cost one failed
+/// ioctl each.
+pub fn untracked<T>(f: impl FnOnce() -> T) -> T {
+    gate(false);
+    let out = f();
+    gate(true);
+    out
 }
 
 /// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.

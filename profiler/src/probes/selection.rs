@@ -2,11 +2,10 @@
 //! call, each with the active LSMs' functions under it, plus the task paths for workloads that
 //! create processes. `all`: every `security_*` hook of the kernel. Otherwise a list of names.
 use anyhow::{bail, Result};
-use profiler_common::HOOK_SLOTS;
 
 use super::{
     catalog::{hook_with_lsms, security_hooks, task_paths, Target},
-    KernelBtf,
+    KernelBtf, USER_SLOTS,
 };
 
 /// The hooks each workload's operation calls (mainline 6.x), so a default run attaches tens of
@@ -152,9 +151,9 @@ pub fn select(
             }
         }
     }
-    if targets.len() > HOOK_SLOTS as usize {
+    if targets.len() > USER_SLOTS {
         bail!(
-            "{} functions to time, but hookprof has {HOOK_SLOTS} fentry/fexit slots: name fewer with --hooks",
+            "{} functions to time, but hookprof has {USER_SLOTS} fentry/fexit slots: name fewer with --hooks",
             targets.len()
         );
     }

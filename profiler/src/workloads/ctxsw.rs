@@ -11,6 +11,7 @@ use super::{
     peer::{Peer, PinGuard, Pinning},
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
+use crate::probes::untracked;
 
 macro_rules! ring {
     ($name:literal, $procs:literal, $kb:literal, $suite:expr) => {
@@ -174,12 +175,14 @@ impl Workload for TokenRing {
         let ring = start.elapsed();
 
         // The same hops without switching: what lmbench subtracts as overhead.
-        let mut token = [0u8; 4];
-        let start = Instant::now();
-        for _ in 0..hops {
-            self.hop_alone(&mut token)?;
-        }
-        let alone = start.elapsed();
+        let alone = untracked(|| -> anyhow::Result<Duration> {
+            let mut token = [0u8; 4];
+            let start = Instant::now();
+            for _ in 0..hops {
+                self.hop_alone(&mut token)?;
+            }
+            Ok(start.elapsed())
+        })?;
         let per_switch = ring.saturating_sub(alone).as_secs_f64() / hops as f64;
         Ok(Duration::from_secs_f64(per_switch * ops as f64))
     }

@@ -9,6 +9,7 @@ use std::{
 use anyhow::Context;
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
+use crate::probes::untracked;
 
 const FILES_PER_DIR: usize = 100;
 
@@ -130,12 +131,15 @@ impl FileChurn {
 impl Workload for FileChurn {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let n = ops as usize;
-        self.prepare(n)?;
-        // Files stay after a timed create (until the next run), so their creation is visible.
-        self.delete_files()?;
-        if self.timed == Phase::Delete {
-            self.create_files(n)?;
-        }
+        untracked(|| -> anyhow::Result<()> {
+            self.prepare(n)?;
+            // Files stay after a timed create (until the next run), so their creation is visible.
+            self.delete_files()?;
+            if self.timed == Phase::Delete {
+                self.create_files(n)?;
+            }
+            Ok(())
+        })?;
         let start = Instant::now();
         match self.timed {
             Phase::Create => self.create_files(n)?,

@@ -13,6 +13,7 @@ use super::{
     signal::{signal_delivery_time, HandlerGuard},
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
+use crate::probes::untracked;
 
 pub static SPECS: &[WorkloadSpec] = &[
     WorkloadSpec {
@@ -179,7 +180,7 @@ impl ProtFault {
 
 impl Workload for ProtFault {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let handler_cost = signal_delivery_time(ops)?;
+        let handler_cost = untracked(|| signal_delivery_time(ops))?;
         let _guard = HandlerGuard::install(libc::SIGSEGV, on_write_fault)?;
         FAULTS_LEFT.store(ops, Ordering::Relaxed);
         FAULT_PAGE.store(self.map.addr as usize, Ordering::Relaxed);
@@ -246,9 +247,12 @@ impl Workload for PageFault {
         let mut elapsed = Duration::ZERO;
         let mut done = 0;
         while done < ops {
-            let map = Mapping::new(&self.file, self.len, libc::PROT_READ)?;
-            // SAFETY: our own mapping; as lmbench, drop any cached translations of it.
-            unsafe { libc::msync(map.addr.cast(), map.len, libc::MS_INVALIDATE) };
+            let map = untracked(|| -> anyhow::Result<Mapping> {
+                let map = Mapping::new(&self.file, self.len, libc::PROT_READ)?;
+                // SAFETY: our own mapping; as lmbench, drop any cached translations of it.
+                unsafe { libc::msync(map.addr.cast(), map.len, libc::MS_INVALIDATE) };
+                Ok(map)
+            })?;
             let n = self.faults_per_mapping().min(ops - done);
             let start = Instant::now();
             for i in 0..n as usize {
