@@ -11,7 +11,7 @@ use profiler_common::{event, LSM_SLOTS};
 use crate::maps::{count_event, LSM_CONFIG};
 
 /// Upper bound on clock reads while busy-waiting; the verifier needs a bounded loop.
-const MAX_SPIN: u32 = 4096;
+const MAX_SPIN: u32 = 16384;
 
 #[inline(always)]
 fn on_hook(ctx: &LsmContext, args: usize, slot: u32) -> i32 {

@@ -37,6 +37,12 @@ pub struct LsmProgramRecord {
     pub hook: String,
     /// Busy-wait per call in ns (0 for a no-op program).
     pub busy_ns: u64,
+    /// The kernel's own BPF statistics for the program over the whole run: invocations and
+    /// mean run time (a cross-check of the injected cost).
+    #[serde(default)]
+    pub runs: u64,
+    #[serde(default)]
+    pub mean_run_ns: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -143,6 +143,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         None => (None, None),
     };
 
+    // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
+    // only switched on when such programs are attached (they cost every program a little).
+    let _run_stats = (args.stack_noop || !args.inject.is_empty())
+        .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop)).context("install signal handler")?;
@@ -165,15 +169,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         environment,
         options: recorded_options(args, overhead),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
-        lsm_programs: probes.as_ref().map_or_else(Vec::new, |p| {
-            p.lsm_programs()
-                .iter()
-                .map(|l| LsmProgramRecord {
-                    hook: l.hook.clone(),
-                    busy_ns: l.busy_ns,
-                })
-                .collect()
-        }),
+        lsm_programs: Vec::new(),
         calibration,
         workloads: Vec::new(),
     };
@@ -189,7 +185,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             .with_context(|| format!("workload {}", spec.name))?;
         let interrupted = outcome.interrupted;
         let mut result = outcome.result;
+        // A noisy calibration can come out negative; a probe never costs less than nothing.
         if let Some(pair) = results.calibration.as_ref().and_then(|c| c.timed_pair_ns) {
+            let pair = pair.max(0.0);
             hook_costs::correct_nesting(&mut result.attribution, pair);
         }
         if !result.clean.is_empty() {
@@ -201,6 +199,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     }
     bar.finish_and_clear();
+    if let Some(p) = &probes {
+        results.lsm_programs = lsm_program_records(p);
+    }
     drop(probes); // unloads every program before anything else is printed
 
     if let Some(out) = &args.output {
@@ -216,6 +217,22 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         bail!("nothing could be measured");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
+    probes
+        .lsm_programs()
+        .iter()
+        .map(|l| {
+            let (runs, mean_run_ns) = probes.lsm_run_stats(l).unwrap_or((0, 0.0));
+            LsmProgramRecord {
+                hook: l.hook.clone(),
+                busy_ns: l.busy_ns,
+                runs,
+                mean_run_ns,
+            }
+        })
+        .collect()
 }
 
 fn print_results(results: &Results, format: OutputFormat) {

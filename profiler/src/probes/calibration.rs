@@ -14,9 +14,9 @@ use super::{catalog::Target, gate, KernelBtf, Kind, Probes, CALIBRATION_SLOT};
 
 /// The function behind getppid(2), with and without x86_64 syscall wrappers in BTF.
 const CALIBRATION_FUNCTIONS: &[&str] = &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
-const LOOP_TIME: Duration = Duration::from_millis(3);
+const LOOP_TIME: Duration = Duration::from_millis(10);
 
 pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration> {
     let function = CALIBRATION_FUNCTIONS

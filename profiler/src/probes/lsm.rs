@@ -75,6 +75,14 @@ impl Probes {
         &self.lsm_programs
     }
 
+    /// The kernel's run count and mean run time (ns) of a ground-truth program, when BPF
+    /// run-time statistics are on.
+    pub fn lsm_run_stats(&self, program: &LsmProgram) -> Option<(u64, f64)> {
+        let info = self.ebpf.program(&program.program)?.info().ok()?;
+        let runs = info.run_count();
+        (runs > 0).then(|| (runs, info.run_time().as_nanos() as f64 / runs as f64))
+    }
+
     /// Detaches every ground-truth program (also done when the object is dropped).
     pub fn detach_lsm(&mut self) -> Result<()> {
         for p in &mut self.lsm_programs {

@@ -18,6 +18,9 @@ use aya::{
 };
 use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, HOOK_SLOTS};
 
+/// Index of the BPF LSM program run counter in `Snapshot::events`.
+pub const LSM_RUNS_EVENT: usize = profiler_common::event::LSM_RUNS as usize;
+
 /// Slots a run may use; the last one is kept for calibration.
 pub const USER_SLOTS: usize = HOOK_SLOTS as usize - 1;
 const CALIBRATION_SLOT: usize = USER_SLOTS;
@@ -258,8 +261,18 @@ impl Probes {
 
     /// Attaches every loaded program (a no-op for those already attached).
     pub fn attach(&mut self) -> Result<()> {
+        self.attach_where(|_| true)
+    }
+
+    /// Attaches only the named programs (calibration compares subsets). The list keeps its
+    /// order, so calibration can drop what it added from the end.
+    fn attach_only(&mut self, programs: &[&str]) -> Result<()> {
+        self.attach_where(|a| programs.contains(&a.program.as_str()))
+    }
+
+    fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
         for a in &mut self.attachments {
-            if a.link.is_some() {
+            if a.link.is_some() || !chosen(a) {
                 continue;
             }
             let program = self
@@ -287,18 +300,6 @@ impl Probes {
             });
         }
         Ok(())
-    }
-
-    /// Attaches only the named programs (calibration compares subsets).
-    fn attach_only(&mut self, programs: &[&str]) -> Result<()> {
-        let (chosen, rest): (Vec<_>, Vec<_>) = self
-            .attachments
-            .drain(..)
-            .partition(|a| programs.contains(&a.program.as_str()));
-        self.attachments = chosen;
-        let attached = self.attach();
-        self.attachments.extend(rest);
-        attached
     }
 
     /// Detaches every attached program; they stay loaded for the next attach.

@@ -225,7 +225,13 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
     table
         .load_preset(presets::UTF8_HORIZONTAL_ONLY)
         .set_header(vec![
-            "kind", "path", "calls/op", "ns/call", "ns/op", "share",
+            "kind",
+            "path",
+            "calls/op",
+            "ns/call",
+            "ns/op",
+            "share",
+            "corrected ns/op",
         ]);
     // A rule under the header and around the table, none between rows.
     for between_rows in [
@@ -244,14 +250,26 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
             num(r.ns_per_call),
             num(attribution::ns_per_op(r)),
             format!("{:.1}%", r.share * 100.0),
+            corrected(r),
         ]);
     }
-    for col in 2..6 {
+    for col in 2..7 {
         if let Some(c) = table.column_mut(col) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
     table.to_string()
+}
+
+/// The nested-probe-corrected time, and a hook's own dispatch cost beside its LSM functions.
+fn corrected(r: &AttributionRow) -> String {
+    if r.kind == PathKind::Syscall || r.corrected_ns_per_op == r.ns_per_op {
+        return String::new();
+    }
+    match r.dispatch_ns_per_op {
+        Some(d) => format!("{} (dispatch {})", num(r.corrected_ns_per_op), num(d)),
+        None => num(r.corrected_ns_per_op),
+    }
 }
 
 fn residual_line(w: &WorkloadResult, clean_mean: f64) -> Option<String> {
