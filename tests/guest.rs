@@ -249,14 +249,12 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
         workload(&base, "open_close"),
         workload(&injected, "open_close"),
     );
-    let median = |xs: &[f64]| {
-        let mut v = xs.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    // What was really injected: the kernel's own run-time statistics of the program. It spins
-    // until NS have passed, so never less; under TCG a descheduled vCPU overshoots, which is
-    // why the end-to-end check compares against this figure and not NS itself.
+    // The least disturbed sample of each run, as lmbench reports: under TCG a vCPU descheduled
+    // by the host inflates single samples (and makes the busy-wait overshoot) by more than the
+    // tolerance.
+    let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
+
+    // The kernel's own run-time statistics agree the program ran, at least NS per call.
     assert_eq!(
         injected.lsm_programs.len(),
         1,
@@ -265,32 +263,28 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     );
     let program = &injected.lsm_programs[0];
     assert_eq!(program.busy_ns, NS as u64);
-    assert!(program.runs > 0, "{program:?}");
-    let injected_ns = program.mean_run_ns - base.lsm_programs[0].mean_run_ns;
-    assert!(
-        (NS..2.0 * NS).contains(&injected_ns),
-        "injected {injected_ns} ns per call for {NS}: {program:?}"
-    );
+    assert!(program.runs > 0 && program.mean_run_ns >= NS, "{program:?}");
 
-    let clean_delta_ns = (median(&i.clean) - median(&b.clean)) * 1e3;
+    let clean_delta_ns = (min(&i.clean) - min(&b.clean)) * 1e3;
     assert_near(
         &format!(
             "clean open_close change, ns (samples {:?} -> {:?} us)",
             b.clean, i.clean
         ),
         clean_delta_ns,
-        injected_ns,
-        0.15 * injected_ns,
+        NS,
+        0.15 * NS,
     );
-    let hook_delta = row(i, "security_file_open").corrected_ns_per_op
-        - row(b, "security_file_open").corrected_ns_per_op;
+    let row_delta =
+        |name: &str| min(&row(i, name).samples_ns_per_op) - min(&row(b, name).samples_ns_per_op);
+    let hook_delta = row_delta("security_file_open");
     assert!(
         hook_delta >= 0.85 * clean_delta_ns,
         "security_file_open took {hook_delta} ns/op of the {clean_delta_ns} ns/op change"
     );
-    let bpf_delta = row(i, "bpf_lsm_file_open").ns_per_op - row(b, "bpf_lsm_file_open").ns_per_op;
+    let bpf_delta = row_delta("bpf_lsm_file_open");
     assert!(
-        bpf_delta >= 0.85 * injected_ns,
-        "the bpf LSM row took {bpf_delta} ns/op of {injected_ns}"
+        bpf_delta >= 0.85 * NS,
+        "the bpf LSM row took {bpf_delta} ns/op of {NS}"
     );
 }
