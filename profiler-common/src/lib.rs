@@ -12,7 +12,7 @@ pub const HOOK_SLOTS: u32 = 128;
 /// (bucket 0 is `d == 0`); the last bucket also takes everything longer.
 pub const HIST_BUCKETS: usize = 32;
 /// Tasks (threads) the scope filter can follow at once.
-pub const MAX_TRACKED_TASKS: u32 = 32768;
+pub const MAX_TRACKED_TASKS: u32 = 8192;
 /// BPF LSM program slots per argument count (ground-truth injection and no-op stacking).
 pub const LSM_SLOTS: u32 = 8;
 /// LSM hooks take at most this many arguments (the verdict so far is the next one).

@@ -97,6 +97,58 @@ pub struct ProbeReport {
     pub refused: Vec<Refusal>,
 }
 
+impl ProbeReport {
+    /// One line per distinct refusal reason, naming what was refused.
+    pub fn refusal_lines(&self) -> Vec<String> {
+        // Group by reason, then kinds refused on the same targets for the same reason (an fentry
+        // and its fexit) share a line.
+        let mut groups: Vec<(Vec<String>, &str, Vec<&str>)> = Vec::new();
+        for r in &self.refused {
+            match groups
+                .iter_mut()
+                .find(|(kinds, why, _)| kinds.contains(&r.kind) && *why == r.reason)
+            {
+                Some((_, _, targets)) => targets.push(&r.target),
+                None => groups.push((vec![r.kind.clone()], &r.reason, vec![&r.target])),
+            }
+        }
+        let mut merged: Vec<(Vec<String>, &str, Vec<&str>)> = Vec::new();
+        for (kinds, why, targets) in groups {
+            match merged
+                .iter_mut()
+                .find(|(_, w, t)| *w == why && *t == targets)
+            {
+                Some((k, _, _)) => k.extend(kinds),
+                None => merged.push((kinds, why, targets)),
+            }
+        }
+        merged
+            .into_iter()
+            .map(|(kinds, why, targets)| {
+                format!(
+                    "{} refused on {}: {why}",
+                    kinds.join("/"),
+                    name_some(&targets)
+                )
+            })
+            .collect()
+    }
+}
+
+/// "a, b, c" or, for long lists, "93 functions (a, b, c, d, e, ...)".
+fn name_some(targets: &[&str]) -> String {
+    const SHOWN: usize = 5;
+    if targets.len() <= SHOWN {
+        targets.join(", ")
+    } else {
+        format!(
+            "{} functions ({}, ...)",
+            targets.len(),
+            targets[..SHOWN].join(", ")
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {
     /// "raw_tracepoint", "tp_btf", "fentry", "fexit", "lsm".

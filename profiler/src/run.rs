@@ -18,7 +18,7 @@ use crate::{
         calibration::{self, Calibration},
         catalog, selection, KernelBtf, ProbePlan, Probes,
     },
-    results::{LsmProgramRecord, ProbeReport, Refusal, Results, SCHEMA_VERSION},
+    results::{LsmProgramRecord, ProbeReport, Results, SCHEMA_VERSION},
     workloads::{self, Suite},
 };
 
@@ -325,7 +325,7 @@ fn load_probes(
         functions,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
-    for line in refusal_lines(&probes.report().refused) {
+    for line in probes.report().refusal_lines() {
         eprintln!("hookprof: {line}");
     }
     if !probes.scoping_works() {
@@ -351,24 +351,6 @@ fn load_probes(
         None
     };
     Ok((probes, calibration))
-}
-
-/// One line per distinct refusal reason, naming what was refused.
-pub fn refusal_lines(refused: &[Refusal]) -> Vec<String> {
-    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
-    for r in refused {
-        match groups
-            .iter_mut()
-            .find(|(k, why, _)| *k == r.kind && *why == r.reason)
-        {
-            Some((_, _, targets)) => targets.push(&r.target),
-            None => groups.push((r.kind.clone(), r.reason.clone(), vec![&r.target])),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(kind, why, targets)| format!("{kind} refused on {}: {why}", targets.join(", ")))
-        .collect()
 }
 
 fn require_bpf_privileges() -> Result<()> {

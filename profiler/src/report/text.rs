@@ -72,13 +72,8 @@ fn probe_lines(r: &Results) -> String {
         let _ = write!(out, " ({})", per_kind.join(", "));
     }
     let _ = writeln!(out, ", {} refused", p.refused.len());
-    for f in &p.refused {
-        let errno = f.errno.map(|e| format!(" (errno {e})")).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  refused {} {}{errno}: {}",
-            f.kind, f.target, f.reason
-        );
+    for line in p.refusal_lines() {
+        let _ = writeln!(out, "  {line}");
     }
     out
 }
@@ -416,7 +411,7 @@ pub(crate) mod tests {
             "{text}"
         );
         assert!(text.contains("Probes: 2 attached (raw_tracepoint 1, fentry 1), 1 refused"));
-        assert!(text.contains("refused lsm file_open (errno 1): dynamic ftrace is locked"));
+        assert!(text.contains("lsm refused on file_open: dynamic ftrace is locked"));
     }
 
     #[test]
