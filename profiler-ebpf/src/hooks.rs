@@ -17,7 +17,7 @@ use crate::{
 #[inline(always)]
 fn hook_enter(slot: u32) {
     let tid = scope::current_tid();
-    if !scope::is_tracked(tid) {
+    if !scope::is_tracked_fast(tid) {
         return;
     }
     if let Some(t) = HOOKS.get_ptr_mut(slot) {

@@ -12,6 +12,12 @@ use profiler_common::{
 #[map]
 pub static TRACKED: HashMap<u32, u8> = HashMap::with_max_entries(MAX_TRACKED_TASKS, 0);
 
+/// Per CPU: the thread whose latest syscall entry on this CPU was a tracked one (0 if not).
+/// Hooks run mostly inside syscalls, so this per-CPU read answers "is this thread tracked?"
+/// without a hash lookup; a mismatch (the thread migrated, or no syscall) falls back to it.
+#[map]
+pub static CPU_SCOPE: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
+
 /// Per syscall number.
 #[map]
 pub static SYSCALLS: PerCpuArray<Tally> = PerCpuArray::with_max_entries(MAX_SYSCALLS, 0);

@@ -43,7 +43,9 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     if nr == SYS_IOCTL && handle_gate(regs, tid) {
         return;
     }
-    if nr < 0 || nr >= MAX_SYSCALLS as i64 || !scope::is_tracked(tid) {
+    let tracked = scope::is_tracked(tid);
+    scope::note_syscall_entry(tid, tracked);
+    if nr < 0 || nr >= MAX_SYSCALLS as i64 || !tracked {
         return;
     }
     if let Some(t) = SYSCALLS.get_ptr_mut(nr as u32) {
@@ -77,9 +79,11 @@ fn handle_gate(regs: *const u8, tid: u32) -> bool {
     match unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_SI) as *const u64) } {
         Ok(GATE_OPEN) => {
             scope::track(tid);
+            scope::note_syscall_entry(tid, true);
         }
         Ok(GATE_CLOSE) => {
             scope::untrack(tid);
+            scope::note_syscall_entry(tid, false);
         }
         _ => {}
     }
