@@ -146,3 +146,48 @@ fn bad_input_is_one_line_and_exit_code_2() {
         "valid names not listed"
     );
 }
+
+/// Each family's operation really happens, and the syscall probes see it at the expected rate
+/// (the table is lmbench's definition of each op). Two-process workloads also prove that their
+/// helper processes do not keep the probes attached through the clean samples: a helper that
+/// inherited the link fds would be counted outside the probed samples too, inflating its rate.
+#[test]
+fn each_family_makes_its_syscalls_at_the_expected_rate() {
+    require_root();
+    let expected: &[(&str, &str, f64)] = &[
+        ("null_io", "read", 0.5),
+        ("null_io", "write", 0.5),
+        ("stat", "newfstatat", 1.0),
+        ("select_tcp", "pselect6", 1.0),
+        ("sig_catch", "rt_sigreturn", 1.0),
+        ("lat_pipe", "read", 2.0),
+        ("lat_pipe", "write", 2.0),
+        ("lat_tcp_connect", "connect", 1.0),
+        ("lat_tcp_connect", "socket", 1.0),
+        ("ctx_2p_0k", "write", 1.0),
+        ("fs_delete_0k", "unlink", 1.0),
+        ("mmap_latency", "mmap", 1.0),
+        ("mmap_latency", "munmap", 1.0),
+        ("exec_proc", "execve", 1.0),
+    ];
+    let mut names: Vec<&str> = expected.iter().map(|(w, _, _)| *w).collect();
+    names.dedup();
+    let list = names.join(",");
+    let r = run_to_results(&["--workloads", &list, "--samples", "3"]);
+    for (name, syscall, per_op) in expected {
+        let calls = row(workload(&r, name), syscall).calls_per_op;
+        assert_near(
+            &format!("{name}: {syscall} calls/op"),
+            calls,
+            *per_op,
+            0.05 * per_op,
+        );
+    }
+    let exec = workload(&r, "exec_proc");
+    assert_near(
+        "exec_proc exec events/op",
+        exec.events_per_op["exec"],
+        1.0,
+        0.05,
+    );
+}

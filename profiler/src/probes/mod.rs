@@ -8,6 +8,8 @@ mod refusal;
 pub mod selection;
 mod snapshot;
 
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
 use anyhow::{Context, Result};
 use aya::{
     programs::{
@@ -261,7 +263,8 @@ impl Probes {
 
     /// Attaches every loaded program (a no-op for those already attached).
     pub fn attach(&mut self) -> Result<()> {
-        self.attach_where(|_| true)
+        self.attach_where(|_| true)?;
+        remember_bpf_fds()
     }
 
     /// Attaches only the named programs (calibration compares subsets). The list keeps its
@@ -392,6 +395,40 @@ pub fn untracked<T>(f: impl FnOnce() -> T) -> T {
     let out = f();
     gate(true);
     out
+}
+
+/// BPF fds (links above all) that a forked helper must not keep: a child holding a link fd
+/// keeps the program attached after hookprof detaches it, so "clean" samples would run probed.
+/// Linux has no close-on-fork, so helpers close these right after fork; the list is refreshed
+/// after every attach and read without locks or allocation (safe in a forked child).
+static BPF_FDS: [AtomicI32; MAX_BPF_FDS] = [const { AtomicI32::new(-1) }; MAX_BPF_FDS];
+static BPF_FD_COUNT: AtomicUsize = AtomicUsize::new(0);
+const MAX_BPF_FDS: usize = 4096;
+
+/// Records this process's BPF fds (from /proc/self/fd) for `close_inherited_bpf_fds`.
+fn remember_bpf_fds() -> Result<()> {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").context("list /proc/self/fd")? {
+        let entry = entry?;
+        let is_bpf = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("anon_inode:bpf"));
+        let fd = entry.file_name().to_string_lossy().parse::<i32>();
+        if let (true, Ok(fd)) = (is_bpf, fd) {
+            anyhow::ensure!(n < MAX_BPF_FDS, "more than {MAX_BPF_FDS} BPF fds");
+            BPF_FDS[n].store(fd, Ordering::Relaxed);
+            n += 1;
+        }
+    }
+    BPF_FD_COUNT.store(n, Ordering::Release);
+    Ok(())
+}
+
+/// Closes the BPF fds a forked child inherited. Async-signal-safe: atomics and close(2).
+pub fn close_inherited_bpf_fds() {
+    for fd in &BPF_FDS[..BPF_FD_COUNT.load(Ordering::Acquire)] {
+        // SAFETY: closing an fd number in a freshly forked child affects only the child.
+        unsafe { libc::close(fd.load(Ordering::Relaxed)) };
+    }
 }
 
 /// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
