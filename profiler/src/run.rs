@@ -16,7 +16,7 @@ use crate::{
     measure::{self, Overhead, SamplingOptions},
     probes::{
         calibration::{self, Calibration},
-        catalog, selection, KernelBtf, ProbePlan, Probes,
+        catalog, lsm_hook_of, selection, KernelBtf, ProbePlan, Probes,
     },
     results::{LsmProgramRecord, ProbeReport, Refusal, Results, SCHEMA_VERSION},
     workload_thread::Credentials,
@@ -338,10 +338,17 @@ fn load_probes(
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
     if args.stack_noop {
-        for hook in selection::default_hooks(workloads) {
-            let hook = hook.trim_start_matches("security_");
-            if args.inject.iter().all(|(h, _)| h != hook) {
-                probes.attach_lsm(&kernel, hook, 0)?;
+        // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
+        let hooks = selection::default_hooks(workloads)
+            .into_iter()
+            .filter_map(|f| lsm_hook_of(&kernel, f));
+        for hook in hooks {
+            if args.inject.iter().all(|(h, _)| *h != hook) {
+                // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
+                // rest still stack, and the refusal is said, not hidden.
+                if let Err(e) = probes.attach_lsm(&kernel, &hook, 0) {
+                    eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
+                }
             }
         }
     }

@@ -21,6 +21,7 @@ use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, HOOK_SLOTS};
 pub use self::{
     btf::{KernelBtf, VMLINUX_BTF},
     catalog::Target,
+    lsm::lsm_hook_of,
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
 };
