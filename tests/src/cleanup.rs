@@ -1,7 +1,7 @@
 //! What a hookprof run leaves behind: BPF objects, processes, scratch files. A [`Hookprof`] is
 //! the binary started in its own process group and temp dir, so both can be checked after it.
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, HashMap},
     fs::File,
     os::unix::{fs::MetadataExt, process::CommandExt},
     path::{Path, PathBuf},
@@ -24,33 +24,23 @@ pub struct BpfObject {
     pub kind: &'static str,
     pub id: u64,
     pub name: String,
-    /// The processes holding it open (bpftool's `pids`).
+    /// The processes holding it open.
     pub pids: Vec<i32>,
 }
 
 impl BpfObjects {
     pub fn now() -> BpfObjects {
+        let holders = holders_by_id();
         let mut objects = Vec::new();
         for kind in ["prog", "link", "map"] {
-            let out = Command::new("bpftool")
-                .args(["--json", kind, "list"])
-                .output()
-                .expect("run bpftool (install it: apt-get install bpftool)");
-            assert!(out.status.success(), "bpftool {kind} list: {out:?}");
-            let list: serde_json::Value =
-                serde_json::from_slice(&out.stdout).expect("bpftool prints JSON");
+            let list = bpftool_list(kind);
             for o in list.as_array().into_iter().flatten() {
+                let id = o["id"].as_u64().expect("an id");
                 objects.push(BpfObject {
                     kind,
-                    id: o["id"].as_u64().expect("an id"),
+                    id,
                     name: o["name"].as_str().unwrap_or("").to_string(),
-                    pids: o["pids"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p["pid"].as_i64())
-                        .map(|p| p as i32)
-                        .collect(),
+                    pids: holders.get(&(kind, id)).cloned().unwrap_or_default(),
                 });
             }
         }
@@ -83,6 +73,51 @@ impl BpfObjects {
     pub fn newly_pinned(&self, before: &BpfObjects) -> Vec<PathBuf> {
         self.pinned.difference(&before.pinned).cloned().collect()
     }
+}
+
+/// `bpftool --json KIND list`. It fails (EAGAIN) when an object goes away while it lists them,
+/// as other processes' do at any time: ask again.
+fn bpftool_list(kind: &str) -> serde_json::Value {
+    let mut last = None;
+    for _ in 0..20 {
+        let out = Command::new("bpftool")
+            .args(["--json", kind, "list"])
+            .output()
+            .expect("run bpftool (install it: apt-get install bpftool)");
+        if out.status.success() {
+            return serde_json::from_slice(&out.stdout).expect("bpftool prints JSON");
+        }
+        last = Some(out);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("bpftool {kind} list keeps failing: {last:?}");
+}
+
+/// Which processes hold each BPF object open, from their fds' fdinfo (`prog_id:`, `link_id:`,
+/// `map_id:`): bpftool reports holders only when built with that support.
+fn holders_by_id() -> HashMap<(&'static str, u64), Vec<i32>> {
+    let mut holders: HashMap<(&'static str, u64), Vec<i32>> = HashMap::new();
+    for proc_entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = proc_entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let fdinfo = proc_entry.path().join("fdinfo");
+        for fd in std::fs::read_dir(fdinfo).into_iter().flatten().flatten() {
+            let info = std::fs::read_to_string(fd.path()).unwrap_or_default();
+            for line in info.lines() {
+                for (field, kind) in [
+                    ("prog_id:", "prog"),
+                    ("link_id:", "link"),
+                    ("map_id:", "map"),
+                ] {
+                    if let Some(id) = line.strip_prefix(field).and_then(|v| v.trim().parse().ok()) {
+                        holders.entry((kind, id)).or_default().push(pid);
+                    }
+                }
+            }
+        }
+    }
+    holders
 }
 
 fn pinned_in(dir: &Path) -> BTreeSet<PathBuf> {
