@@ -74,8 +74,9 @@ enum Reply {
     Ran(Result<Duration>, Vec<Extra>),
 }
 
-/// How often the main thread looks at the stop flag while the workload thread works.
-const POLL: Duration = Duration::from_millis(20);
+/// How often the main thread looks at the stop flag while the workload thread works: well
+/// within the 1 s an interrupt may take, and rare enough not to disturb the workload.
+const POLL: Duration = Duration::from_millis(50);
 
 pub struct WorkloadThread {
     requests: Option<mpsc::Sender<Request>>,
