@@ -125,6 +125,7 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
 /// Each bad input: one line naming the problem, exit code 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_exit_code_2() {
+    require_root();
     let dir = tempfile::tempdir().unwrap();
     let file = |name: &str, text: &str| {
         let path = dir.path().join(name);
@@ -185,6 +186,23 @@ fn bad_input_is_one_line_and_exit_code_2() {
     // Not root: the message names the missing capability (clean timings need none).
     let out = hookprof_as_nobody(&["run", "--workloads", "null_call"]);
     assert_one_line_error(&["run (as nobody)"], &out, "CAP_SYS_ADMIN");
+    // No BTF: an empty tmpfs over /sys/kernel/btf, in a mount namespace of hookprof's own.
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" \"$@\"",
+        ])
+        .arg(hookprof_tests::hookprof_bin())
+        .args(["run", "--workloads", "null_call"])
+        .output()
+        .expect("run hookprof through unshare");
+    assert_one_line_error(
+        &["run (no BTF)"],
+        &out,
+        "/sys/kernel/btf/vmlinux is missing",
+    );
 }
 
 fn assert_one_line_error(args: &[&str], out: &std::process::Output, names: &str) {
