@@ -34,6 +34,8 @@ enum Cmd {
         #[arg(long)]
         no_vm: bool,
     },
+    /// Fuzz each parser of outside input briefly (part of `test`).
+    Fuzz,
     /// Boot a kernel under qemu and run COMMAND in it as root.
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
@@ -78,6 +80,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             println!("xtask: all tests passed");
         }
+        Cmd::Fuzz => fuzz::run_all()?,
         Cmd::Vm(args) => {
             setup::ensure()?;
             return Ok(exit_code(vm::vm(&args)?));
