@@ -1,7 +1,9 @@
 //! Kernel-level tests on the running kernel: real programs, real syscalls, real processes.
 //! Probe kinds this kernel refuses (fentry/fexit here) must be reported, never silently absent.
 use hookprof::results::PathKind;
-use hookprof_tests::{assert_near, hookprof, require_root, row, run_to_results, workload};
+use hookprof_tests::{
+    assert_near, hookprof, hookprof_as_nobody, require_root, row, run_to_results, workload,
+};
 
 #[test]
 fn open_close_shows_openat_and_close_once_per_op() {
@@ -120,30 +122,86 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
     }
 }
 
+/// Each bad input: one line naming the problem, exit code 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_exit_code_2() {
-    let cases: &[&[&str]] = &[
-        &["run", "--workloads", "no_such_workload"],
-        &[
-            "run",
-            "--workloads",
-            "null_call",
-            "-o",
-            "/nonexistent-dir/r.json",
-        ],
-        &["run", "--probes", "bogus"],
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let good = file("good.json", &minimal_results(1));
+    let truncated = file("truncated.json", &minimal_results(1)[..40]);
+    let other_schema = file("schema.json", &minimal_results(99));
+    let not_json = file("not.json", "lat_syscall null: 0.17 us\n");
+    let garbage = file("garbage.txt", "nothing to see here\n1 2 3\n");
+    let missing_dir = dir.path().join("no-such-dir/r.json");
+    let missing_dir = missing_dir.to_str().unwrap();
+    // (arguments, what the message must name)
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--workloads", "no_such_workload"], "null_call"),
+        (
+            &["run", "--workloads", "null_call", "-o", missing_dir],
+            missing_dir,
+        ),
+        (&["run", "--probes", "bogus"], "valid: auto, none"),
+        (
+            &["run", "--hooks", "security_no_such_hook"],
+            "security_no_such_hook",
+        ),
+        (&["run", "--inject", "no_such_hook=100"], "no_such_hook"),
+        (&["run", "--inject", "file_open=abc"], "whole number"),
+        (
+            &["run", "--probes", "none", "--stack-noop"],
+            "--probes none",
+        ),
+        (&["run", "--pin", "100000"], "--pin 100000"),
+        (&["run", "--samples", "1"], "--samples"),
+        (
+            &["run", "--user", "no_such_user_hookprof"],
+            "no_such_user_hookprof",
+        ),
+        (&["run", "--no-such-option"], "--no-such-option"),
+        (&["report", &truncated], &truncated),
+        (&["report", &other_schema], "schema_version 99"),
+        (&["report", &not_json], &not_json),
+        (&["compare", &good, &truncated], &truncated),
+        (&["compare", &other_schema, &good], "schema_version 99"),
+        (&["compare", &good, &not_json], &not_json),
+        (
+            &["import", "lmbench", &garbage, "-o", "/nonexistent"],
+            "no lmbench summary",
+        ),
+        (
+            &["import", "time", &garbage, "-o", "/nonexistent"],
+            "/usr/bin/time",
+        ),
     ];
-    for args in cases {
+    for (args, names) in cases {
         let out = hookprof(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.starts_with("hookprof: error:"), "{args:?}: {stderr}");
+        assert_one_line_error(args, &out, names);
     }
-    let out = hookprof(&["run", "--workloads", "no_such_workload"]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("null_call"),
-        "valid names not listed"
+    // Not root: the message names the missing capability (clean timings need none).
+    let out = hookprof_as_nobody(&["run", "--workloads", "null_call"]);
+    assert_one_line_error(&["run (as nobody)"], &out, "CAP_SYS_ADMIN");
+    // No BTF: an empty tmpfs over /sys/kernel/btf, in a mount namespace of hookprof's own.
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" \"$@\"",
+        ])
+        .arg(hookprof_tests::hookprof_bin())
+        .args(["run", "--workloads", "null_call"])
+        .output()
+        .expect("run hookprof through unshare");
+    assert_one_line_error(
+        &["run (no BTF)"],
+        &out,
+        "/sys/kernel/btf/vmlinux is missing",
     );
 }
 
@@ -190,4 +248,29 @@ fn each_family_makes_its_syscalls_at_the_expected_rate() {
         1.0,
         0.05,
     );
+}
+
+fn assert_one_line_error(args: &[&str], out: &std::process::Output, names: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("hookprof: error"), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(names),
+        "{args:?}: does not name {names}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+}
+
+/// The smallest results document `report` and `compare` accept, with `schema_version`.
+fn minimal_results(schema_version: u32) -> String {
+    serde_json::json!({
+        "schema_version": schema_version,
+        "label": "minimal",
+        "complete": true,
+        "source": "hookprof",
+        "environment": { "kernel_release": "6.1.0", "hookprof_version": "0.1.0" },
+        "workloads": [],
+    })
+    .to_string()
 }

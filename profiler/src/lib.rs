@@ -12,7 +12,9 @@ pub mod probes;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod scratch;
 pub mod stats;
+pub mod workload_thread;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.

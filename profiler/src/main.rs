@@ -33,7 +33,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        // Bad input is one line, like every other error (clap adds usage hints below it).
+        Err(e) => {
+            let rendered = e.to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            eprintln!("hookprof: {first}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::execute(&args),

@@ -1,9 +1,10 @@
 //! The sampling engine: set up a workload, calibrate how many ops a sample needs to last
 //! `min_sample` (lmbench's ENOUGH), warm up, then take clean and probed samples interleaved so
 //! drift hits both alike. Probes are attached only for probed samples, and only the workload
-//! thread's tracking window (and what it forks) is counted.
+//! thread's tracking window (and what it forks) is counted. The workload lives on its own
+//! thread (see `workload_thread`); this thread attaches probes, reads maps and watches `stop`.
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::AtomicBool,
     time::{Duration, Instant},
 };
 
@@ -11,9 +12,11 @@ use anyhow::{Context, Result};
 
 use crate::{
     hook_costs::{attribute, ProbedSample},
-    probes::{self, Probes},
+    probes::Probes,
     results::{ExtraMetric, WorkloadResult},
-    workloads::{Metric, Workload, WorkloadOptions, WorkloadSpec},
+    scratch,
+    workload_thread::{Credentials, Wait, WorkloadThread},
+    workloads::{Extra, Metric, WorkloadOptions, WorkloadSpec},
 };
 
 #[derive(Debug, Clone)]
@@ -22,6 +25,8 @@ pub struct SamplingOptions {
     pub min_sample: Duration,
     pub pin: Vec<usize>,
     pub jobs: Option<usize>,
+    /// Run the workloads with these credentials (`--user`); the profiler keeps its own.
+    pub user: Option<Credentials>,
 }
 
 /// What the timing itself costs, measured once per run and taken out of every sample.
@@ -70,36 +75,24 @@ pub struct Outcome {
 }
 
 pub fn measure(
-    spec: &WorkloadSpec,
+    spec: &'static WorkloadSpec,
     options: &SamplingOptions,
     overhead: Overhead,
     mut probes: Option<&mut Probes>,
     stop: &AtomicBool,
     progress: Progress,
 ) -> Result<Outcome> {
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("hookprof-{}-", spec.name))
-        .tempdir()
-        .context("create a scratch directory")?;
+    let scratch = scratch::create(spec.name, options.user)?;
     let workload_options = WorkloadOptions {
         scratch_dir: scratch.path().to_path_buf(),
         pin: options.pin.clone(),
         jobs: options.jobs,
     };
-    // Set-up runs inside the tracking window, so helper processes it forks are followed.
-    let mut workload = tracked(probes.as_deref_mut(), || {
-        spec.instantiate(&workload_options)
-    })
-    .with_context(|| format!("set up {}", spec.name))?;
-
-    let ops = calibrate(workload.as_mut(), spec.metric, options.min_sample)?;
-    workload.run(ops).context("warm-up")?;
-
     let mut result = WorkloadResult {
         name: spec.name.into(),
         family: spec.family.key().into(),
         unit: spec.metric.unit(),
-        iterations: ops,
+        iterations: 0,
         clean: Vec::new(),
         probed: Vec::new(),
         extra: Vec::new(),
@@ -107,6 +100,27 @@ pub fn measure(
         events_per_op: Default::default(),
         notes: Vec::new(),
     };
+    let interrupted = Outcome {
+        result: result.clone(),
+        interrupted: true,
+    };
+    // Set-up runs inside the tracking window, so helper processes it forks are followed.
+    let probed = probes.is_some();
+    let started = attached(probes.as_deref_mut(), || {
+        WorkloadThread::start(spec, workload_options, options.user, probed, stop)
+    })?;
+    let Wait::Done(mut workload) = started else {
+        return Ok(interrupted);
+    };
+
+    let Wait::Done(ops) = calibrate(&mut workload, spec.metric, options.min_sample, stop)? else {
+        return Ok(interrupted);
+    };
+    if let Wait::Interrupted = workload.run(ops, false, stop).context("warm-up")? {
+        return Ok(interrupted);
+    }
+    result.iterations = ops;
+
     let mut clean_ns_per_op = Vec::new();
     let mut probed_samples = Vec::new();
     let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
@@ -116,19 +130,24 @@ pub fn measure(
         // Alternate which pass goes first, so neither always follows the other.
         let probed_first = i % 2 == 1;
         for probed in [probed_first, !probed_first] {
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break 'samples;
-            }
             match (probed, probes.as_deref_mut()) {
                 (false, _) => {
-                    let elapsed = overhead.take_from(workload.run(ops)?, ops);
+                    let Wait::Done((elapsed, extras)) = workload.run(ops, false, stop)? else {
+                        interrupted = true;
+                        break 'samples;
+                    };
+                    let elapsed = overhead.take_from(elapsed, ops);
                     result.clean.push(spec.metric.value(elapsed, ops));
                     clean_ns_per_op.push(elapsed.as_nanos() as f64 / ops as f64);
-                    add_extras(&mut result.extra, workload.as_mut());
+                    add_extras(&mut result.extra, extras);
                 }
                 (true, Some(p)) => {
-                    let elapsed = tracked(Some(&mut *p), || workload.run(ops))?;
+                    let Wait::Done((elapsed, _)) =
+                        attached(Some(&mut *p), || workload.run(ops, true, stop))?
+                    else {
+                        interrupted = true;
+                        break 'samples;
+                    };
                     let elapsed = overhead.take_from(elapsed, ops);
                     result.probed.push(spec.metric.value(elapsed, ops));
                     let now = p.snapshot()?;
@@ -156,27 +175,32 @@ pub fn measure(
     })
 }
 
-/// Runs `f` with probes attached and the calling thread's tracking window open.
-fn tracked<T>(probes: Option<&mut Probes>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+/// Runs `f` with the probes attached (the workload thread opens its own tracking window).
+fn attached<T>(probes: Option<&mut Probes>, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let Some(p) = probes else { return f() };
     p.attach()?;
-    probes::gate(true);
     let out = f();
-    probes::gate(false);
     p.detach()?;
     out
 }
 
 /// lmbench's BENCH: double the op count until one sample lasts `min_sample`.
-fn calibrate(workload: &mut dyn Workload, metric: Metric, min_sample: Duration) -> Result<u64> {
+fn calibrate(
+    workload: &mut WorkloadThread,
+    metric: Metric,
+    min_sample: Duration,
+    stop: &AtomicBool,
+) -> Result<Wait<u64>> {
     if metric == Metric::Seconds {
-        return Ok(1); // one op is one whole run
+        return Ok(Wait::Done(1)); // one op is one whole run
     }
     let mut ops = 1u64;
     loop {
-        let elapsed = workload.run(ops).context("calibrate")?;
+        let Wait::Done((elapsed, _)) = workload.run(ops, false, stop).context("calibrate")? else {
+            return Ok(Wait::Interrupted);
+        };
         if elapsed >= min_sample || ops >= 1 << 40 {
-            return Ok(ops);
+            return Ok(Wait::Done(ops));
         }
         // Jump close to the target once the time is measurable, then settle by doubling.
         let scale = if elapsed > Duration::from_micros(100) {
@@ -188,8 +212,8 @@ fn calibrate(workload: &mut dyn Workload, metric: Metric, min_sample: Duration) 
     }
 }
 
-fn add_extras(extra: &mut Vec<ExtraMetric>, workload: &mut dyn Workload) {
-    for e in workload.extras() {
+fn add_extras(extra: &mut Vec<ExtraMetric>, extras: Vec<Extra>) {
+    for e in extras {
         match extra.iter_mut().find(|m| m.name == e.name) {
             Some(m) => m.clean.push(e.value),
             None => extra.push(ExtraMetric {
@@ -203,10 +227,6 @@ fn add_extras(extra: &mut Vec<ExtraMetric>, workload: &mut dyn Workload) {
 
 fn note_untimed(result: &mut WorkloadResult) {
     for row in &result.attribution {
-        // These never return: their calls are counted and can never be timed.
-        if ["exit", "exit_group"].contains(&row.name.as_str()) {
-            continue;
-        }
         let calls = row.calls_per_op * result.iterations as f64 * result.probed.len() as f64;
         if row.untimed_calls > 0 && row.untimed_calls as f64 > 0.01 * calls {
             result.notes.push(format!(

@@ -16,9 +16,10 @@ use crate::{
     measure::{self, Overhead, SamplingOptions},
     probes::{
         calibration::{self, Calibration},
-        catalog, selection, KernelBtf, ProbePlan, Probes,
+        catalog, lsm_hook_of, selection, KernelBtf, ProbePlan, Probes,
     },
     results::{LsmProgramRecord, ProbeReport, Results, SCHEMA_VERSION},
+    workload_thread::Credentials,
     workloads::{self, Suite},
 };
 
@@ -79,6 +80,10 @@ pub struct RunArgs {
     /// boot). It returns the verdict it was given.
     #[arg(long)]
     pub stack_noop: bool,
+    /// Run the workloads as this user (name or uid); the profiler keeps root's privileges for
+    /// its probes. Scratch files are owned by that user.
+    #[arg(long, value_name = "NAME|UID")]
+    pub user: Option<String>,
 }
 
 fn parse_inject(s: &str) -> Result<(String, u64), String> {
@@ -132,6 +137,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if kinds.is_none() && (args.stack_noop || !args.inject.is_empty()) {
         bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
     }
+    let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
+    // Set before loading, so an interrupt at any point ends the run the same way.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).context("install signal handler")?;
+    }
+    crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
     let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
@@ -147,15 +159,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // only switched on when such programs are attached (they cost every program a little).
     let _run_stats = (args.stack_noop || !args.inject.is_empty())
         .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).context("install signal handler")?;
-    }
     let options = SamplingOptions {
         samples: args.samples as usize,
         min_sample: Duration::from_millis(args.min_sample_ms),
         pin: args.pin.clone(),
         jobs: args.jobs,
+        user,
     };
     let overhead = Overhead::measure();
     let mut results = Results {
@@ -175,7 +184,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     };
 
     let bar = progress_bar(args.quiet, specs.len());
-    for (i, spec) in specs.iter().enumerate() {
+    for (i, &spec) in specs.iter().enumerate() {
         bar.set_message(format!("{} ({}/{})", spec.name, i + 1, specs.len()));
         let progress = |done: usize, total: usize| {
             bar.set_length((specs.len() * total) as u64);
@@ -310,6 +319,14 @@ fn load_probes(
     } else {
         Vec::new()
     };
+    // Bad input fails before anything is loaded.
+    if let Some((hook, _)) = args
+        .inject
+        .iter()
+        .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
+    {
+        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks --hooks all`");
+    }
     if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
         bail!(
             "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
@@ -338,10 +355,17 @@ fn load_probes(
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
     if args.stack_noop {
-        for hook in selection::default_hooks(workloads) {
-            let hook = hook.trim_start_matches("security_");
-            if args.inject.iter().all(|(h, _)| h != hook) {
-                probes.attach_lsm(&kernel, hook, 0)?;
+        // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
+        let hooks = selection::default_hooks(workloads)
+            .into_iter()
+            .filter_map(|f| lsm_hook_of(&kernel, f));
+        for hook in hooks {
+            if args.inject.iter().all(|(h, _)| *h != hook) {
+                // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
+                // rest still stack, and the refusal is said, not hidden.
+                if let Err(e) = probes.attach_lsm(&kernel, &hook, 0) {
+                    eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
+                }
             }
         }
     }
@@ -392,7 +416,8 @@ fn check_writable(path: &Path) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::NamedTempFile::new_in(dir)
+    crate::scratch::remove_stale_results(dir);
+    crate::scratch::results_temp_file(dir)
         .map(drop)
         .with_context(|| format!("-o {}: cannot write into {}", path.display(), dir.display()))
 }
@@ -426,6 +451,7 @@ fn recorded_options(
         ("min_sample_ms", json!(args.min_sample_ms)),
         ("pin", json!(args.pin)),
         ("jobs", json!(args.jobs)),
+        ("user", json!(args.user)),
         ("inject", json!(args.inject)),
         ("stack_noop", json!(args.stack_noop)),
         ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),

@@ -7,6 +7,8 @@ use std::{
 
 use hookprof::results::{AttributionRow, Results, WorkloadResult};
 
+pub mod cleanup;
+
 /// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
 /// guest), else the workspace's release build.
 pub fn hookprof_bin() -> PathBuf {
@@ -46,6 +48,22 @@ pub fn hookprof(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run hookprof")
+}
+
+/// Runs hookprof as the unprivileged user nobody (uid and gid 65534, no capabilities).
+pub fn hookprof_as_nobody(args: &[&str]) -> Output {
+    let bin = hookprof_bin();
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&bin)
+        .args(args)
+        .output()
+        .expect("run hookprof through setpriv")
 }
 
 /// Runs `hookprof run ARGS -o tmp.json`, asserts success, returns the results.

@@ -1,4 +1,5 @@
 //! `cargo xtask`: set-up, build, run and test hookprof on a fresh machine.
+mod fuzz;
 mod setup;
 mod vm;
 
@@ -26,12 +27,15 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, then the VM tests.
+    /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, a short fuzz run
+    /// of the parsers, then the VM tests.
     Test {
         /// Skip the tests in the qemu guest.
         #[arg(long)]
         no_vm: bool,
     },
+    /// Fuzz each parser of outside input briefly (part of `test`).
+    Fuzz,
     /// Boot a kernel under qemu and run COMMAND in it as root.
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
@@ -67,6 +71,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Test { no_vm } => {
             setup::ensure()?;
             test_host()?;
+            fuzz::run_all()?;
             if !no_vm {
                 let code = vm::vm_test(&vm::VmTestArgs::default())?;
                 if code != 0 {
@@ -75,6 +80,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             println!("xtask: all tests passed");
         }
+        Cmd::Fuzz => fuzz::run_all()?,
         Cmd::Vm(args) => {
             setup::ensure()?;
             return Ok(exit_code(vm::vm(&args)?));

@@ -18,6 +18,21 @@ pub struct LsmProgram {
     link: Option<LsmLinkId>,
 }
 
+/// The LSM hook a `security_*` function calls, as the BPF LSM names it: mostly the same name
+/// (security_file_open -> file_open), sometimes with `_security` (security_file_alloc ->
+/// file_alloc_security) or renamed (security_prepare_creds -> cred_prepare). None if the
+/// function calls no LSM hook on this kernel.
+pub fn lsm_hook_of(kernel: &KernelBtf, function: &str) -> Option<String> {
+    let name = function.strip_prefix("security_").unwrap_or(function);
+    let renamed = match name {
+        "prepare_creds" => "cred_prepare",
+        other => other,
+    };
+    [renamed.to_string(), format!("{name}_security")]
+        .into_iter()
+        .find(|hook| kernel.has_function(&format!("bpf_lsm_{hook}")))
+}
+
 impl Probes {
     /// Loads and attaches a BPF LSM program on `hook` (e.g. `file_open`) that busy-waits
     /// `busy_ns` per call (0: a no-op).

@@ -30,6 +30,7 @@ const CALIBRATION_SLOT: usize = USER_SLOTS;
 pub use self::{
     btf::{KernelBtf, VMLINUX_BTF},
     catalog::Target,
+    lsm::lsm_hook_of,
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
 };

@@ -1,0 +1,7 @@
+//! The /usr/bin/time log reader on any text: an error or results, never a panic.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|text: &str| {
+    let _ = hookprof::import::time::parse(text, "fuzz.log");
+});

@@ -1,0 +1,320 @@
+//! Safety guarantees on the running kernel: whatever way hookprof ends, it leaves no BPF
+//! object, scratch file or process behind; an interrupt stops it within a second and keeps
+//! what was measured; `--user` drops only the workload's privileges; results files are never
+//! truncated by a failed run. Each test runs the real binary as root.
+use std::{
+    path::Path,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use hookprof::results::Results;
+use hookprof_tests::{
+    assert_near,
+    cleanup::{BpfObjects, Hookprof},
+    require_root, row, workload,
+};
+
+/// One at a time: the BPF object and process checks must see only this test's hookprof.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every kind of workload: syscalls, files, a helper process, forks.
+const WORKLOADS: &str = "null_call,open_close,lat_pipe,fork_proc";
+/// A short run of them.
+const QUICK: &[&str] = &["--workloads", WORKLOADS, "--samples", "3"];
+/// A run of a few seconds, for SIGKILL at every phase of it.
+const MEDIUM: &[&str] = &["--workloads", WORKLOADS, "--samples", "10"];
+/// Long enough to be interrupted in the middle.
+const LONG: &[&str] = &["--workloads", WORKLOADS, "--samples", "40"];
+
+/// How a run is ended, and the exit it must end with.
+enum Ending {
+    Normal,
+    Signal(libc::c_int, Duration),
+    Panic,
+}
+
+#[test]
+fn every_exit_path_leaves_nothing_behind() {
+    require_root();
+    let _serial = serial();
+    let cases = [
+        ("normal end", Ending::Normal),
+        (
+            "SIGINT",
+            Ending::Signal(libc::SIGINT, Duration::from_millis(1500)),
+        ),
+        (
+            "SIGTERM",
+            Ending::Signal(libc::SIGTERM, Duration::from_millis(1500)),
+        ),
+        ("panic", Ending::Panic),
+    ];
+    for (what, ending) in cases {
+        let before = BpfObjects::now();
+        let env: &[(&str, &str)] = match ending {
+            Ending::Panic => &[("HOOKPROF_TEST_PANIC", "1")],
+            _ => &[],
+        };
+        let args = match ending {
+            Ending::Signal(..) => LONG,
+            _ => QUICK,
+        };
+        let mut run = Hookprof::start(args, env);
+        let status = match ending {
+            Ending::Normal | Ending::Panic => run.wait(Duration::from_secs(120)),
+            Ending::Signal(signal, after) => {
+                std::thread::sleep(after);
+                run.signal(signal);
+                run.wait(Duration::from_secs(2))
+            }
+        };
+        let expected = match ending {
+            Ending::Normal => 0,
+            Ending::Signal(..) => 130,
+            Ending::Panic => 2,
+        };
+        assert_eq!(status.code(), Some(expected), "{what}: {}", run.stderr());
+        run.assert_left_nothing(&before, what);
+        assert!(
+            run.scratch_entries().is_empty(),
+            "{what}: scratch left: {:?}",
+            run.scratch_entries()
+        );
+    }
+}
+
+/// SIGKILL cannot be caught: the kernel frees the BPF objects (nothing is pinned), helpers die
+/// with their parent (PR_SET_PDEATHSIG), and the next run removes the dead run's scratch dirs.
+#[test]
+fn sigkill_at_any_phase_leaves_nothing_behind_after_the_next_run() {
+    require_root();
+    let _serial = serial();
+    // Loading, attaching, set-up, sampling (clean and probed), and the end of the run.
+    let delays_ms = [5, 60, 250, 800, 1500, 3000, 4500];
+    let mut saw_stale_scratch = false;
+    for delay in delays_ms {
+        let what = format!("SIGKILL after {delay} ms");
+        let before = BpfObjects::now();
+        let mut run = Hookprof::start(MEDIUM, &[]);
+        std::thread::sleep(Duration::from_millis(delay));
+        run.signal(libc::SIGKILL);
+        let status = run.wait(Duration::from_secs(2));
+        assert!(
+            status.code().is_none() || status.code() == Some(0),
+            "{what}: {status}"
+        );
+        run.assert_left_nothing(&before, &what);
+        saw_stale_scratch |= !run.scratch_entries().is_empty();
+        // The next run in the same temp dir works and removes what the dead one left.
+        let mut next = run.next(&["--workloads", "null_call", "--samples", "2"]);
+        let status = next.wait(Duration::from_secs(60));
+        assert!(status.success(), "{what}: next run: {}", next.stderr());
+        assert!(
+            next.scratch_entries().is_empty(),
+            "{what}: stale scratch not removed: {:?}",
+            next.scratch_entries()
+        );
+    }
+    assert!(
+        saw_stale_scratch,
+        "no SIGKILL landed while a workload was set up: the phases were not all covered"
+    );
+}
+
+#[test]
+fn sigint_stops_within_a_second_and_writes_the_samples_so_far() {
+    require_root();
+    let _serial = serial();
+    let before = BpfObjects::now();
+    let mut run = Hookprof::start(
+        &["--workloads", "null_call,fork_proc", "--samples", "200"],
+        &[],
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let took = interrupt(&mut run, "short samples");
+    assert!(took < Duration::from_secs(1), "took {took:?} to stop");
+    let results = Results::load(&run.output()).expect("results of an interrupted run");
+    assert!(!results.complete, "complete is true");
+    let null_call = workload(&results, "null_call");
+    assert!(
+        !null_call.clean.is_empty() && !null_call.probed.is_empty(),
+        "the samples taken before the interrupt are missing"
+    );
+    run.assert_left_nothing(&before, "short samples");
+    assert!(run.scratch_entries().is_empty(), "scratch left");
+}
+
+/// A 2 s sample of a workload with a helper process is cut short: the helper is killed and
+/// reaped, and the run ends within a second all the same.
+#[test]
+fn sigint_stops_a_long_sample_within_a_second() {
+    require_root();
+    let _serial = serial();
+    let before = BpfObjects::now();
+    let args = [
+        "--workloads",
+        "lat_pipe",
+        "--samples",
+        "3",
+        "--min-sample-ms",
+        "2000",
+    ];
+    let mut run = Hookprof::start(&args, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run.scratch_entries().is_empty() {
+        assert!(Instant::now() < deadline, "lat_pipe never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Calibration reaches 2 s runs within a few seconds; warm-up and samples are 2 s each.
+    std::thread::sleep(Duration::from_secs(5));
+    let took = interrupt(&mut run, "2 s samples");
+    assert!(took < Duration::from_secs(1), "took {took:?} to stop");
+    let results = Results::load(&run.output()).expect("results of an interrupted run");
+    assert!(!results.complete, "complete is true");
+    run.assert_left_nothing(&before, "2 s samples");
+    assert!(run.scratch_entries().is_empty(), "scratch left");
+}
+
+/// Sends SIGINT to a running hookprof; asserts it exits 130 and returns how long that took.
+fn interrupt(run: &mut Hookprof, what: &str) -> Duration {
+    assert!(run.running(), "{what}: ended before the interrupt");
+    run.signal(libc::SIGINT);
+    let t = Instant::now();
+    let status = run.wait(Duration::from_secs(5));
+    let took = t.elapsed();
+    assert_eq!(status.code(), Some(130), "{what}: {}", run.stderr());
+    took
+}
+
+#[test]
+fn a_failed_run_leaves_an_existing_results_file_untouched() {
+    require_root();
+    let _serial = serial();
+    let mut run = Hookprof::start(&["--workloads", "null_call", "--samples", "2"], &[]);
+    assert!(
+        run.wait(Duration::from_secs(60)).success(),
+        "{}",
+        run.stderr()
+    );
+    let good = std::fs::read(run.output()).unwrap();
+    for (what, env, kill) in [
+        ("panic", &[("HOOKPROF_TEST_PANIC", "1")][..], false),
+        ("SIGKILL", &[][..], true),
+    ] {
+        let mut failed = run.next_with_env(LONG, env);
+        if kill {
+            std::thread::sleep(Duration::from_millis(1500));
+            failed.signal(libc::SIGKILL);
+        }
+        let status = failed.wait(Duration::from_secs(60));
+        assert!(!status.success(), "{what}: the run did not fail");
+        assert_eq!(
+            std::fs::read(failed.output()).unwrap(),
+            good,
+            "{what}: the results file changed"
+        );
+        let stray: Vec<_> = std::fs::read_dir(failed.output().parent().unwrap())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".hookprof-"))
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            kill || stray.is_empty(),
+            "{what}: temporary files: {stray:?}"
+        );
+    }
+}
+
+#[test]
+fn output_into_a_missing_or_read_only_directory_fails_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = dir.path().join("ro");
+    std::fs::create_dir(&read_only).unwrap();
+    let missing = dir.path().join("missing/r.json");
+    let ro_file = read_only.join("r.json");
+    // Root writes through permission bits, so the read-only case runs as nobody (clean timings
+    // need no privileges); the directory is someone else's and not writable by others.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
+    for (what, path, as_nobody) in [("missing", &missing, false), ("read-only", &ro_file, true)] {
+        let path = path.to_str().unwrap();
+        let args = [
+            "run",
+            "--probes",
+            "none",
+            "--workloads",
+            "null_call",
+            "--samples",
+            "50",
+            "-o",
+            path,
+        ];
+        let t = Instant::now();
+        let out = if as_nobody {
+            hookprof_tests::hookprof_as_nobody(&args)
+        } else {
+            hookprof_tests::hookprof(&args)
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(stderr.contains(path), "{what}: {stderr}");
+        assert!(out.stdout.is_empty(), "{what}: the run started");
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "{what}: failed only after {:?}",
+            t.elapsed()
+        );
+        assert!(!Path::new(path).exists(), "{what}");
+    }
+}
+
+#[test]
+fn user_runs_the_workload_unprivileged_and_counts_stay_right() {
+    require_root();
+    let _serial = serial();
+    let mut run = Hookprof::start(
+        &[
+            "--workloads",
+            "open_close,null_call",
+            "--samples",
+            "6",
+            "--min-sample-ms",
+            "50",
+            "--user",
+            "nobody",
+        ],
+        &[],
+    );
+    // While open_close runs, its scratch dir and the file it opens belong to nobody.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let owners = loop {
+        let owners = run.scratch_owners();
+        if owners.len() >= 2 || Instant::now() > deadline || !run.running() {
+            break owners;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(owners.len() >= 2, "saw no workload file: {owners:?}");
+    for (path, uid) in &owners {
+        assert_eq!(*uid, 65534, "{} is owned by uid {uid}", path.display());
+    }
+    let status = run.wait(Duration::from_secs(120));
+    assert!(status.success(), "{}", run.stderr());
+    let results = Results::load(&run.output()).unwrap();
+    let w = workload(&results, "null_call");
+    assert_near(
+        "getppid calls/op",
+        row(w, "getppid").calls_per_op,
+        1.0,
+        0.05,
+    );
+    let w = workload(&results, "open_close");
+    assert_near("openat calls/op", row(w, "openat").calls_per_op, 1.0, 0.05);
+}
