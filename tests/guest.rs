@@ -288,3 +288,37 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
         "the bpf LSM row took {bpf_delta} ns/op of {NS}"
     );
 }
+
+/// Run by `cargo xtask vm-test` in a second boot whose `lsm=` leaves bpf out (hence ignored in
+/// the first): ground-truth programs cannot work there, and hookprof says so in one line, with
+/// the way to enable the BPF LSM, and exit code 2, before loading anything.
+#[test]
+#[ignore = "needs a guest booted without the bpf LSM (cargo xtask vm-test's second boot)"]
+fn inject_and_stack_noop_without_the_bpf_lsm_are_one_line_errors() {
+    require_guest();
+    require_root();
+    let lsms = std::fs::read_to_string("/sys/kernel/security/lsm").expect("read the LSM list");
+    assert!(
+        !lsms.split(',').any(|l| l.trim() == "bpf"),
+        "this boot has bpf active: {lsms}"
+    );
+    for args in [
+        &[
+            "run",
+            "--workloads",
+            "null_call",
+            "--inject",
+            "file_open=1000",
+        ][..],
+        &["run", "--workloads", "null_call", "--stack-noop"][..],
+    ] {
+        let out = hookprof(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("lsm=") && stderr.contains("bpf"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
