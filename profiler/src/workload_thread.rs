@@ -217,7 +217,7 @@ fn serve(
 ) {
     let created = (|| -> Result<Box<dyn Workload>> {
         if let Some(&cpu) = options.pin.first() {
-            pin_this_thread(cpu)?;
+            crate::workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
         }
         if let Some(user) = user {
             become_user(user)?;
@@ -279,18 +279,6 @@ fn become_user(user: Credentials) -> Result<()> {
                 user.uid,
                 std::io::Error::last_os_error()
             );
-        }
-    }
-    Ok(())
-}
-
-fn pin_this_thread(cpu: usize) -> Result<()> {
-    // SAFETY: cpu_set_t is plain data; the call gets a valid pointer and size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
-            bail!("--pin {cpu}: {}", std::io::Error::last_os_error());
         }
     }
     Ok(())

@@ -19,6 +19,8 @@ mod fs;
 mod ipc;
 mod memory;
 mod peer;
+
+pub use peer::pin_to;
 mod process;
 mod rpc;
 mod select;
