@@ -7,7 +7,7 @@ use core::mem::size_of;
 /// Syscall numbers below this are counted per number (x86_64 has ~460).
 pub const MAX_SYSCALLS: u32 = 512;
 /// fentry/fexit program pairs compiled into the object; each timed kernel function takes one.
-pub const HOOK_SLOTS: u32 = 128;
+pub const HOOK_SLOTS: u32 = 384;
 /// Log2 latency buckets: bucket `b` counts durations `d` with `2^(b-1) <= d < 2^b` ns
 /// (bucket 0 is `d == 0`); the last bucket also takes everything longer.
 pub const HIST_BUCKETS: usize = 32;

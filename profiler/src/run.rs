@@ -41,7 +41,9 @@ pub struct RunArgs {
     /// Print the workloads with a one-line description and exit.
     #[arg(long)]
     pub list: bool,
-    /// Kernel functions to time with fentry/fexit: `default` or a comma-separated list.
+    /// Kernel functions to time with fentry/fexit: `default` (the hooks the workloads call, with
+    /// the active LSMs' functions under them and the task paths), `all` (every security_* hook,
+    /// up to 383), or a comma-separated list.
     #[arg(long, value_delimiter = ',', default_value = "default")]
     pub hooks: Vec<String>,
     /// Probe kinds: `auto` (all), `none` (clean only, no root needed), or a comma-separated list
