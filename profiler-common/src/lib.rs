@@ -37,8 +37,6 @@ pub mod event {
     pub const EXIT: u32 = 2;
     /// The tracking map was full when a child should have been added.
     pub const TRACK_FULL: u32 = 3;
-    /// A fexit found no matching fentry on its CPU (preempted or migrated inside the hook).
-    pub const UNMATCHED: u32 = 4;
     /// BPF LSM program runs (injection and no-op stacking).
     pub const LSM_RUNS: u32 = 5;
     pub const COUNT: u32 = 8;

@@ -336,11 +336,6 @@ impl Probes {
         Ok(())
     }
 
-    /// True if anything at all could be loaded.
-    pub fn any_loaded(&self) -> bool {
-        !self.attachments.is_empty()
-    }
-
     /// True if the syscall programs (which also carry the scope gate) are loaded.
     pub fn scoping_works(&self) -> bool {
         self.attachments
@@ -371,11 +366,6 @@ impl Probes {
                 .collect(),
             refused: self.refused.clone(),
         }
-    }
-
-    /// The eBPF object, for kernel run-time statistics and tests.
-    pub fn ebpf(&self) -> &Ebpf {
-        &self.ebpf
     }
 }
 
