@@ -3,8 +3,10 @@
 use aya::programs::{FEntry, FExit};
 use aya::{Btf, Ebpf};
 use hookprof::results::PathKind;
+use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
-    assert_near, hookprof, require_guest, require_root, row, run_to_results, workload,
+    assert_family_syscalls, assert_near, hookprof, require_guest, require_root, row,
+    run_to_results, workload,
 };
 
 /// The BPF LSM is active, so `lsm/*` programs can attach.
@@ -165,7 +167,40 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         row(exec, "security_bprm_check").calls_per_op > 0.9,
         "security_bprm_check not seen"
     );
+    // The discovery pass gave each workload the paths it calls, not the others' paths.
+    let timed = |w: &str| -> Vec<String> {
+        workload(&r, w)
+            .attribution
+            .iter()
+            .filter(|a| a.kind != PathKind::Syscall)
+            .map(|a| a.name.clone())
+            .collect()
+    };
+    for (w, foreign) in [
+        ("open_close", "security_bprm_check"),
+        ("open_close", "copy_process"),
+        ("stat", "security_file_open"),
+        ("fork_proc", "security_inode_getattr"),
+    ] {
+        assert!(
+            !timed(w).iter().any(|t| t == foreign),
+            "{w} timed {foreign}, which it does not call: {:?}",
+            timed(w)
+        );
+    }
     assert_near("exec events/op", exec.events_per_op["exec"], 1.0, 0.05);
+
+    // Tens of pairs, not hundreds: what these four workloads call.
+    let pairs = r
+        .probes
+        .attached
+        .iter()
+        .filter(|p| p.kind == "fexit")
+        .count();
+    assert!(
+        (10..150).contains(&pairs),
+        "{pairs} fentry/fexit pairs loaded"
+    );
 
     // Every timed row's pair is attached, and calibration left nothing of its own behind.
     let fentry: Vec<&str> = r
@@ -206,6 +241,7 @@ fn bpf_lsm_program_attaches_and_files_still_open() {
         syscalls: true,
         tasks: false,
         functions: Vec::new(),
+        entries_only: false,
     };
     let mut probes = hookprof::probes::Probes::load(&plan, &kernel).expect("load probes");
     probes
@@ -321,4 +357,45 @@ fn inject_and_stack_noop_without_the_bpf_lsm_are_one_line_errors() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+/// Every workload of the default suite runs in the guest, and each family's operation makes
+/// the syscalls it should (the same table the host test checks).
+#[test]
+fn every_default_workload_runs_and_makes_its_syscalls() {
+    require_guest();
+    require_root();
+    let r = run_to_results(&[
+        "--suite",
+        "default",
+        "--probes",
+        "syscalls,tasks",
+        "--samples",
+        "2",
+        "--min-sample-ms",
+        "1",
+        "--quiet",
+    ]);
+    assert!(r.complete, "the run did not complete");
+    let suite = workloads::select(None, Suite::Default).expect("the default suite");
+    for spec in suite {
+        let w = workload(&r, spec.name);
+        assert!(
+            w.clean.len() == 2 && w.clean.iter().all(|v| v.is_finite() && *v > 0.0),
+            "{}: clean samples {:?}",
+            spec.name,
+            w.clean
+        );
+    }
+    assert_family_syscalls(&r);
+    let fork = workload(&r, "fork_proc");
+    assert_near("fork_proc forks/op", fork.events_per_op["fork"], 1.0, 0.05);
+    // Memory latency is pure loads: no syscall inside the op.
+    let syscalls: f64 = workload(&r, "mem_l1")
+        .attribution
+        .iter()
+        .filter(|a| a.kind == PathKind::Syscall)
+        .map(|a| a.calls_per_op)
+        .sum();
+    assert!(syscalls < 0.01, "mem_l1 made {syscalls} syscalls/op");
 }

@@ -3,6 +3,7 @@
 //! functions attribute every operation's time to the paths it takes.
 pub mod attribution;
 pub mod compare;
+pub mod discovery;
 pub mod environment;
 pub mod hook_costs;
 pub mod import;

@@ -82,12 +82,6 @@ pub fn measure(
     stop: &AtomicBool,
     progress: Progress,
 ) -> Result<Outcome> {
-    let scratch = scratch::create(spec.name, options.user)?;
-    let workload_options = WorkloadOptions {
-        scratch_dir: scratch.path().to_path_buf(),
-        pin: options.pin.clone(),
-        jobs: options.jobs,
-    };
     let mut result = WorkloadResult {
         name: spec.name.into(),
         family: spec.family.key().into(),
@@ -104,12 +98,9 @@ pub fn measure(
         result: result.clone(),
         interrupted: true,
     };
-    // Set-up runs inside the tracking window, so helper processes it forks are followed.
     let probed = probes.is_some();
-    let started = attached(probes.as_deref_mut(), || {
-        WorkloadThread::start(spec, workload_options, options.user, probed, stop)
-    })?;
-    let Wait::Done(mut workload) = started else {
+    let started = attached(probes.as_deref_mut(), || start(spec, options, probed, stop))?;
+    let Wait::Done(Started { mut workload, .. }) = started else {
         return Ok(interrupted);
     };
 
@@ -163,7 +154,11 @@ pub fn measure(
     drop(workload);
     if let Some(p) = probes.as_deref() {
         if !probed_samples.is_empty() {
-            let a = attribute(&probed_samples, p.hook_functions(), mean(&clean_ns_per_op));
+            let a = attribute(
+                &probed_samples,
+                &p.focused_functions(),
+                mean(&clean_ns_per_op),
+            );
             result.attribution = a.rows;
             result.events_per_op = a.events_per_op;
             note_untimed(&mut result);
@@ -173,6 +168,38 @@ pub fn measure(
         result,
         interrupted,
     })
+}
+
+/// A workload thread with its private scratch directory. Fields drop in order: the workload
+/// (and its files) goes before the directory.
+pub struct Started {
+    pub workload: WorkloadThread,
+    _scratch: scratch::Scratch,
+}
+
+/// Creates the workload's scratch directory and starts its thread (set-up runs inside the
+/// tracking window if `tracked`, so helper processes it forks are followed).
+pub fn start(
+    spec: &'static WorkloadSpec,
+    options: &SamplingOptions,
+    tracked: bool,
+    stop: &AtomicBool,
+) -> Result<Wait<Started>> {
+    let scratch = scratch::create(spec.name, options.user)?;
+    let workload_options = WorkloadOptions {
+        scratch_dir: scratch.path().to_path_buf(),
+        pin: options.pin.clone(),
+        jobs: options.jobs,
+    };
+    Ok(
+        match WorkloadThread::start(spec, workload_options, options.user, tracked, stop)? {
+            Wait::Done(workload) => Wait::Done(Started {
+                workload,
+                _scratch: scratch,
+            }),
+            Wait::Interrupted => Wait::Interrupted,
+        },
+    )
 }
 
 /// Runs `f` with the probes attached (the workload thread opens its own tracking window).

@@ -12,15 +12,18 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{
+    discovery::{self, Found},
     environment, hook_costs,
     measure::{self, Overhead, SamplingOptions},
     probes::{
         calibration::{self, Calibration},
-        catalog, lsm_hook_of, selection, KernelBtf, ProbePlan, Probes,
+        catalog, lsm_hook_of,
+        selection::{self, Selection},
+        KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
     results::{LsmProgramRecord, ProbeReport, Results, SCHEMA_VERSION},
-    workload_thread::Credentials,
-    workloads::{self, Suite},
+    workload_thread::{Credentials, Wait},
+    workloads::{self, Suite, WorkloadSpec},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -41,9 +44,10 @@ pub struct RunArgs {
     /// Print the workloads with a one-line description and exit.
     #[arg(long)]
     pub list: bool,
-    /// Kernel functions to time with fentry/fexit: `default` (the hooks the workloads call, with
-    /// the active LSMs' functions under them and the task paths), `all` (every security_* hook,
-    /// up to 383), or a comma-separated list.
+    /// Kernel functions to time with fentry/fexit: `default` (what each workload calls, found
+    /// by a short discovery pass over every security_* hook, task path and active LSM
+    /// function; each workload attaches only its own), `all` (every security_* hook, up to
+    /// 383), or a comma-separated list (each hook with its LSM functions).
     #[arg(long, value_delimiter = ',', default_value = "default")]
     pub hooks: Vec<String>,
     /// Probe kinds: `auto` (all), `none` (clean only, no root needed), or a comma-separated list
@@ -106,9 +110,9 @@ fn parse_inject(s: &str) -> Result<(String, u64), String> {
 
 #[derive(clap::Args, Debug)]
 pub struct HooksArgs {
-    /// Functions to try attaching: `default` (the hooks the default suite uses, their LSM
-    /// functions and the task paths), `all` (every security_* hook), or a comma-separated list.
-    #[arg(long, value_delimiter = ',', default_value = "default")]
+    /// Functions to try attaching: `all` (every security_* hook with the active LSMs'
+    /// functions under it, and the task paths; tried in batches) or a comma-separated list.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
     pub hooks: Vec<String>,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -148,19 +152,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
-    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
-    let (mut probes, calibration) = match kinds {
-        Some(kinds) => {
-            let (probes, calibration) = load_probes(kinds, args, &names, &environment.active_lsms)?;
-            (Some(probes), calibration)
-        }
-        None => (None, None),
-    };
-
-    // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
-    // only switched on when such programs are attached (they cost every program a little).
-    let _run_stats = (args.stack_noop || !args.inject.is_empty())
-        .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
     let options = SamplingOptions {
         samples: args.samples as usize,
         min_sample: Duration::from_millis(args.min_sample_ms),
@@ -168,6 +159,32 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         jobs: args.jobs,
         user,
     };
+    let bar = progress_bar(args.quiet, specs.len());
+    let (mut probes, calibration, focus) = match kinds {
+        Some(kinds) => {
+            let setup = ProbeSetup {
+                kinds,
+                args,
+                specs: &specs,
+                options: &options,
+                active_lsms: &environment.active_lsms,
+                stop: &stop,
+                bar: &bar,
+            };
+            let Wait::Done(loaded) = load_probes(&setup)? else {
+                bar.finish_and_clear();
+                eprintln!("hookprof: interrupted before measuring");
+                return Ok(ExitCode::from(130));
+            };
+            (Some(loaded.probes), loaded.calibration, loaded.focus)
+        }
+        None => (None, None, None),
+    };
+
+    // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
+    // only switched on when such programs are attached (they cost every program a little).
+    let _run_stats = (args.stack_noop || !args.inject.is_empty())
+        .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
     let overhead = Overhead::measure();
     let mut results = Results {
         schema_version: SCHEMA_VERSION,
@@ -185,9 +202,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         workloads: Vec::new(),
     };
 
-    let bar = progress_bar(args.quiet, specs.len());
     for (i, &spec) in specs.iter().enumerate() {
         bar.set_message(format!("{} ({}/{})", spec.name, i + 1, specs.len()));
+        if let (Some(p), Some(focus)) = (probes.as_mut(), &focus) {
+            p.focus(Some(focus.functions_of(spec.name)));
+        }
         let progress = |done: usize, total: usize| {
             bar.set_length((specs.len() * total) as u64);
             bar.set_position((i * total + done) as u64);
@@ -306,20 +325,35 @@ fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
     }))
 }
 
-/// Loads the probes (and the ground-truth LSM programs), and calibrates their cost when
-/// fentry/fexit pairs could be loaded.
-fn load_probes(
+/// What loading the probes needs from the run.
+struct ProbeSetup<'a> {
     kinds: Kinds,
-    args: &RunArgs,
-    workloads: &[&str],
-    active_lsms: &[String],
-) -> Result<(Probes, Option<Calibration>)> {
+    args: &'a RunArgs,
+    specs: &'a [&'static WorkloadSpec],
+    options: &'a SamplingOptions,
+    active_lsms: &'a [String],
+    stop: &'a AtomicBool,
+    bar: &'a ProgressBar,
+}
+
+struct LoadedProbes {
+    probes: Probes,
+    calibration: Option<Calibration>,
+    /// Which timed functions each workload attaches (None: all of them, for every workload).
+    focus: Option<Found>,
+}
+
+/// Loads the probes and the ground-truth LSM programs, chooses the functions to time (by the
+/// discovery pass for `--hooks default`), and calibrates their cost when fentry/fexit pairs
+/// could be loaded.
+fn load_probes(setup: &ProbeSetup) -> Result<Wait<LoadedProbes>> {
+    let args = setup.args;
     require_bpf_privileges()?;
     let kernel = KernelBtf::load()?;
-    let functions = if kinds.hooks {
-        selection::select(&kernel, &args.hooks, workloads, active_lsms)?
+    let selection = if setup.kinds.hooks {
+        selection::select(&kernel, &args.hooks, setup.active_lsms)?
     } else {
-        Vec::new()
+        Selection::Listed(Vec::new())
     };
     // Bad input fails before anything is loaded.
     if let Some((hook, _)) = args
@@ -327,8 +361,9 @@ fn load_probes(
         .iter()
         .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
     {
-        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks --hooks all`");
+        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
     }
+    let active_lsms = setup.active_lsms;
     if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
         bail!(
             "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
@@ -340,13 +375,11 @@ fn load_probes(
     // The syscall programs carry the scope gate: whatever else is probed needs them.
     let plan = ProbePlan {
         syscalls: true,
-        tasks: kinds.tasks,
-        functions,
+        tasks: setup.kinds.tasks,
+        functions: Vec::new(),
+        entries_only: false,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
-    for line in probes.report().refusal_lines() {
-        eprintln!("hookprof: {line}");
-    }
     if !probes.scoping_works() {
         bail!(
             "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
@@ -356,27 +389,95 @@ fn load_probes(
     for (hook, ns) in &args.inject {
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
-    if args.stack_noop {
-        // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
-        let hooks = selection::default_hooks(workloads)
-            .into_iter()
-            .filter_map(|f| lsm_hook_of(&kernel, f));
-        for hook in hooks {
-            if args.inject.iter().all(|(h, _)| *h != hook) {
-                // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
-                // rest still stack, and the refusal is said, not hidden.
-                if let Err(e) = probes.attach_lsm(&kernel, &hook, 0) {
-                    eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
-                }
+    let (functions, focus) = match selection {
+        Selection::Listed(functions) => {
+            if args.stack_noop {
+                stack_noop(&mut probes, &kernel, &functions, &args.inject);
             }
+            (functions, None)
         }
+        Selection::Discover => {
+            let Wait::Done(found) = discover_functions(setup, &kernel, &mut probes)? else {
+                return Ok(Wait::Interrupted);
+            };
+            (found.union(), Some(found))
+        }
+    };
+    probes.load_functions(&functions, false, &kernel)?;
+    for line in probes.report().refusal_lines() {
+        eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
         Some(calibration::calibrate(&mut probes, &kernel).context("calibrate the probes")?)
     } else {
         None
     };
-    Ok((probes, calibration))
+    Ok(Wait::Done(LoadedProbes {
+        probes,
+        calibration,
+        focus,
+    }))
+}
+
+/// The discovery pass in two rounds: the hooks and task paths each workload calls, then the
+/// active LSMs' functions under those hooks. `--stack-noop`'s programs go on between the
+/// rounds, so the second round finds the BPF LSM functions they make the kernel call.
+fn discover_functions(
+    setup: &ProbeSetup,
+    kernel: &KernelBtf,
+    probes: &mut Probes,
+) -> Result<Wait<Found>> {
+    let progress = |name: &str| setup.bar.set_message(format!("discovering hooks: {name}"));
+    let discover = |candidates: &[Target]| {
+        discovery::discover(
+            kernel,
+            candidates,
+            setup.specs,
+            setup.options,
+            setup.stop,
+            &progress,
+        )
+    };
+    let Wait::Done(mut found) = discover(&selection::hook_candidates(kernel))? else {
+        return Ok(Wait::Interrupted);
+    };
+    let hooks = found.union();
+    if setup.args.stack_noop {
+        stack_noop(probes, kernel, &hooks, &setup.args.inject);
+    }
+    let Wait::Done(lsms) = discover(&selection::lsm_candidates(
+        kernel,
+        &hooks,
+        setup.active_lsms,
+    ))?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    found.merge(lsms);
+    probes.add_refusals(std::mem::take(&mut found.refused));
+    Ok(Wait::Done(found))
+}
+
+/// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`.
+fn stack_noop(
+    probes: &mut Probes,
+    kernel: &KernelBtf,
+    functions: &[Target],
+    inject: &[(String, u64)],
+) {
+    // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
+    let hooks = functions
+        .iter()
+        .filter_map(|t| lsm_hook_of(kernel, &t.function));
+    for hook in hooks {
+        if inject.iter().all(|(h, _)| *h != hook) {
+            // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
+            // rest still stack, and the refusal is said, not hidden.
+            if let Err(e) = probes.attach_lsm(kernel, &hook, 0) {
+                eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
+            }
+        }
+    }
 }
 
 fn require_bpf_privileges() -> Result<()> {
@@ -469,21 +570,43 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
     let kernel = KernelBtf::load()?;
-    let everything: Vec<&str> = workloads::registry().iter().map(|s| s.name).collect();
-    let functions = selection::select(&kernel, &args.hooks, &everything, &active_lsms)?;
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: true,
-        functions: functions.clone(),
+    let functions = match args.hooks.as_slice() {
+        [one] if one == "all" => selection::catalog(&kernel, &active_lsms),
+        names => match selection::select(&kernel, names, &active_lsms)? {
+            Selection::Listed(functions) => functions,
+            Selection::Discover => bail!(
+                "--hooks default is what a run's discovery pass finds; `hookprof hooks` takes \
+                 all or a list of functions"
+            ),
+        },
     };
-    let mut probes = Probes::load(&plan, &kernel)?;
-    // Loading proves the verifier accepts a program; attaching proves the kernel runs it.
-    let attached = probes.attach();
-    probes.detach()?;
-    attached.context("attach the loaded probes")?;
-    let lsm = lsm_availability(&mut probes, &kernel, &active_lsms);
-    let report = probes.report();
-    drop(probes);
+    // Loading proves the verifier accepts a program; attaching proves the kernel runs it. A
+    // catalog larger than the probe slots is tried a batch at a time.
+    let mut report = ProbeReport::default();
+    let mut lsm = String::new();
+    let batches: Vec<&[Target]> = if functions.is_empty() {
+        vec![&[]]
+    } else {
+        functions.chunks(USER_SLOTS).collect()
+    };
+    for (i, batch) in batches.into_iter().enumerate() {
+        let plan = ProbePlan {
+            syscalls: i == 0,
+            tasks: i == 0,
+            functions: batch.to_vec(),
+            entries_only: false,
+        };
+        let mut probes = Probes::load(&plan, &kernel)?;
+        let attached = probes.attach();
+        probes.detach()?;
+        attached.context("attach the loaded probes")?;
+        if i == 0 {
+            lsm = lsm_availability(&mut probes, &kernel, &active_lsms);
+        }
+        let batch_report = probes.report();
+        report.attached.extend(batch_report.attached);
+        report.refused.extend(batch_report.refused);
+    }
     let catalog = serde_json::json!({
         "kernel_release": environment::detect().kernel_release,
         "active_lsms": active_lsms,
@@ -581,6 +704,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         syscalls: true,
         tasks: false,
         functions: Vec::new(),
+        entries_only: false,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
     let cal = calibration::calibrate(&mut probes, &kernel)?;

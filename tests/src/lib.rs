@@ -105,3 +105,37 @@ pub fn assert_near(what: &str, actual: f64, expected: f64, tolerance: f64) {
         "{what}: {actual} is not {expected} ± {tolerance}"
     );
 }
+
+/// Syscalls per op that lmbench's definition of each op implies, a workload or two per family:
+/// (workload, syscall, calls per op). Two-process workloads count both ends.
+pub const FAMILY_SYSCALLS: &[(&str, &str, f64)] = &[
+    ("null_io", "read", 0.5),
+    ("null_io", "write", 0.5),
+    ("stat", "newfstatat", 1.0),
+    ("select_tcp", "pselect6", 1.0),
+    ("sig_catch", "rt_sigreturn", 1.0),
+    ("lat_pipe", "read", 2.0),
+    ("lat_pipe", "write", 2.0),
+    ("lat_tcp_connect", "connect", 1.0),
+    ("lat_tcp_connect", "socket", 1.0),
+    ("ctx_2p_0k", "write", 1.0),
+    ("fs_delete_0k", "unlink", 1.0),
+    ("mmap_latency", "mmap", 1.0),
+    ("mmap_latency", "munmap", 1.0),
+    ("exec_proc", "execve", 1.0),
+];
+
+/// Checks `FAMILY_SYSCALLS` (within 5%) for every workload of it that `results` holds.
+pub fn assert_family_syscalls(results: &Results) {
+    for (name, syscall, per_op) in FAMILY_SYSCALLS {
+        let Some(w) = results.workloads.iter().find(|w| w.name == *name) else {
+            continue;
+        };
+        assert_near(
+            &format!("{name}: {syscall} calls/op"),
+            row(w, syscall).calls_per_op,
+            *per_op,
+            0.05 * per_op,
+        );
+    }
+}

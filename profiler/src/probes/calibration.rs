@@ -31,7 +31,7 @@ pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration>
     let first_new = probes.attachments.len();
     let refusals_before = probes.refused.len();
     let pair_loaded = probes
-        .load_pair(CALIBRATION_SLOT, &Target::top(function))
+        .load_pair(CALIBRATION_SLOT, &Target::top(function), false)
         .is_ok()
         && probes.load_empty_pair(function);
     if !pair_loaded {

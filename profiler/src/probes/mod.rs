@@ -45,6 +45,8 @@ pub struct ProbePlan {
     pub tasks: bool,
     /// Kernel functions to time with fentry/fexit pairs, one slot each.
     pub functions: Vec<Target>,
+    /// Load only each function's fentry, which counts calls (the discovery pass needs no times).
+    pub entries_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,9 @@ pub struct Probes {
     hooks: Vec<Option<Target>>,
     refused: Vec<Refusal>,
     lsm_programs: Vec<lsm::LsmProgram>,
+    /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
+    /// functions it calls, so a sample's attach and detach stay short.
+    focus: Option<Vec<String>>,
     /// The kernel's BTF as aya needs it, parsed once (slow under emulation).
     btf: aya::Btf,
 }
@@ -96,6 +101,7 @@ impl Probes {
     /// Loads every program of the plan; refusals are recorded, not fatal.
     pub fn load(plan: &ProbePlan, kernel: &KernelBtf) -> Result<Probes> {
         raise_memlock_limit();
+        raise_open_files_limit();
         let pid_offset = kernel.member_offset("task_struct", "pid")?;
         let ebpf = EbpfLoader::new()
             .override_global("TASK_PID_OFFSET", &pid_offset, true)
@@ -109,6 +115,7 @@ impl Probes {
             hooks: Vec::new(),
             refused: Vec::new(),
             lsm_programs: Vec::new(),
+            focus: None,
             btf,
         };
         if plan.syscalls {
@@ -128,7 +135,7 @@ impl Probes {
                 }
             }
         }
-        probes.load_functions(&plan.functions, kernel)?;
+        probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
         Ok(probes)
     }
 
@@ -156,16 +163,28 @@ impl Probes {
         self.record(program, Kind::TpBtf, tracepoint, result)
     }
 
-    /// One fentry/fexit pair per function. Once the kernel refuses trampolines with EPERM it
-    /// refuses them all, so the rest are recorded with the same reason without asking again.
-    fn load_functions(&mut self, functions: &[Target], kernel: &KernelBtf) -> Result<()> {
+    /// Records refusals met elsewhere (the discovery pass's), so the run's report has them.
+    pub fn add_refusals(&mut self, refused: impl IntoIterator<Item = Refusal>) {
+        self.refused.extend(refused);
+    }
+
+    /// One fentry/fexit pair per function, in the next free slots. Once the kernel refuses
+    /// trampolines with EPERM it refuses them all, so the rest are recorded with the same reason
+    /// without asking again.
+    pub fn load_functions(
+        &mut self,
+        functions: &[Target],
+        entries_only: bool,
+        kernel: &KernelBtf,
+    ) -> Result<()> {
+        let first = self.hooks.len();
         anyhow::ensure!(
-            functions.len() <= USER_SLOTS,
+            first + functions.len() <= USER_SLOTS,
             "{} functions to time, but hookprof has {USER_SLOTS} probe slots",
-            functions.len()
+            first + functions.len()
         );
         let mut trampolines_refused: Option<i32> = None;
-        for (slot, target) in functions.iter().enumerate() {
+        for (slot, target) in (first..).zip(functions) {
             let function = &target.function;
             if !kernel.has_function(function) {
                 self.refuse_pair(
@@ -175,15 +194,26 @@ impl Probes {
                 );
             } else if let Some(errno) = trampolines_refused {
                 self.refuse_pair(function, Some(errno), &reason("fentry", Some(errno)));
-            } else if let Err(errno) = self.load_pair(slot, target) {
+            } else if let Err(errno) = self.load_pair(slot, target, entries_only) {
                 trampolines_refused = errno.filter(|&e| e == libc::EPERM);
             }
+        }
+        // Refused slots stay taken: a half-loaded pair's program cannot be loaded again.
+        let end = first + functions.len();
+        if self.hooks.len() < end {
+            self.hooks.resize(end, None);
         }
         Ok(())
     }
 
-    /// Loads slot `slot`'s pair on `target`; on refusal, the errno of the fentry's refusal.
-    fn load_pair(&mut self, slot: usize, target: &Target) -> Result<(), Option<i32>> {
+    /// Loads slot `slot`'s pair (or only its fentry) on `target`; on refusal, the errno of the
+    /// fentry's refusal.
+    fn load_pair(
+        &mut self,
+        slot: usize,
+        target: &Target,
+        entry_only: bool,
+    ) -> Result<(), Option<i32>> {
         let function = &target.function;
         let entry = format!("hook_enter_{slot}");
         let entered = self.load_fentry(&entry, function);
@@ -195,12 +225,14 @@ impl Probes {
             self.refused.push(exit_refusal);
             return Err(errno);
         }
-        let exit = format!("hook_exit_{slot}");
-        let exited = self.load_fexit(&exit, function);
-        if !self.record(&exit, Kind::FExit, function, exited) {
-            // An entry without its exit would count calls it can never time.
-            self.attachments.pop();
-            return Err(None);
+        if !entry_only {
+            let exit = format!("hook_exit_{slot}");
+            let exited = self.load_fexit(&exit, function);
+            if !self.record(&exit, Kind::FExit, function, exited) {
+                // An entry without its exit would count calls it can never time.
+                self.attachments.pop();
+                return Err(None);
+            }
         }
         if self.hooks.len() <= slot {
             self.hooks.resize(slot + 1, None);
@@ -262,10 +294,22 @@ impl Probes {
         }
     }
 
-    /// Attaches every loaded program (a no-op for those already attached).
+    /// Attaches every loaded program, of the timed functions only those in focus (a no-op for
+    /// programs already attached).
     pub fn attach(&mut self) -> Result<()> {
-        self.attach_where(|_| true)?;
+        let focus = self.focus.take();
+        let attached = self.attach_where(|a| {
+            !matches!(a.kind, Kind::FEntry | Kind::FExit)
+                || focus.as_ref().is_none_or(|f| f.contains(&a.target))
+        });
+        self.focus = focus;
+        attached?;
         remember_bpf_fds()
+    }
+
+    /// From the next `attach` on, time only `functions` (None: every loaded function).
+    pub fn focus(&mut self, functions: Option<Vec<String>>) {
+        self.focus = functions;
     }
 
     /// Attaches only the named programs (calibration compares subsets). The list keeps its
@@ -275,6 +319,7 @@ impl Probes {
     }
 
     fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
+        let mut unattachable: Vec<Refusal> = Vec::new();
         for a in &mut self.attachments {
             if a.link.is_some() || !chosen(a) {
                 continue;
@@ -283,24 +328,52 @@ impl Probes {
                 .ebpf
                 .program_mut(&a.program)
                 .with_context(|| format!("program {} vanished", a.program))?;
-            let what = || format!("attach {} {}", a.kind.name(), a.target);
-            a.link = Some(match a.kind {
-                Kind::RawTracepoint => {
-                    let p: &mut RawTracePoint = program.try_into()?;
-                    Link::RawTracepoint(p.attach(&a.target).with_context(what)?)
+            match attach_one(program, a) {
+                Ok(link) => a.link = Some(link),
+                // A function can be in BTF and load, yet not attach (an __init function the
+                // kernel has freed): its pair is refused and the rest go on.
+                Err(e) if matches!(a.kind, Kind::FEntry | Kind::FExit) => {
+                    unattachable.push(refusal::refusal(a.kind.name(), &a.target, &e));
                 }
-                Kind::TpBtf => {
-                    let p: &mut BtfTracePoint = program.try_into()?;
-                    Link::TpBtf(p.attach().with_context(what)?)
+                Err(e) => {
+                    return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
                 }
-                Kind::FEntry => {
-                    let p: &mut FEntry = program.try_into()?;
-                    Link::FEntry(p.attach().with_context(what)?)
-                }
-                Kind::FExit => {
-                    let p: &mut FExit = program.try_into()?;
-                    Link::FExit(p.attach().with_context(what)?)
-                }
+            }
+        }
+        for refusal in unattachable {
+            self.drop_function(refusal)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a timed function the kernel would not attach: its programs are detached and
+    /// never attached again, its slot goes empty, and the refusal is recorded for the pair.
+    fn drop_function(&mut self, refusal: Refusal) -> Result<()> {
+        let target = refusal.target.clone();
+        let mut kept = Vec::with_capacity(self.attachments.len());
+        for mut a in std::mem::take(&mut self.attachments) {
+            let timed = matches!(a.kind, Kind::FEntry | Kind::FExit) && a.target == target;
+            if !timed {
+                kept.push(a);
+                continue;
+            }
+            if let Some(link) = a.link.take() {
+                detach_one(&mut self.ebpf, &a.program, link)?;
+            }
+        }
+        self.attachments = kept;
+        for slot in self.hooks.iter_mut() {
+            if slot.as_ref().is_some_and(|t| t.function == target) {
+                *slot = None;
+            }
+        }
+        if self.refused.iter().any(|r| r.target == target) {
+            return Ok(());
+        }
+        for kind in ["fentry", "fexit"] {
+            self.refused.push(Refusal {
+                kind: kind.into(),
+                ..refusal.clone()
             });
         }
         Ok(())
@@ -309,28 +382,8 @@ impl Probes {
     /// Detaches every attached program; they stay loaded for the next attach.
     pub fn detach(&mut self) -> Result<()> {
         for a in &mut self.attachments {
-            let Some(link) = a.link.take() else { continue };
-            let program = self
-                .ebpf
-                .program_mut(&a.program)
-                .with_context(|| format!("program {} vanished", a.program))?;
-            match link {
-                Link::RawTracepoint(id) => {
-                    let p: &mut RawTracePoint = program.try_into()?;
-                    p.detach(id)?
-                }
-                Link::TpBtf(id) => {
-                    let p: &mut BtfTracePoint = program.try_into()?;
-                    p.detach(id)?
-                }
-                Link::FEntry(id) => {
-                    let p: &mut FEntry = program.try_into()?;
-                    p.detach(id)?
-                }
-                Link::FExit(id) => {
-                    let p: &mut FExit = program.try_into()?;
-                    p.detach(id)?
-                }
+            if let Some(link) = a.link.take() {
+                detach_one(&mut self.ebpf, &a.program, link)?;
             }
         }
         Ok(())
@@ -354,6 +407,17 @@ impl Probes {
         &self.hooks
     }
 
+    /// The functions `attach` times now, by slot: those in focus (None for the other slots).
+    pub fn focused_functions(&self) -> Vec<Option<Target>> {
+        self.hooks
+            .iter()
+            .map(|slot| {
+                slot.clone()
+                    .filter(|t| self.focus.as_ref().is_none_or(|f| f.contains(&t.function)))
+            })
+            .collect()
+    }
+
     pub fn report(&self) -> ProbeReport {
         ProbeReport {
             attached: self
@@ -367,6 +431,52 @@ impl Probes {
             refused: self.refused.clone(),
         }
     }
+}
+
+fn attach_one(program: &mut aya::programs::Program, a: &Attachment) -> Result<Link, ProgramError> {
+    Ok(match a.kind {
+        Kind::RawTracepoint => {
+            let p: &mut RawTracePoint = program.try_into()?;
+            Link::RawTracepoint(p.attach(&a.target)?)
+        }
+        Kind::TpBtf => {
+            let p: &mut BtfTracePoint = program.try_into()?;
+            Link::TpBtf(p.attach()?)
+        }
+        Kind::FEntry => {
+            let p: &mut FEntry = program.try_into()?;
+            Link::FEntry(p.attach()?)
+        }
+        Kind::FExit => {
+            let p: &mut FExit = program.try_into()?;
+            Link::FExit(p.attach()?)
+        }
+    })
+}
+
+fn detach_one(ebpf: &mut Ebpf, program: &str, link: Link) -> Result<()> {
+    let program = ebpf
+        .program_mut(program)
+        .with_context(|| format!("program {program} vanished"))?;
+    match link {
+        Link::RawTracepoint(id) => {
+            let p: &mut RawTracePoint = program.try_into()?;
+            p.detach(id)?
+        }
+        Link::TpBtf(id) => {
+            let p: &mut BtfTracePoint = program.try_into()?;
+            p.detach(id)?
+        }
+        Link::FEntry(id) => {
+            let p: &mut FEntry = program.try_into()?;
+            p.detach(id)?
+        }
+        Link::FExit(id) => {
+            let p: &mut FExit = program.try_into()?;
+            p.detach(id)?
+        }
+    }
+    Ok(())
 }
 
 thread_local! {
@@ -427,6 +537,23 @@ pub fn close_inherited_bpf_fds() {
     for fd in &BPF_FDS[..BPF_FD_COUNT.load(Ordering::Acquire)] {
         // SAFETY: closing an fd number in a freshly forked child affects only the child.
         unsafe { libc::close(fd.load(Ordering::Relaxed)) };
+    }
+}
+
+/// Every loaded program and every link is an fd: a full set of slots needs over 1,500.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid rlimit; if raising fails, loads past the
+    // soft limit are refused with EMFILE and reported as such.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
     }
 }
 

@@ -1,195 +1,142 @@
-//! Which kernel functions a run times. `default`: the hooks the selected workloads are known to
-//! call, each with the active LSMs' functions under it, plus the task paths for workloads that
-//! create processes. `all`: every `security_*` hook of the kernel. Otherwise a list of names.
+//! Which kernel functions a run times, by `--hooks`. `default`: what each selected workload
+//! calls on this kernel, found by the discovery pass (`crate::discovery`) among every hook and
+//! task path, then among the active LSMs' functions under the hooks found. `all`: every
+//! `security_*` hook. Otherwise the named functions, each hook with its LSM functions under it.
 use anyhow::{bail, Result};
 
 use super::{
-    catalog::{hook_with_lsms, security_hooks, task_paths, Target},
+    catalog::{hook_with_lsms, lsm_functions, security_hooks, task_paths, Target},
     KernelBtf, USER_SLOTS,
 };
 
-/// The hooks each workload's operation calls (mainline 6.x), so a default run attaches tens of
-/// pairs, not hundreds.
-const HOOKS_BY_WORKLOAD: &[(&str, &[&str])] = &[
-    ("null_io", &["security_file_permission"]),
-    ("stat", &["security_inode_getattr"]),
-    (
-        "open_close",
-        &[
-            "security_file_open",
-            "security_file_alloc",
-            "security_file_free",
-            "security_inode_permission",
-        ],
-    ),
-    ("sig_catch", &["security_task_kill"]),
-    (
-        "fork_proc",
-        &[
-            "security_task_alloc",
-            "security_task_free",
-            "security_prepare_creds",
-            "security_cred_free",
-        ],
-    ),
-    ("exec_proc", EXEC_HOOKS),
-    ("sh_proc", EXEC_HOOKS),
-    (
-        "fork_exit_storm",
-        &[
-            "security_task_alloc",
-            "security_task_free",
-            "security_prepare_creds",
-        ],
-    ),
-    ("build", EXEC_HOOKS),
-    ("lat_pipe", &["security_file_permission"]),
-    ("bw_pipe", &["security_file_permission"]),
-    ("lat_unix", SOCKET_IO_HOOKS),
-    ("bw_unix", SOCKET_IO_HOOKS),
-    ("lat_udp", SOCKET_IO_HOOKS),
-    ("lat_rpc_udp", SOCKET_IO_HOOKS),
-    ("lat_tcp", SOCKET_IO_HOOKS),
-    ("lat_rpc_tcp", SOCKET_IO_HOOKS),
-    ("bw_tcp", SOCKET_IO_HOOKS),
-    (
-        "lat_tcp_connect",
-        &[
-            "security_socket_create",
-            "security_socket_post_create",
-            "security_socket_connect",
-            "security_sk_alloc",
-            "security_sk_free",
-        ],
-    ),
-    ("fs_create_0k", FS_CREATE_HOOKS),
-    ("fs_create_10k", FS_CREATE_HOOKS),
-    (
-        "fs_delete_0k",
-        &["security_path_unlink", "security_inode_unlink"],
-    ),
-    (
-        "fs_delete_10k",
-        &["security_path_unlink", "security_inode_unlink"],
-    ),
-    (
-        "mmap_latency",
-        &["security_mmap_file", "security_mmap_addr"],
-    ),
-    ("page_fault", &["security_mmap_file"]),
-    ("bw_file_reread", &["security_file_permission"]),
-    ("bw_mmap_reread", &["security_mmap_file"]),
-    ("ctx_2p_0k", &["security_file_permission"]),
-];
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Discover what each workload calls.
+    Discover,
+    /// Time these functions in every workload.
+    Listed(Vec<Target>),
+}
 
-const EXEC_HOOKS: &[&str] = &[
-    "security_task_alloc",
-    "security_bprm_creds_for_exec",
-    "security_bprm_check",
-    "security_bprm_committing_creds",
-    "security_bprm_committed_creds",
-    "security_file_open",
-    "security_mmap_file",
-];
-const SOCKET_IO_HOOKS: &[&str] = &[
-    "security_socket_sendmsg",
-    "security_socket_recvmsg",
-    "security_file_permission",
-];
-const FS_CREATE_HOOKS: &[&str] = &[
-    "security_path_mknod",
-    "security_inode_create",
-    "security_file_open",
-    "security_inode_init_security",
-];
-
-/// Workloads that create processes also get the fork/exit/exec task paths.
-const PROCESS_WORKLOADS: &[&str] = &[
-    "fork_proc",
-    "exec_proc",
-    "sh_proc",
-    "fork_exit_storm",
-    "build",
-];
-
-/// The functions to time for `--hooks` (`default`, `all`, or names).
-pub fn select(
-    kernel: &KernelBtf,
-    hooks: &[String],
-    workloads: &[&str],
-    active_lsms: &[String],
-) -> Result<Vec<Target>> {
-    let mut targets: Vec<Target> = Vec::new();
-    let mut add = |new: Vec<Target>| {
-        for t in new {
-            if !targets.iter().any(|x| x.function == t.function) {
-                targets.push(t);
-            }
-        }
-    };
-    match hooks {
-        [one] if one == "all" => add(security_hooks(kernel)
+/// Reads `--hooks` (`default`, `all`, or names); a name this kernel lacks is an error.
+pub fn select(kernel: &KernelBtf, hooks: &[String], active_lsms: &[String]) -> Result<Selection> {
+    let targets: Vec<Target> = match hooks {
+        [one] if one == "default" => return Ok(Selection::Discover),
+        [one] if one == "all" => security_hooks(kernel)
             .iter()
             .map(|h| Target::top(h))
-            .collect()),
-        [one] if one == "default" => {
-            for name in default_hooks(workloads) {
-                if kernel.has_function(name) {
-                    add(hook_with_lsms(kernel, name, active_lsms));
-                }
-            }
-            if workloads.iter().any(|w| PROCESS_WORKLOADS.contains(w)) {
-                add(task_paths(kernel));
-            }
-        }
+            .collect(),
         names => {
+            let mut targets = Vec::new();
             for name in names {
                 if !kernel.has_function(name) {
                     bail!("hook '{name}' does not exist on this kernel (not in its BTF); see `hookprof hooks`");
                 }
-                add(hook_with_lsms(kernel, name, active_lsms));
+                targets.extend(hook_with_lsms(kernel, name, active_lsms));
             }
+            dedup(targets)
         }
-    }
+    };
     if targets.len() > USER_SLOTS {
         bail!(
             "{} functions to time, but hookprof has {USER_SLOTS} fentry/fexit slots: name fewer with --hooks",
             targets.len()
         );
     }
-    Ok(targets)
+    Ok(Selection::Listed(targets))
 }
 
-/// The known hooks of the given workloads, in first-seen order.
-pub fn default_hooks(workloads: &[&str]) -> Vec<&'static str> {
-    let mut hooks: Vec<&'static str> = Vec::new();
-    for w in workloads {
-        let known = HOOKS_BY_WORKLOAD
+/// Discovery's first round: every `security_*` hook and every task path of this kernel.
+pub fn hook_candidates(kernel: &KernelBtf) -> Vec<Target> {
+    let mut targets: Vec<Target> = security_hooks(kernel)
+        .iter()
+        .map(|h| Target::top(h))
+        .collect();
+    targets.extend(task_paths(kernel));
+    targets
+}
+
+/// Discovery's second round: the active LSMs' functions under the given hooks.
+pub fn lsm_candidates(kernel: &KernelBtf, hooks: &[Target], active_lsms: &[String]) -> Vec<Target> {
+    dedup(
+        hooks
             .iter()
-            .find(|(name, _)| name == w)
-            .map_or(&[][..], |(_, h)| *h);
-        for h in known {
-            if !hooks.contains(h) {
-                hooks.push(h);
-            }
+            .flat_map(|h| lsm_functions(kernel, &h.function, active_lsms))
+            .collect(),
+    )
+}
+
+/// The whole catalog `hookprof hooks` lists: every hook with its LSM functions, then the task
+/// paths.
+pub fn catalog(kernel: &KernelBtf, active_lsms: &[String]) -> Vec<Target> {
+    let mut targets: Vec<Target> = security_hooks(kernel)
+        .iter()
+        .flat_map(|h| hook_with_lsms(kernel, h, active_lsms))
+        .collect();
+    targets.extend(task_paths(kernel));
+    dedup(targets)
+}
+
+/// Keeps the first of each function.
+fn dedup(targets: Vec<Target>) -> Vec<Target> {
+    let mut out: Vec<Target> = Vec::with_capacity(targets.len());
+    for t in targets {
+        if !out.iter().any(|o| o.function == t.function) {
+            out.push(t);
         }
     }
-    hooks
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The running kernel's BTF (hookprof needs it anyway; CI machines have it).
+    fn kernel() -> KernelBtf {
+        KernelBtf::load().expect("this kernel's BTF")
+    }
+
     #[test]
-    fn default_hooks_follow_the_workloads() {
-        assert_eq!(default_hooks(&["stat"]), ["security_inode_getattr"]);
-        let exec = default_hooks(&["open_close", "exec_proc"]);
-        assert!(exec.contains(&"security_bprm_check") && exec.contains(&"security_file_open"));
+    fn default_is_discovered_and_unknown_names_are_errors() {
+        let k = kernel();
+        let lsms = vec!["capability".to_string(), "bpf".to_string()];
         assert_eq!(
-            exec.iter().filter(|h| **h == "security_file_open").count(),
-            1
+            select(&k, &["default".into()], &lsms).unwrap(),
+            Selection::Discover
         );
-        assert!(default_hooks(&["null_call"]).is_empty());
+        let err = select(&k, &["security_no_such_hook".into()], &lsms).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        let Selection::Listed(listed) = select(&k, &["security_file_open".into()], &lsms).unwrap()
+        else {
+            panic!("a list is listed")
+        };
+        assert_eq!(listed[0], Target::top("security_file_open"));
+        assert!(listed
+            .iter()
+            .any(|t| t.function == "bpf_lsm_file_open" && t.lsm.as_deref() == Some("bpf")));
+    }
+
+    #[test]
+    fn candidates_cover_hooks_task_paths_and_lsm_functions_once() {
+        let k = kernel();
+        let hooks = hook_candidates(&k);
+        assert!(hooks.iter().any(|t| t.function == "security_file_open"));
+        assert!(hooks.iter().any(|t| t.function == "copy_process"));
+        assert!(hooks.iter().all(|t| t.lsm.is_none()));
+        let lsms = vec!["bpf".to_string()];
+        let under = lsm_candidates(
+            &k,
+            &[
+                Target::top("security_file_open"),
+                Target::top("security_file_open"),
+            ],
+            &lsms,
+        );
+        assert_eq!(under.len(), 1, "{under:?}");
+        assert_eq!(under[0].parent.as_deref(), Some("security_file_open"));
+        let all = catalog(&k, &lsms);
+        let position = |f: &str| all.iter().position(|t| t.function == f).unwrap();
+        assert!(position("security_file_open") < position("bpf_lsm_file_open"));
+        assert!(all.len() > hooks.len());
     }
 }
