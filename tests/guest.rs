@@ -374,7 +374,6 @@ fn every_default_workload_runs_and_makes_its_syscalls() {
         "2",
         "--min-sample-ms",
         "1",
-        "--quiet",
     ]);
     assert!(r.complete, "the run did not complete");
     let suite = workloads::select(None, Suite::Default).expect("the default suite");

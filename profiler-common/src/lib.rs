@@ -77,16 +77,18 @@ pub fn hist_bucket(ns: u64) -> usize {
     }
 }
 
-/// A hook entry waiting for its exit, kept per CPU and per slot.
+/// One timed function's per-CPU state: the entry waiting for its exit beside the tally, so
+/// each side of the pair needs a single map lookup.
 #[derive(Copy, Clone, Debug)]
 #[repr(C)]
-pub struct HookStart {
+pub struct HookSlot {
     pub start_ns: u64,
-    /// Thread id that entered; 0 when the slot is free.
+    /// Thread id that entered; 0 when no entry is waiting.
     pub tid: u32,
     pub _pad: u32,
+    pub tally: Tally,
 }
-const _: () = assert!(size_of::<HookStart>() == 16);
+const _: () = assert!(size_of::<HookSlot>() == 16 + size_of::<Tally>());
 
 /// A syscall entry waiting for its exit, kept per thread (syscalls block and migrate).
 #[derive(Copy, Clone, Debug)]
@@ -110,7 +112,7 @@ const _: () = assert!(size_of::<LsmSlotConfig>() == 8);
 mod pod {
     // SAFETY: plain-old-data, repr(C), no implicit padding (sizes pinned above).
     unsafe impl aya::Pod for super::Tally {}
-    unsafe impl aya::Pod for super::HookStart {}
+    unsafe impl aya::Pod for super::HookSlot {}
     unsafe impl aya::Pod for super::SyscallStart {}
     unsafe impl aya::Pod for super::LsmSlotConfig {}
 }

@@ -7,10 +7,9 @@ use aya_ebpf::{
     macros::{fentry, fexit},
     programs::{FEntryContext, FExitContext},
 };
-use profiler_common::HookStart;
 
 use crate::{
-    maps::{add_duration, HOOKS, HOOK_STARTS},
+    maps::{add_duration, HOOKS},
     scope,
 };
 
@@ -20,35 +19,29 @@ fn hook_enter(slot: u32) {
     if !scope::is_tracked_fast(tid) {
         return;
     }
-    if let Some(t) = HOOKS.get_ptr_mut(slot) {
-        unsafe { (*t).calls += 1 }
-    }
-    if let Some(s) = HOOK_STARTS.get_ptr_mut(slot) {
-        unsafe {
-            *s = HookStart {
-                start_ns: bpf_ktime_get_ns(),
-                tid,
-                _pad: 0,
-            }
-        }
+    if let Some(s) = HOOKS.get_ptr_mut(slot) {
+        let s = unsafe { &mut *s };
+        s.tally.calls += 1;
+        s.tid = tid;
+        // Last, so the time this program spent before it is not the function's.
+        s.start_ns = unsafe { bpf_ktime_get_ns() };
     }
 }
 
 #[inline(always)]
 fn hook_exit(slot: u32) {
     let now = unsafe { bpf_ktime_get_ns() };
-    let tid = scope::current_tid();
-    let Some(s) = HOOK_STARTS.get_ptr_mut(slot) else {
+    let Some(s) = HOOKS.get_ptr_mut(slot) else {
         return;
     };
     let s = unsafe { &mut *s };
-    if s.tid != tid || tid == 0 {
+    // Untracked calls leave no entry: they return before asking who is running.
+    if s.tid == 0 || s.tid != scope::current_tid() {
         return;
     }
     s.tid = 0;
-    if let Some(t) = HOOKS.get_ptr_mut(slot) {
-        add_duration(unsafe { &mut *t }, now.wrapping_sub(s.start_ns));
-    }
+    let elapsed = now.wrapping_sub(s.start_ns);
+    add_duration(&mut s.tally, elapsed);
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.

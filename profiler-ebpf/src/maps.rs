@@ -4,7 +4,7 @@ use aya_ebpf::{
     maps::{HashMap, PerCpuArray},
 };
 use profiler_common::{
-    event, HookStart, LsmSlotConfig, SyscallStart, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SYSCALLS,
+    event, HookSlot, LsmSlotConfig, SyscallStart, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SYSCALLS,
     MAX_TRACKED_TASKS,
 };
 
@@ -27,13 +27,9 @@ pub static SYSCALLS: PerCpuArray<Tally> = PerCpuArray::with_max_entries(MAX_SYSC
 pub static SYSCALL_STARTS: HashMap<u32, SyscallStart> =
     HashMap::with_max_entries(MAX_TRACKED_TASKS, 0);
 
-/// Per hook slot (one timed kernel function each).
+/// Per hook slot (one timed kernel function each): its tally and its waiting entry.
 #[map]
-pub static HOOKS: PerCpuArray<Tally> = PerCpuArray::with_max_entries(HOOK_SLOTS, 0);
-
-/// Hook entries waiting for their exit, per CPU and slot.
-#[map]
-pub static HOOK_STARTS: PerCpuArray<HookStart> = PerCpuArray::with_max_entries(HOOK_SLOTS, 0);
+pub static HOOKS: PerCpuArray<HookSlot> = PerCpuArray::with_max_entries(HOOK_SLOTS, 0);
 
 /// Task events and diagnostics, indexed by `profiler_common::event`.
 #[map]
