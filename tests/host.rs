@@ -133,6 +133,23 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
     }
 }
 
+/// A reader that closes early (`hookprof run --list | head -1`) ends the output quietly.
+#[test]
+fn closed_stdout_ends_output_without_a_panic() {
+    use std::process::{Command, Stdio};
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader); // closed before hookprof writes a line
+    let out = Command::new(hookprof_tests::hookprof_bin())
+        .args(["run", "--list"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run hookprof");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
 /// Each bad input: one line naming the problem, exit code 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_exit_code_2() {

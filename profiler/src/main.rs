@@ -33,6 +33,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    end_quietly_when_stdout_closes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
@@ -59,4 +60,23 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `hookprof hooks | head`: a reader that stops early ends the output quietly, as it does for
+/// other Unix tools, instead of a panic. SIGPIPE itself stays ignored, so a workload's broken
+/// pipe or socket is an error it reports, not a silent death. By then the probes are unloaded
+/// and any results file is written.
+fn end_quietly_when_stdout_closes() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141); // what a shell reports for death by SIGPIPE
+        }
+        default_hook(info);
+    }));
 }
