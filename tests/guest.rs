@@ -408,3 +408,34 @@ fn every_workload_runs_and_makes_its_syscalls() {
         .sum();
     assert!(syscalls < 0.01, "mem_l1 made {syscalls} syscalls/op");
 }
+
+/// `--stack-noop` stacks a no-op BPF LSM program on each hook the discovery pass found the
+/// workload calling (and only those), and each program runs.
+#[test]
+fn stack_noop_stacks_on_the_hooks_the_workload_calls() {
+    require_guest();
+    require_root();
+    let r = run_to_results(&[
+        "--workloads",
+        "open_close",
+        "--stack-noop",
+        "--samples",
+        "2",
+        "--min-sample-ms",
+        "2",
+    ]);
+    let stacked: Vec<&str> = r.lsm_programs.iter().map(|p| p.hook.as_str()).collect();
+    for hook in ["file_open", "inode_permission"] {
+        let program = r
+            .lsm_programs
+            .iter()
+            .find(|p| p.hook == hook)
+            .unwrap_or_else(|| panic!("no program stacked on {hook}: {stacked:?}"));
+        assert_eq!(program.busy_ns, 0, "{program:?}");
+        assert!(program.runs > 0, "the program on {hook} never ran");
+    }
+    assert!(
+        !stacked.contains(&"bprm_check_security"),
+        "stacked on a hook open_close does not call: {stacked:?}"
+    );
+}

@@ -68,10 +68,12 @@ impl Found {
 }
 
 /// Runs each workload's burst with a counting probe on every candidate (in batches of the
-/// probe slots there are), reporting each workload's name to `progress` as it starts.
+/// probe slots there are), reporting each workload's name to `progress` as it starts. With
+/// `follow_children` (the run's task probes), what the workload's children call counts too.
 pub fn discover(
     kernel: &KernelBtf,
     candidates: &[Target],
+    follow_children: bool,
     specs: &[&'static WorkloadSpec],
     options: &SamplingOptions,
     stop: &AtomicBool,
@@ -84,7 +86,7 @@ pub fn discover(
     for batch in candidates.chunks(USER_SLOTS) {
         let plan = ProbePlan {
             syscalls: true,
-            tasks: true,
+            tasks: follow_children,
             functions: batch.to_vec(),
             entries_only: true,
         };

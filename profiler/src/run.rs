@@ -432,6 +432,7 @@ fn discover_functions(
         discovery::discover(
             kernel,
             candidates,
+            setup.kinds.tasks,
             setup.specs,
             setup.options,
             setup.stop,
