@@ -91,11 +91,14 @@ pub fn discover(
             entries_only: true,
         };
         let mut probes = Probes::load(&plan, kernel)?;
+        let countable = probes.hook_functions().iter().any(Option::is_some);
+        if countable {
+            probes.attach()?; // functions that load but do not attach are refused here
+        }
         found.refused.extend(probes.report().refused);
-        if probes.hook_functions().iter().all(Option::is_none) {
+        if !countable {
             continue; // nothing here can be counted (trampolines refused)
         }
-        probes.attach()?;
         for (spec, (_, called)) in specs.iter().zip(&mut found.by_workload) {
             progress(spec.name);
             let Wait::Done(calls_per_op) = burst(spec, options, &probes, stop)

@@ -333,7 +333,12 @@ impl Probes {
                 // A function can be in BTF and load, yet not attach (an __init function the
                 // kernel has freed): its pair is refused and the rest go on.
                 Err(e) if matches!(a.kind, Kind::FEntry | Kind::FExit) => {
-                    unattachable.push(refusal::refusal(a.kind.name(), &a.target, &e));
+                    let mut refusal = refusal::refusal(a.kind.name(), &a.target, &e);
+                    refusal.reason = format!(
+                        "loads but does not attach (code the kernel freed after boot?): {}",
+                        refusal.reason
+                    );
+                    unattachable.push(refusal);
                 }
                 Err(e) => {
                     return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
