@@ -191,3 +191,37 @@ fn inject_changes_no_security_decision() {
         &[("file_open", 2000), ("capable", 500)],
     );
 }
+
+/// Ctrl-C while the discovery pass holds its second eBPF object (a counting fentry on every
+/// hook and task path, hundreds of programs) ends the run with 130 and leaves no program,
+/// link, map, process or scratch file behind.
+#[test]
+fn sigint_during_discovery_leaves_nothing_behind() {
+    use std::time::{Duration, Instant};
+
+    use hookprof_tests::cleanup::{BpfObjects, Hookprof};
+
+    require_guest();
+    require_root();
+    let before = BpfObjects::now();
+    let mut run = Hookprof::start(
+        &["--workloads", "fork_proc,exec_proc", "--samples", "2"],
+        &[],
+    );
+    // The measured run's own object has a few dozen programs at most.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while BpfObjects::now().count("prog") < before.count("prog") + 200 {
+        assert!(run.running(), "ended before discovery: {}", run.stderr());
+        assert!(
+            Instant::now() < deadline,
+            "the discovery pass never attached its probes"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    run.signal(libc::SIGINT);
+    // Under TCG, letting go of hundreds of trampolines takes a while.
+    let status = run.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(130), "{}", run.stderr());
+    run.assert_left_nothing(&before, "SIGINT during discovery");
+    assert!(run.scratch_entries().is_empty(), "scratch left");
+}

@@ -251,7 +251,7 @@ fn busybox_applets() -> Result<Vec<String>> {
         .collect())
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+pub fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file() && is_executable(p))

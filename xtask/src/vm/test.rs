@@ -46,6 +46,10 @@ const LSM_WITHOUT_BPF: &str = "lockdown,capability,landlock,yama,apparmor";
 fn boot_with_tests(boot: &BootArgs, tests: &std::path::Path, test_args: &[String]) -> Result<i32> {
     let mut payload = Payload::default();
     let hookprof = payload.add_file(&crate::hookprof_bin())?;
+    // The safety tests count BPF objects with bpftool, as on the host.
+    let bpftool = super::initramfs::which("bpftool")
+        .context("bpftool not found (package bpftool): run cargo xtask setup")?;
+    payload.add_file(&bpftool)?;
     let mut command = vec![payload.add_file(tests)?, "--test-threads=1".to_string()];
     command.extend(test_args.iter().cloned());
     let env = [
