@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod environment;
 pub mod hook_costs;
 pub mod import;
+pub mod inspect;
 pub mod lmbench;
 pub mod measure;
 pub mod probes;

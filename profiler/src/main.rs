@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{compare, import, report, run};
+use hookprof::{compare, import, inspect, report, run};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -27,9 +27,9 @@ enum Command {
     #[command(subcommand)]
     Import(import::ImportCommand),
     /// What can be probed on this kernel, and what the kernel refused and why.
-    Hooks(run::HooksArgs),
+    Hooks(inspect::HooksArgs),
     /// The probes' own cost on this kernel.
-    Calibrate(run::CalibrateArgs),
+    Calibrate(inspect::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,8 +50,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::execute(&args),
         Command::Report(args) => report::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
-        Command::Hooks(args) => run::hooks(&args),
-        Command::Calibrate(args) => run::calibrate(&args),
+        Command::Hooks(args) => inspect::hooks(&args),
+        Command::Calibrate(args) => inspect::calibrate(&args),
     };
     match result {
         Ok(code) => code,

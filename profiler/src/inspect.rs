@@ -1,0 +1,210 @@
+//! `hookprof hooks` (the catalog: what can be probed on this kernel, what it refuses and why)
+//! and `hookprof calibrate` (what the probes themselves cost here).
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{
+    environment,
+    probes::{
+        calibration, catalog,
+        selection::{self, Selection},
+        KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
+    },
+    results::ProbeReport,
+    run::require_bpf_privileges,
+};
+
+#[derive(clap::Args, Debug)]
+pub struct HooksArgs {
+    /// Functions to try attaching: `all` (every security_* hook with the active LSMs'
+    /// functions under it, and the task paths; tried in batches) or a comma-separated list.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub hooks: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
+    require_bpf_privileges()?;
+    environment::ensure_securityfs();
+    let active_lsms = environment::active_lsms();
+    let kernel = KernelBtf::load()?;
+    let functions = match args.hooks.as_slice() {
+        [one] if one == "all" => selection::catalog(&kernel, &active_lsms),
+        names => match selection::select(&kernel, names, &active_lsms)? {
+            Selection::Listed(functions) => functions,
+            Selection::Discover => bail!(
+                "--hooks default is what a run's discovery pass finds; `hookprof hooks` takes \
+                 all or a list of functions"
+            ),
+        },
+    };
+    // Loading proves the verifier accepts a program; attaching proves the kernel runs it. A
+    // catalog larger than the probe slots is tried a batch at a time.
+    let mut report = ProbeReport::default();
+    let mut lsm = String::new();
+    let batches: Vec<&[Target]> = if functions.is_empty() {
+        vec![&[]]
+    } else {
+        functions.chunks(USER_SLOTS).collect()
+    };
+    for (i, batch) in batches.into_iter().enumerate() {
+        let plan = ProbePlan {
+            syscalls: i == 0,
+            tasks: i == 0,
+            functions: batch.to_vec(),
+            entries_only: false,
+        };
+        let mut probes = Probes::load(&plan, &kernel)?;
+        let attached = probes.attach();
+        probes.detach()?;
+        attached.context("attach the loaded probes")?;
+        if i == 0 {
+            lsm = lsm_availability(&mut probes, &kernel, &active_lsms);
+        }
+        let batch_report = probes.report();
+        report.attached.extend(batch_report.attached);
+        report.refused.extend(batch_report.refused);
+    }
+    let catalog = serde_json::json!({
+        "kernel_release": environment::detect().kernel_release,
+        "active_lsms": active_lsms,
+        "lockdown": environment::lockdown_mode(),
+        "security_hooks": catalog::security_hooks(&kernel).len(),
+        "probe_kinds": probe_kind_summary(&report, &lsm),
+        "attached": report.attached,
+        "refused": report.refused,
+        "functions": functions.iter().map(|t| serde_json::json!({
+            "function": t.function, "parent": t.parent, "lsm": t.lsm,
+        })).collect::<Vec<_>>(),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&catalog)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "kernel {}, LSMs {}, lockdown {}; {} security_* hooks in BTF",
+        catalog["kernel_release"].as_str().unwrap_or("?"),
+        active_lsms.join(","),
+        catalog["lockdown"].as_str().unwrap_or("?"),
+        catalog["security_hooks"]
+    );
+    let mut kinds = comfy_table::Table::new();
+    kinds
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_header(["probe kind", "status"]);
+    for (kind, status) in catalog["probe_kinds"].as_object().into_iter().flatten() {
+        kinds.add_row([kind.as_str(), status.as_str().unwrap_or("")]);
+    }
+    println!("{kinds}\n");
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_header(["function", "under", "lsm", "fentry/fexit"]);
+    for t in &functions {
+        // The reason is on the probe kind's line above; here the errno is enough.
+        let refused = report.refused.iter().find(|r| r.target == t.function);
+        let status = refused.map_or_else(
+            || "attached".to_string(),
+            |r| match r.errno {
+                Some(n) => format!("refused ({})", std::io::Error::from_raw_os_error(n)),
+                None => "refused".to_string(),
+            },
+        );
+        table.add_row([
+            t.function.as_str(),
+            t.parent.as_deref().unwrap_or(""),
+            t.lsm.as_deref().unwrap_or(""),
+            &status,
+        ]);
+    }
+    println!("{table}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a BPF LSM program loads and attaches here ("available" or the reason it does not).
+fn lsm_availability(probes: &mut Probes, kernel: &KernelBtf, active_lsms: &[String]) -> String {
+    if !active_lsms.iter().any(|l| l == "bpf") {
+        return "refused: bpf is not in the active LSM list (add it to lsm= on the kernel command line)".into();
+    }
+    match probes
+        .attach_lsm(kernel, "file_open", 0)
+        .and_then(|()| probes.detach_lsm())
+    {
+        Ok(()) => "available".into(),
+        Err(e) => format!("refused: {e:#}"),
+    }
+}
+
+/// Each probe kind: "available" if any program of that kind attached, else the first refusal.
+fn probe_kind_summary(
+    report: &ProbeReport,
+    lsm: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut kinds = serde_json::Map::new();
+    for kind in ["raw_tracepoint", "tp_btf", "fentry", "fexit"] {
+        let status = if report.attached.iter().any(|a| a.kind == kind) {
+            "available".to_string()
+        } else if let Some(r) = report.refused.iter().find(|r| r.kind == kind) {
+            format!("refused: {}", r.reason)
+        } else {
+            "not tried".to_string()
+        };
+        kinds.insert(kind.into(), status.into());
+    }
+    kinds.insert("lsm".into(), lsm.into());
+    kinds
+}
+
+pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
+    require_bpf_privileges()?;
+    let kernel = KernelBtf::load()?;
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: false,
+        functions: Vec::new(),
+        entries_only: false,
+    };
+    let mut probes = Probes::load(&plan, &kernel)?;
+    let cal = calibration::calibrate(&mut probes, &kernel)?;
+    drop(probes);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&cal)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1} ns"));
+    println!("calibration on {} (getppid):", cal.function);
+    println!("  getppid, nothing attached       {:.1} ns", cal.bare_ns);
+    println!(
+        "  syscall probes add              {:.1} ns per syscall",
+        cal.syscall_probes_ns
+    );
+    println!(
+        "  empty fentry/fexit pair adds    {}",
+        ns(cal.empty_pair_ns)
+    );
+    println!(
+        "  timed fentry/fexit pair adds    {}",
+        ns(cal.timed_pair_ns)
+    );
+    if let Some(r) = cal.timed_over_empty {
+        println!("  timed / empty                   {r:.2}x");
+    }
+    println!("  probe time inside each call     {}", ns(cal.self_ns));
+    if let Some(why) = &cal.refused {
+        println!("  pairs refused: {why}");
+    }
+    for (program, avg) in &cal.kernel_run_ns {
+        println!("  kernel stats: {program:<14} {avg:.1} ns per run");
+    }
+    Ok(ExitCode::SUCCESS)
+}
