@@ -271,8 +271,10 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
         "open_close",
         "--hooks",
         "security_file_open",
+        // 15 samples a run: the least disturbed one sits near each run's floor (with 9, a run
+        // of descheduled vCPUs once left the injected floor 17% high).
         "--samples",
-        "9",
+        "15",
         "--min-sample-ms",
         "100",
     ];
@@ -388,7 +390,7 @@ fn every_workload_runs_and_makes_its_syscalls() {
     ]);
     assert!(r.complete, "the run did not complete");
     assert!(
-        names.contains(&"fork_exit_storm") && names.len() > 44,
+        names.contains(&"fork_exit_storm") && names.len() > 42,
         "{names:?}"
     );
     for spec in suite {
