@@ -93,6 +93,7 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
         .filter(|t| t.starts_with("security_"))
         .map(String::as_str)
         .collect();
+    hooks.sort_unstable();
     hooks.dedup();
     assert!(hooks.contains(&"security_file_open"), "{hooks:?}");
     for hook in hooks {

@@ -27,7 +27,7 @@ const MAX_BURST_OPS: u64 = 2000;
 const MIN_CALLS_PER_OP: f64 = 0.001;
 
 /// What a discovery pass found.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Found {
     /// Per workload (in the order given): the candidates it called.
     pub by_workload: Vec<(&'static str, Vec<Target>)>,

@@ -60,13 +60,12 @@ impl Probes {
         )?;
         config.set(index, LsmSlotConfig { busy_ns }, 0)?;
         let program = format!("lsm_a{args}_{slot}");
-        let btf = aya::Btf::from_sys_fs()?;
         let p: &mut Lsm = self
             .ebpf
             .program_mut(&program)
             .context("no such LSM program")?
             .try_into()?;
-        let attached = p.load(hook, &btf).and_then(|()| p.attach());
+        let attached = p.load(hook, self.btf).and_then(|()| p.attach());
         let link = match attached {
             Ok(link) => link,
             Err(e) => {

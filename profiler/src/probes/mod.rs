@@ -93,8 +93,19 @@ pub struct Probes {
     /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
     /// functions it calls, so a sample's attach and detach stay short.
     focus: Option<Vec<String>>,
-    /// The kernel's BTF as aya needs it, parsed once (slow under emulation).
-    btf: aya::Btf,
+    /// The kernel's BTF as aya needs it (see `aya_btf`).
+    btf: &'static aya::Btf,
+}
+
+/// The kernel's BTF as aya needs it, parsed once per process: it is slow under emulation, and
+/// a run loads several probe sets (the discovery rounds, the measured one).
+fn aya_btf() -> Result<&'static aya::Btf> {
+    static BTF: std::sync::OnceLock<aya::Btf> = std::sync::OnceLock::new();
+    if let Some(btf) = BTF.get() {
+        return Ok(btf);
+    }
+    let btf = aya::Btf::from_sys_fs().context("read the kernel BTF for aya")?;
+    Ok(BTF.get_or_init(|| btf))
 }
 
 impl Probes {
@@ -108,7 +119,7 @@ impl Probes {
             .override_global("OWNER_TGID", &std::process::id(), true)
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
-        let btf = aya::Btf::from_sys_fs().context("read the kernel BTF for aya")?;
+        let btf = aya_btf()?;
         let mut probes = Probes {
             ebpf,
             attachments: Vec::new(),
@@ -158,7 +169,7 @@ impl Probes {
                 .program_mut(program)
                 .ok_or(ProgramError::NotLoaded)?
                 .try_into()?;
-            p.load(tracepoint, &self.btf)
+            p.load(tracepoint, self.btf)
         })();
         self.record(program, Kind::TpBtf, tracepoint, result)
     }
@@ -247,7 +258,7 @@ impl Probes {
             .program_mut(program)
             .ok_or(ProgramError::NotLoaded)?
             .try_into()?;
-        p.load(function, &self.btf)
+        p.load(function, self.btf)
     }
 
     fn load_fexit(&mut self, program: &str, function: &str) -> Result<(), ProgramError> {
@@ -256,7 +267,7 @@ impl Probes {
             .program_mut(program)
             .ok_or(ProgramError::NotLoaded)?
             .try_into()?;
-        p.load(function, &self.btf)
+        p.load(function, self.btf)
     }
 
     fn refuse_pair(&mut self, function: &str, errno: Option<i32>, why: &str) {
