@@ -137,13 +137,13 @@ fn burst(
     // Set-up calls are not the op's: count from here.
     let before = probes.snapshot()?;
     let t = Instant::now();
-    if let Wait::Interrupted = workload.run(1, true, stop)? {
+    let mut ops = workload.whole_rounds(1);
+    if let Wait::Interrupted = workload.run(ops, true, stop)? {
         return Ok(Wait::Interrupted);
     }
-    let mut ops = 1;
     if spec.metric != Metric::Seconds {
-        let more = (BURST.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9)).ceil() as u64;
-        let more = more.clamp(1, MAX_BURST_OPS - 1);
+        let more = (BURST.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9) * ops as f64).ceil();
+        let more = workload.whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops));
         if let Wait::Interrupted = workload.run(more, true, stop)? {
             return Ok(Wait::Interrupted);
         }

@@ -221,7 +221,7 @@ fn calibrate(
     if metric == Metric::Seconds {
         return Ok(Wait::Done(1)); // one op is one whole run
     }
-    let mut ops = 1u64;
+    let mut ops = workload.whole_rounds(1);
     loop {
         let Wait::Done((elapsed, _)) = workload.run(ops, false, stop).context("calibrate")? else {
             return Ok(Wait::Interrupted);
@@ -235,7 +235,7 @@ fn calibrate(
         } else {
             2
         };
-        ops = ops.saturating_mul(scale.clamp(2, 1024));
+        ops = workload.whole_rounds(ops.saturating_mul(scale.clamp(2, 1024)));
     }
 }
 
@@ -274,5 +274,36 @@ fn mean(xs: &[f64]) -> f64 {
         0.0
     } else {
         xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::{self, tests::options};
+
+    /// A token ring goes all the way round, so the engine must ask it for whole rounds: a
+    /// single op of an 8-process ring is 8 hops, and counting it as one made events per op
+    /// come out 8 times too high.
+    #[test]
+    fn calibration_asks_a_ring_for_whole_rounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = workloads::find("ctx_8p_16k").unwrap();
+        let stop = AtomicBool::new(false);
+        let Wait::Done(mut ring) =
+            WorkloadThread::start(spec, options(dir.path()), None, false, &stop).unwrap()
+        else {
+            panic!("interrupted")
+        };
+        assert_eq!(ring.whole_rounds(1), 8);
+        assert_eq!(ring.whole_rounds(9), 16);
+        for min_sample_us in [1, 200, 2000] {
+            let min_sample = Duration::from_micros(min_sample_us);
+            let Wait::Done(ops) = calibrate(&mut ring, spec.metric, min_sample, &stop).unwrap()
+            else {
+                panic!("interrupted")
+            };
+            assert_eq!(ops % 8, 0, "{ops} ops for {min_sample:?}");
+        }
     }
 }

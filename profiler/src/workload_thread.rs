@@ -70,7 +70,8 @@ enum Request {
 }
 
 enum Reply {
-    Created(Result<()>),
+    /// The workload is set up; its ops come in rounds of this many.
+    Created(Result<u64>),
     Ran(Result<Duration>, Vec<Extra>),
 }
 
@@ -86,6 +87,8 @@ pub struct WorkloadThread {
     tid: Arc<AtomicI32>,
     /// A request is under way (the thread cannot be joined without waiting for it).
     busy: bool,
+    /// The workload's `ops_per_round`.
+    ops_per_round: u64,
 }
 
 /// What a request came to.
@@ -125,15 +128,21 @@ impl WorkloadThread {
             thread: Some(thread),
             tid,
             busy: true,
+            ops_per_round: 1,
         };
         Ok(match me.wait(stop)? {
             Wait::Done(Reply::Created(created)) => {
-                created?;
+                me.ops_per_round = created?.max(1);
                 Wait::Done(me)
             }
             Wait::Done(Reply::Ran(..)) => unreachable!("the first reply is Created"),
             Wait::Interrupted => Wait::Interrupted,
         })
+    }
+
+    /// `ops` rounded up to whole rounds of the workload (see `Workload::ops_per_round`).
+    pub fn whole_rounds(&self, ops: u64) -> u64 {
+        ops.max(1).div_ceil(self.ops_per_round) * self.ops_per_round
     }
 
     /// Runs `ops` operations and returns their time and extra metrics.
@@ -227,7 +236,7 @@ fn serve(
     })();
     let mut workload = match created {
         Ok(w) => {
-            let _ = outbox.send(Reply::Created(Ok(())));
+            let _ = outbox.send(Reply::Created(Ok(w.ops_per_round())));
             w
         }
         Err(e) => {

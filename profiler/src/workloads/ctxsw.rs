@@ -156,8 +156,13 @@ impl TokenRing {
 }
 
 impl Workload for TokenRing {
+    /// One round passes the token once around: `procs` switches.
+    fn ops_per_round(&self) -> u64 {
+        self.procs as u64
+    }
+
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        // One round passes the token once around: `procs` switches.
+        // A partial round still goes all the way round (the engine asks for whole rounds).
         let rounds = ops.div_ceil(self.procs as u64).max(1);
         let hops = rounds * self.procs as u64;
         let start = Instant::now();

@@ -128,6 +128,12 @@ pub trait Workload {
     /// subtracts (loop, clock, a reference operation) already taken out.
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration>;
 
+    /// `run` does its ops in whole rounds of this many (a token ring passes the token all the
+    /// way round); callers ask for multiples of it so that events per op come out exact.
+    fn ops_per_round(&self) -> u64 {
+        1
+    }
+
     /// Extra metrics of the last `run` (default: none).
     fn extras(&mut self) -> Vec<Extra> {
         Vec::new()
