@@ -2,10 +2,10 @@
 //! `cargo xtask vm-test` (this target has `test = false`, so host test runs leave it out).
 use aya::programs::{FEntry, FExit};
 use aya::{Btf, Ebpf};
-use hookprof::results::PathKind;
+use hookprof::results::{PathKind, Results};
 use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
-    assert_family_syscalls_happen, assert_near, hookprof, require_guest, require_root, row,
+    assert_family_syscalls, assert_near, hookprof, require_guest, require_root, row,
     run_to_results, workload,
 };
 
@@ -259,8 +259,10 @@ fn bpf_lsm_program_attaches_and_files_still_open() {
 
 /// Ground truth: a BPF LSM program that burns a known time on file_open shows up as that much
 /// more open_close time, and the attribution puts it on security_file_open (and under it, on
-/// the bpf LSM). Under TCG an op is ~50-100 us and noisy, so the injected cost (100 us) stands
-/// well above the noise; on a real machine the same check holds at 2 us.
+/// the bpf LSM). The known time is what the kernel's own run-time statistics say the program
+/// added per run: the 100 us busy-wait plus its overshoot, which under TCG is 6-10 us (a clock
+/// read there costs hundreds of ns). Under TCG an op is ~30-50 us and noisy, so the injected
+/// cost stands well above the noise; on a real machine the same check holds at 2 us.
 #[test]
 fn injected_cost_is_measured_and_attributed_to_its_hook() {
     require_guest();
@@ -277,6 +279,10 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
         "15",
         "--min-sample-ms",
         "100",
+        // Both runs on one CPU: the baseline's floor moved by up to 15 us between runs left
+        // to choose their CPU.
+        "--pin",
+        "0",
     ];
     // The baseline carries the same BPF LSM program, busy-waiting 0 ns: the only difference
     // between the runs is the known cost, not the program's own invocation.
@@ -292,26 +298,30 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     // tolerance.
     let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
 
-    // The kernel's own run-time statistics agree the program ran, at least NS per call.
-    assert_eq!(
-        injected.lsm_programs.len(),
-        1,
-        "{:?}",
-        injected.lsm_programs
+    // The kernel's own run-time statistics: the program ran, at least NS per call, and this
+    // much longer than the baseline's.
+    let program = |r: &Results| match &r.lsm_programs[..] {
+        [p] => p.clone(),
+        other => panic!("expected one BPF LSM program, got {other:?}"),
+    };
+    let (base_program, injected_program) = (program(&base), program(&injected));
+    assert_eq!(injected_program.busy_ns, NS as u64);
+    assert!(
+        injected_program.runs > 0 && injected_program.mean_run_ns >= NS,
+        "{injected_program:?}"
     );
-    let program = &injected.lsm_programs[0];
-    assert_eq!(program.busy_ns, NS as u64);
-    assert!(program.runs > 0 && program.mean_run_ns >= NS, "{program:?}");
+    let truth_ns = injected_program.mean_run_ns - base_program.mean_run_ns;
 
     let clean_delta_ns = (min(&i.clean) - min(&b.clean)) * 1e3;
     assert_near(
         &format!(
-            "clean open_close change, ns (samples {:?} -> {:?} us)",
-            b.clean, i.clean
+            "clean open_close change, ns (samples {:?} -> {:?} us; the kernel timed the \
+             program's runs at {:.0} -> {:.0} ns)",
+            b.clean, i.clean, base_program.mean_run_ns, injected_program.mean_run_ns
         ),
         clean_delta_ns,
-        NS,
-        0.15 * NS,
+        truth_ns,
+        0.15 * truth_ns,
     );
     let row_delta =
         |name: &str| min(&row(i, name).samples_ns_per_op) - min(&row(b, name).samples_ns_per_op);
@@ -322,8 +332,8 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     );
     let bpf_delta = row_delta("bpf_lsm_file_open");
     assert!(
-        bpf_delta >= 0.85 * NS,
-        "the bpf LSM row took {bpf_delta} ns/op of {NS}"
+        bpf_delta >= 0.85 * truth_ns,
+        "the bpf LSM row took {bpf_delta} ns/op of the program's {truth_ns}"
     );
 }
 
@@ -371,11 +381,11 @@ fn inject_and_stack_noop_without_the_bpf_lsm_are_one_line_errors() {
 fn every_workload_runs_and_makes_its_syscalls() {
     require_guest();
     require_root();
-    const LEFT_OUT: &[&str] = &["build", "lat_rpc_udp", "lat_rpc_tcp"];
+    // `build` needs a C compiler, which the guest lacks (README, "Testing against another kernel").
     let suite: Vec<_> = workloads::select(None, Suite::Full)
         .expect("the full suite")
         .into_iter()
-        .filter(|s| !LEFT_OUT.contains(&s.name))
+        .filter(|s| s.name != "build")
         .collect();
     let names: Vec<&str> = suite.iter().map(|s| s.name).collect();
     let r = run_to_results(&[
@@ -390,7 +400,7 @@ fn every_workload_runs_and_makes_its_syscalls() {
     ]);
     assert!(r.complete, "the run did not complete");
     assert!(
-        names.contains(&"fork_exit_storm") && names.len() > 42,
+        names.contains(&"fork_exit_storm") && names.contains(&"lat_rpc_tcp") && names.len() > 44,
         "{names:?}"
     );
     for spec in suite {
@@ -402,9 +412,9 @@ fn every_workload_runs_and_makes_its_syscalls() {
             w.clean
         );
     }
-    // The exact rates are the host test's; here, once in a few TCG runs, ctx_2p_0k counted
-    // exactly 2 writes per op instead of 1 (not understood yet; the README says more).
-    assert_family_syscalls_happen(&r);
+    // Under TCG with 1 ms samples most workloads run a single op a sample: the rates must be
+    // exact even then (a token ring's op used to count a whole round of hops).
+    assert_family_syscalls(&r);
     let fork = workload(&r, "fork_proc");
     assert_near("fork_proc forks/op", fork.events_per_op["fork"], 1.0, 0.05);
     // Memory latency is pure loads: no syscall inside the op.

@@ -17,6 +17,8 @@ pub use test::{vm_test, VmTestArgs};
 /// The guest's LSM stack: the Debian default without tomoyo, with bpf for the BPF LSM tests.
 const DEFAULT_LSM: &str = "lockdown,capability,landlock,yama,apparmor,bpf";
 const DEFAULT_TIMEOUT_S: u64 = 900;
+/// `boot`'s exit code when the guest kernel panicked (a soft lockup panics it).
+pub const GUEST_PANICKED: i32 = 125;
 
 /// How to boot the guest (shared by `vm` and `vm-test`).
 #[derive(clap::Args, Default, Clone)]
@@ -38,6 +40,12 @@ pub struct BootArgs {
     /// Accelerator: auto uses KVM only where it can boot a stock kernel.
     #[arg(long, value_enum, default_value_t)]
     pub accel: qemu::Accel,
+    /// Under TCG: one host thread for all vCPUs, or one each.
+    #[arg(long, value_enum, default_value_t)]
+    pub tcg_threads: qemu::TcgThreads,
+    /// Boot without `quiet`: every kernel message on the console.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 #[derive(clap::Args, Default)]
@@ -78,7 +86,7 @@ pub fn vm(args: &VmArgs) -> Result<i32> {
 }
 
 /// Boots the guest with `payload`, runs `command` there and returns its exit code
-/// (124 on timeout, 130 on Ctrl-C).
+/// (124 on timeout, 130 on Ctrl-C, 125 when the guest kernel panicked).
 fn boot(
     args: &BootArgs,
     payload: initramfs::Payload,
@@ -119,7 +127,9 @@ fn boot(
         share: &share,
         lsm,
         accel: args.accel,
+        tcg_threads: args.tcg_threads,
         timeout: Duration::from_secs(timeout),
+        verbose: args.verbose,
     })?;
     Ok(match outcome {
         qemu::Outcome::Exited(code) => {
@@ -133,6 +143,12 @@ fn boot(
         qemu::Outcome::Interrupted => {
             eprintln!("xtask vm: interrupted: killed the guest");
             130
+        }
+        qemu::Outcome::Panicked => {
+            eprintln!(
+                "xtask vm: error: the guest kernel panicked (its stack is on the console above)"
+            );
+            GUEST_PANICKED
         }
         qemu::Outcome::NoExitCode => {
             bail!("the guest stopped without reporting the command's exit code (see its console above)")

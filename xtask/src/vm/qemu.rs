@@ -25,13 +25,29 @@ pub enum Accel {
     Tcg,
 }
 
+/// How TCG runs the guest's vCPUs.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum TcgThreads {
+    /// One host thread for all vCPUs, taking turns. The default because with a thread each,
+    /// a vCPU can keep running a stale translation of kernel code that another vCPU patched
+    /// (attaching a probe flips static keys with int3-based text_poke_bp) and loop on an int3
+    /// that memory no longer holds: a guest soft lockup.
+    #[default]
+    Single,
+    /// A host thread per vCPU.
+    Multi,
+}
+
 pub struct Guest<'a> {
     pub image: &'a Path,
     pub initrd: &'a Path,
     pub share: &'a Path,
     pub lsm: &'a str,
     pub accel: Accel,
+    pub tcg_threads: TcgThreads,
     pub timeout: Duration,
+    /// Boot without `quiet`: every kernel message on the console.
+    pub verbose: bool,
 }
 
 pub enum Outcome {
@@ -39,6 +55,8 @@ pub enum Outcome {
     Exited(i32),
     /// qemu ended (guest powered off or crashed) without reporting an exit code.
     NoExitCode,
+    /// The guest kernel panicked (a soft lockup panics it, see `run`); the console has the stack.
+    Panicked,
     TimedOut,
     Interrupted,
 }
@@ -53,7 +71,15 @@ pub fn run(g: &Guest) -> Result<Outcome> {
             usable
         }
     };
-    let mut append = format!("console=ttyS0 quiet panic=-1 lsm={}", g.lsm);
+    // A soft lockup panics the guest instead of hanging it until the timeout: the panic prints
+    // the stuck CPUs' stacks even under `quiet`, and panic=-1 ends qemu (-no-reboot) at once.
+    let mut append = format!(
+        "console=ttyS0 panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 lsm={}",
+        g.lsm
+    );
+    if !g.verbose {
+        append += " quiet";
+    }
     let mut qemu = Command::new(QEMU);
     qemu.args(["-nodefaults", "-no-user-config", "-no-reboot"])
         .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
@@ -61,7 +87,11 @@ pub fn run(g: &Guest) -> Result<Outcome> {
     if kvm {
         qemu.args(["-accel", "kvm", "-cpu", "host"]);
     } else {
-        qemu.args(["-accel", "tcg,thread=multi", "-cpu", "max"]);
+        let thread = match g.tcg_threads {
+            TcgThreads::Single => "tcg,thread=single",
+            TcgThreads::Multi => "tcg,thread=multi",
+        };
+        qemu.args(["-accel", thread, "-cpu", "max"]);
         // otherwise the guest finds the TSC unstable and falls back to a slow clocksource
         append += " tsc=reliable";
     }
@@ -129,7 +159,7 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let marker = reader.join().unwrap_or(None);
+    let console = reader.join().unwrap_or_default();
     println!("xtask vm: guest ran {:.1} s", start.elapsed().as_secs_f64());
     if let Some(o) = outcome {
         return Ok(o);
@@ -138,22 +168,32 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         .ok()
         .and_then(|s| s.trim().parse().ok());
     let _ = std::fs::remove_file(g.share.join(EXIT_FILE));
-    Ok(match from_share.or(marker) {
+    Ok(match from_share.or(console.exit_code) {
         Some(code) => Outcome::Exited(code),
+        None if console.panicked => Outcome::Panicked,
         None => Outcome::NoExitCode,
     })
 }
 
-/// Copies the console to stdout line by line; returns the last exit code marker seen.
-fn stream_console(console: impl std::io::Read) -> Option<i32> {
+/// What the console told of the guest's end.
+#[derive(Default)]
+struct ConsoleEnd {
+    /// The last exit code marker seen.
+    exit_code: Option<i32>,
+    /// The kernel printed a panic.
+    panicked: bool,
+}
+
+/// Copies the console to stdout line by line, watching for the exit code marker and a panic.
+fn stream_console(console: impl std::io::Read) -> ConsoleEnd {
     let mut reader = BufReader::new(console);
     let mut line = Vec::new();
-    let mut code = None;
+    let mut end = ConsoleEnd::default();
     let stdout = std::io::stdout();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return code,
+            Ok(0) | Err(_) => return end,
             Ok(_) => {}
         }
         let mut out = stdout.lock();
@@ -161,8 +201,9 @@ fn stream_console(console: impl std::io::Read) -> Option<i32> {
         let _ = out.flush();
         let text = String::from_utf8_lossy(&line);
         if let Some(rest) = text.trim().strip_prefix(EXIT_MARKER) {
-            code = rest.parse().ok();
+            end.exit_code = rest.parse().ok();
         }
+        end.panicked |= text.contains("Kernel panic - not syncing");
     }
 }
 

@@ -23,16 +23,6 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     let tests = guest_test_binary()?;
 
     let mut code = boot_with_tests(&args.boot, &tests, &args.test_args)?;
-    if code == GUEST_HUNG {
-        // An open bug, not noise: a few guest runs a day end in a soft lockup of the guest
-        // kernel (README, "Testing against another kernel"). One more boot tells a hang from a
-        // failing test; a test that fails still fails.
-        eprintln!(
-            "xtask vm-test: WARNING: the guest hung (kernel soft lockup?); booting once more. \
-             This is the open guest lockup bug: look at the console above."
-        );
-        code = boot_with_tests(&args.boot, &tests, &args.test_args)?;
-    }
     if code == 0 && args.test_args.is_empty() {
         // The tests marked `#[ignore]` need a kernel whose active LSMs leave bpf out: a second,
         // short boot runs just those.
@@ -48,9 +38,6 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     );
     Ok(code)
 }
-
-/// `boot`'s exit code when the guest outlived its timeout.
-const GUEST_HUNG: i32 = 124;
 
 /// The default LSM list less bpf.
 const LSM_WITHOUT_BPF: &str = "lockdown,capability,landlock,yama,apparmor";
