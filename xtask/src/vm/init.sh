@@ -10,12 +10,14 @@ mnt sysfs sysfs /sys
 mnt devtmpfs devtmpfs /dev
 mnt devpts devpts /dev/pts
 mnt tmpfs tmpfs /dev/shm
-mnt tmpfs tmpfs /tmp
 mnt securityfs securityfs /sys/kernel/security
 mnt tracefs tracefs /sys/kernel/tracing
 mnt debugfs debugfs /sys/kernel/debug
 mnt bpf bpf /sys/fs/bpf
 mnt cgroup2 cgroup2 /sys/fs/cgroup
+# The root filesystem is already a tmpfs (no root= is given): /tmp stays on it, since a mount
+# there would hide host files copied in at their own path, such as a checkout under /tmp.
+mkdir -p /tmp && chmod 1777 /tmp
 # BPF maps of kernels before 5.11 are charged to RLIMIT_MEMLOCK
 ulimit -l unlimited
 hostname -F /etc/hostname
