@@ -28,10 +28,10 @@ pub enum Accel {
 /// How TCG runs the guest's vCPUs.
 #[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub enum TcgThreads {
-    /// One host thread for all vCPUs, taking turns. The default because with a thread each,
-    /// a vCPU can keep running a stale translation of kernel code that another vCPU patched
-    /// (attaching a probe flips static keys with int3-based text_poke_bp) and loop on an int3
-    /// that memory no longer holds: a guest soft lockup.
+    /// One host thread for all vCPUs, taking turns (no guest soft lockups).
+    // The default because with a thread each (qemu 7.2), a vCPU can keep running a stale
+    // translation of kernel code another vCPU patched (attaching a probe flips static keys
+    // with int3-based text_poke_bp) and loop on an int3 that memory no longer holds.
     #[default]
     Single,
     /// A host thread per vCPU.
