@@ -248,7 +248,8 @@ fn serve(
     let panic_for_test = std::env::var_os("HOOKPROF_TEST_PANIC").is_some();
     while let Ok(Request::Run { ops, tracked }) = inbox.recv() {
         assert!(!panic_for_test, "HOOKPROF_TEST_PANIC is set");
-        let ran = with_window(tracked, || workload.run(ops));
+        let ran = with_window(tracked, || workload.run(ops))
+            .and_then(|elapsed| workload.settle().map(|()| elapsed));
         let extras = workload.extras();
         if outbox.send(Reply::Ran(ran, extras)).is_err() {
             break;

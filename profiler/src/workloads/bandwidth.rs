@@ -118,7 +118,7 @@ pub static SPECS: &[WorkloadSpec] = &[
 struct Transfer {
     client: End,
     buf: Vec<u8>,
-    _server: Peer,
+    server: Peer,
     _pin: PinGuard,
 }
 
@@ -152,13 +152,17 @@ impl Transfer {
         Ok(Box::new(Transfer {
             client,
             buf: vec![0; XFER],
-            _server: peer,
+            server: peer,
             _pin: PinGuard::new(pin.first)?,
         }))
     }
 }
 
 impl Workload for Transfer {
+    fn settle(&mut self) -> anyhow::Result<()> {
+        self.server.wait_until_idle()
+    }
+
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
         write_all(self.client.tx(), &ops.to_ne_bytes())?;

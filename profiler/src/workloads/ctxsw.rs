@@ -106,7 +106,7 @@ struct TokenRing {
     loop_rx: OwnedFd,
     loop_tx: OwnedFd,
     working_set: Vec<u64>,
-    _members: Vec<Peer>,
+    members: Vec<Peer>,
     _pin: PinGuard,
 }
 
@@ -142,7 +142,7 @@ impl TokenRing {
             loop_rx,
             loop_tx,
             working_set: (0..words as u64).collect(),
-            _members: members,
+            members,
             _pin: PinGuard::new(pin.first)?,
         }))
     }
@@ -156,6 +156,10 @@ impl TokenRing {
 }
 
 impl Workload for TokenRing {
+    fn settle(&mut self) -> anyhow::Result<()> {
+        self.members.iter().try_for_each(Peer::wait_until_idle)
+    }
+
     /// One round passes the token once around: `procs` switches.
     fn ops_per_round(&self) -> u64 {
         self.procs as u64

@@ -184,7 +184,7 @@ struct RoundTrip {
     client: End,
     exchange: Exchange,
     seq: u32,
-    _server: Peer,
+    server: Peer,
     _pin: PinGuard,
 }
 
@@ -202,13 +202,17 @@ impl RoundTrip {
             client,
             exchange,
             seq: 0,
-            _server: peer,
+            server: peer,
             _pin: PinGuard::new(pin.first)?,
         }))
     }
 }
 
 impl Workload for RoundTrip {
+    fn settle(&mut self) -> anyhow::Result<()> {
+        self.server.wait_until_idle()
+    }
+
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
         for _ in 0..ops {
@@ -226,7 +230,7 @@ impl Workload for RoundTrip {
 /// machine: ListenOverflows). Hence the largest backlog the kernel allows.
 struct Connect {
     addr: SocketAddr,
-    _server: Peer,
+    server: Peer,
     _pin: PinGuard,
 }
 
@@ -256,13 +260,17 @@ impl Connect {
         drop(listener);
         Ok(Box::new(Connect {
             addr,
-            _server: peer,
+            server: peer,
             _pin: PinGuard::new(pin.first)?,
         }))
     }
 }
 
 impl Workload for Connect {
+    fn settle(&mut self) -> anyhow::Result<()> {
+        self.server.wait_until_idle()
+    }
+
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
         for _ in 0..ops {

@@ -134,6 +134,13 @@ pub trait Workload {
         1
     }
 
+    /// Called after each `run`, outside the tracking window and before the probes detach:
+    /// waits until the workload's helper processes are idle again, so each sample counts
+    /// their syscalls for its own ops, whole (default: nothing to wait for).
+    fn settle(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
     /// Extra metrics of the last `run` (default: none).
     fn extras(&mut self) -> Vec<Extra> {
         Vec::new()

@@ -4,8 +4,12 @@
 //! A forked child of a multi-threaded process may only use async-signal-safe code: peers get
 //! everything they need (fds, buffers) before the fork and then use only raw syscalls.
 use std::io;
+use std::time::{Duration, Instant};
 
 use super::process::wait_for;
+
+/// How long a peer may stay busy after an op before the run fails.
+const IDLE_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the two ends of a two-process workload run, from `WorkloadOptions::pin`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -102,6 +106,37 @@ impl Peer {
         }
     }
 
+    /// Waits until the peer sleeps again, which in every peer's loop means it is blocked
+    /// waiting for the next op's request: the syscalls that close this op (a server's read of
+    /// the next request) have then been entered while the probes are still attached, and none
+    /// of the next op's is. A peer that has died is left for the next run to notice.
+    pub fn wait_until_idle(&self) -> anyhow::Result<()> {
+        let path = format!("/proc/{}/stat", self.pid);
+        let deadline = Instant::now() + IDLE_WAIT;
+        loop {
+            let stat = match std::fs::read_to_string(&path) {
+                Ok(stat) => stat,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(anyhow::Error::new(e).context(format!("read {path}"))),
+            };
+            // "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            if matches!(state, Some('S' | 'Z' | 'X')) {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "helper process {} still busy (state {state:?}) {} s after the op",
+                self.pid,
+                IDLE_WAIT.as_secs()
+            );
+            // Sleeping, not spinning: the peer may share this CPU (--pin with one CPU).
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+
     #[cfg(test)]
     pub fn pid(&self) -> libc::pid_t {
         self.pid
@@ -165,5 +200,46 @@ mod tests {
         assert!(read_exact(r.as_raw_fd(), &mut b).unwrap());
         assert_eq!(&b, b"x");
         assert_eq!(peer.wait().unwrap(), 9);
+    }
+
+    /// The peer answers a request, then works ~20 ms more before it blocks for the next one:
+    /// waiting for it to be idle must wait out that work (its "done" byte is there after).
+    #[test]
+    fn waiting_for_idle_waits_out_the_work_after_an_answer() {
+        let (req_r, req_w) = pipe().unwrap();
+        let (ans_r, ans_w) = pipe().unwrap();
+        let (done_r, done_w) = pipe().unwrap();
+        let (rx, ans, done) = (req_r.as_raw_fd(), ans_w.as_raw_fd(), done_w.as_raw_fd());
+        let peer = Peer::spawn(None, || {
+            let mut b = [0u8];
+            while let Ok(true) = read_exact(rx, &mut b) {
+                let _ = write_all(ans, &b);
+                // SAFETY: two clock reads into a local; a raw busy loop, no allocation.
+                let mut t = unsafe { std::mem::zeroed::<libc::timespec>() };
+                unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+                let end = t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9 + 0.02;
+                while t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9 < end {
+                    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+                }
+                let _ = write_all(done, &b);
+            }
+            0
+        })
+        .unwrap();
+        for round in 0..3u8 {
+            write_all(req_w.as_raw_fd(), &[round]).unwrap();
+            let mut b = [0u8];
+            assert!(read_exact(ans_r.as_raw_fd(), &mut b).unwrap());
+            peer.wait_until_idle().unwrap();
+            // SAFETY: a non-blocking poll of our own pipe.
+            let mut pfd = libc::pollfd {
+                fd: done_r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 1, "round {round}");
+            assert!(read_exact(done_r.as_raw_fd(), &mut b).unwrap());
+        }
+        drop(peer);
     }
 }
