@@ -227,8 +227,28 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         !fentry.contains(&cal.function.as_str()),
         "calibration's pair stayed attached"
     );
-    assert!(cal.timed_pair_ns.is_some_and(|ns| ns > 0.0), "{cal:?}");
-    assert!(cal.empty_pair_ns.is_some_and(|ns| ns > 0.0), "{cal:?}");
+    // Both pairs were measured and ran (the kernel's own statistics), and the timed pair timed
+    // itself. Their costs' difference is not checked here: under TCG, with the guest's vCPUs
+    // taking turns on one host thread, kernel work left over from a detach lands on whichever
+    // mode runs next and swings the loop medians by more than a pair costs (README, #5).
+    assert!(
+        cal.timed_pair_ns.is_some() && cal.empty_pair_ns.is_some(),
+        "{cal:?}"
+    );
+    for program in [
+        "empty_enter",
+        "empty_exit",
+        "hook_enter_383",
+        "hook_exit_383",
+    ] {
+        assert!(
+            cal.kernel_run_ns
+                .iter()
+                .any(|(name, ns)| name == program && *ns > 0.0),
+            "{program} never ran: {cal:?}"
+        );
+    }
+    assert!(cal.self_ns.is_some_and(|ns| ns > 0.0), "{cal:?}");
 }
 
 /// A BPF LSM program of hookprof's attaches on file_open, and files still open.

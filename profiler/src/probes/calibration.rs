@@ -1,9 +1,9 @@
 //! The probes' own cost on this kernel, measured on getppid (a syscall with a trivial body):
 //! the same loop with nothing attached, with the syscall probes, with an empty fentry/fexit
-//! pair added on the syscall's function, and with a timed pair instead. Rounds alternate and
-//! medians are kept, so drift hits every mode alike. The kernel's own BPF run-time statistics
-//! are read beside them as a cross-check. It borrows the run's loaded probes for a moment and
-//! leaves them as they were.
+//! pair added on the syscall's function, and with a timed pair instead. Rounds alternate (each
+//! starting with the next mode) and medians are kept, so drift hits every mode alike. The
+//! kernel's own BPF run-time statistics are read beside them as a cross-check. It borrows the
+//! run's loaded probes for a moment and leaves them as they were.
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -72,8 +72,12 @@ fn measure(probes: &mut Probes, pair_loaded: bool, cal: &mut Calibration) -> Res
     let calls = calls_for(LOOP_TIME);
     let before = probes.snapshot()?;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
-    for _ in 0..ROUNDS {
-        for (mode, programs) in modes.iter().enumerate() {
+    for round in 0..ROUNDS {
+        // Each round starts one mode later, so what follows a detach (the kernel freeing a
+        // trampoline, say) lands on every mode in turn, not always on the same one.
+        for k in 0..modes.len() {
+            let mode = (round + k) % modes.len();
+            let programs = &modes[mode];
             probes.attach_only(programs)?;
             gate(true);
             let t = getppid_loop(calls);
