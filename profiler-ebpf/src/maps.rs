@@ -8,6 +8,12 @@ use profiler_common::{
     MAX_TRACKED_TASKS,
 };
 
+/// The process whose gate calls count (its tgid, at index 0): the runner that does the measured
+/// work. Writable, because a runner that failed is replaced by one with another pid; several
+/// hookprof instances never track each other's threads.
+#[map]
+pub static GATE_OWNER: aya_ebpf::maps::Array<u32> = aya_ebpf::maps::Array::with_max_entries(1, 0);
+
 /// Threads whose work is measured: tid -> 1.
 #[map]
 pub static TRACKED: HashMap<u32, u8> = HashMap::with_max_entries(MAX_TRACKED_TASKS, 0);

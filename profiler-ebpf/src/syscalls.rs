@@ -9,7 +9,7 @@ use aya_ebpf::{
 use profiler_common::{SyscallStart, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, SYSCALLS, SYSCALL_STARTS},
+    maps::{add_duration, GATE_OWNER, SYSCALLS, SYSCALL_STARTS},
     scope,
 };
 
@@ -59,16 +59,11 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     let _ = SYSCALL_STARTS.insert(&tid, &start, 0);
 }
 
-/// The process that loaded these programs: only its gate calls count, so several hookprof
-/// instances never track each other's threads.
-#[unsafe(no_mangle)]
-static OWNER_TGID: u32 = 0;
-
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
 fn handle_gate(regs: *const u8, tid: u32) -> bool {
-    let owner = unsafe { core::ptr::read_volatile(&OWNER_TGID) };
-    if (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32 != owner {
+    let owner = GATE_OWNER.get(0).copied().unwrap_or(0);
+    if owner == 0 || (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32 != owner {
         return false;
     }
     // The fd is an int: compare its low 32 bits, however the caller extended it.

@@ -116,7 +116,6 @@ impl Probes {
         let pid_offset = kernel.member_offset("task_struct", "pid")?;
         let ebpf = EbpfLoader::new()
             .override_global("TASK_PID_OFFSET", &pid_offset, true)
-            .override_global("OWNER_TGID", &std::process::id(), true)
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
         let btf = aya_btf()?;
@@ -147,6 +146,7 @@ impl Probes {
             }
         }
         probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
+        probes.set_gate_owner(std::process::id())?;
         Ok(probes)
     }
 
@@ -172,6 +172,16 @@ impl Probes {
             p.load(tracepoint, self.btf)
         })();
         self.record(program, Kind::TpBtf, tracepoint, result)
+    }
+
+    /// Makes `tgid` the only process whose gate calls open and close tracking windows.
+    pub fn set_gate_owner(&mut self, tgid: u32) -> Result<()> {
+        let mut owner: aya::maps::Array<_, u32> = aya::maps::Array::try_from(
+            self.ebpf
+                .map_mut("GATE_OWNER")
+                .context("no GATE_OWNER map")?,
+        )?;
+        owner.set(0, tgid, 0).context("set the gate owner")
     }
 
     /// Records refusals met elsewhere (the discovery pass's), so the run's report has them.
