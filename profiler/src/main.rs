@@ -6,10 +6,13 @@ use hookprof::{compare, import, inspect, report, run};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
-#[command(
-    after_help = "Exit codes: 0 ok; 1 regression found (compare); 2 bad input or \
-inconclusive; 130 interrupted."
-)]
+#[command(arg_required_else_help = true)]
+#[command(after_help = "Exit codes (for CI):\n  \
+0    success; compare: no regression (inconclusive workloads only warn)\n  \
+1    compare: a workload regressed\n  \
+2    bad input or error\n  \
+3    compare --fail-on inconclusive: a workload could not be decided\n  \
+130  interrupted (SIGINT or SIGTERM)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -36,7 +39,13 @@ fn main() -> ExitCode {
     end_quietly_when_stdout_closes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        // --help and --version exit 0; no command at all prints the command list and exits 2.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
         // Bad input is one line, like every other error (clap adds usage hints below it).
         Err(e) => {
             let rendered = e.to_string();

@@ -171,28 +171,71 @@ fn compare_flags_stat_and_open_close_as_regressions() {
 }
 
 #[test]
-fn a_directory_side_pools_its_files() {
+fn a_directory_side_counts_each_file_once() {
     let dir = imported();
     let base = dir.path().join("00-base.json");
-    // Comparing a configuration with itself pooled twice: nothing changes.
+    // A configuration against itself, two files a side: each file's median is one observation.
     let twice = tempfile::tempdir().unwrap();
     for n in ["a.json", "b.json"] {
         std::fs::copy(&base, twice.path().join(n)).unwrap();
     }
-    let out = hookprof(&[
-        "compare",
-        base.to_str().unwrap(),
-        twice.path().to_str().unwrap(),
-        "--format",
-        "markdown",
-    ]);
+    let side = twice.path().to_str().unwrap();
+    let out = hookprof(&["compare", side, side, "--format", "markdown"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = stdout(&out);
+    // stat's five runs: 3.88 3.97 3.92 3.97 3.97, median 3.97 (the mean would be 3.942).
     assert!(
-        md.contains("| stat | 3.942 us | 3.942 us | +0.00% ["),
+        md.contains("| stat | 3.970 us | 3.970 us | +0.00% ["),
         "{md}"
     );
+    assert!(md.contains("Unit of replication: the file"), "{md}");
     assert!(md.contains("**0 regressed, 0 improved"), "{md}");
+    let text = stdout(&hookprof(&["compare", side, side]));
+    assert!(text.contains("(n = 2 files)"), "{text}");
+}
+
+#[test]
+fn inconclusive_exits_0_with_a_warning_or_3_when_asked() {
+    let dir = imported();
+    let base = dir.path().join("00-base.json");
+    // One file against two: one observation on the old side, so nothing can be decided.
+    let two = tempfile::tempdir().unwrap();
+    for n in ["a.json", "b.json"] {
+        std::fs::copy(dir.path().join("01-lsm.json"), two.path().join(n)).unwrap();
+    }
+    let (old, new) = (base.to_str().unwrap(), two.path().to_str().unwrap());
+    let out = hookprof(&["compare", old, new]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("fewer than 2 files on a side"));
+    let warning = stderr(&out);
+    assert!(
+        warning.starts_with("hookprof: warning: ")
+            && warning.contains("inconclusive")
+            && warning.contains("--fail-on inconclusive"),
+        "{warning}"
+    );
+    let out = hookprof(&["compare", old, new, "--fail-on", "inconclusive"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // A regression outranks inconclusive workloads: 00-base against 01-lsm exits 1 either way.
+    let lsm = dir.path().join("01-lsm.json");
+    let out = hookprof(&[
+        "compare",
+        old,
+        lsm.to_str().unwrap(),
+        "--fail-on",
+        "inconclusive",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+#[test]
+fn no_arguments_print_the_command_list_and_the_exit_codes() {
+    let out = hookprof(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let help = stderr(&out);
+    for line in ["compare", "report", "import", "Exit codes", "130"] {
+        assert!(help.contains(line), "{help}");
+    }
 }
 
 /// Runs hookprof on bad input: exit 2, one line on stderr naming the file, no panic.

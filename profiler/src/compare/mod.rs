@@ -21,9 +21,9 @@ pub use render::{attribution_lines, render_markdown, render_text};
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Exit codes:\n  0  no significant regression\n  1  at least one \
-workload regressed (never with --fail-on never)\n  2  bad input, or every comparison \
-inconclusive"
+    after_help = "Exit codes:\n  0  no regression (inconclusive workloads print a warning)\n  \
+1  at least one workload regressed (not with --fail-on never)\n  2  bad input or error\n  \
+3  a workload is inconclusive, with --fail-on inconclusive"
 )]
 pub struct CompareArgs {
     /// The baseline: a results file, or a directory whose *.json files are pooled per workload.
@@ -36,7 +36,8 @@ pub struct CompareArgs {
     /// Smallest change that counts, in percent of the old mean.
     #[arg(long, default_value_t = 1.0)]
     pub threshold: f64,
-    /// Whether a regression makes the exit code 1.
+    /// What makes the exit code non-zero: a regression (1), also an inconclusive workload (3),
+    /// or nothing.
     #[arg(long, value_enum, default_value_t = FailOn::Regression)]
     pub fail_on: FailOn,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -45,7 +46,11 @@ pub struct CompareArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FailOn {
+    /// Exit 1 on a regression.
     Regression,
+    /// Exit 1 on a regression, else 3 when a workload could not be decided.
+    Inconclusive,
+    /// Always exit 0 (report only).
     Never,
 }
 
@@ -81,7 +86,11 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
     };
     print!("{out}");
-    Ok(ExitCode::from(comparison.exit_code(args.fail_on)))
+    let code = comparison.exit_code(args.fail_on);
+    if let Some(warning) = comparison.inconclusive_warning(args.fail_on) {
+        eprintln!("hookprof: warning: {warning}");
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// The results files of one side: the file itself, or every *.json in the directory.
@@ -103,12 +112,14 @@ pub fn load_side(path: &Path) -> anyhow::Result<Vec<Results>> {
         .collect()
 }
 
-/// One workload's samples from every file of a side.
+/// One workload's samples from every file of a side, kept per file.
 #[derive(Debug, Default)]
 struct Pooled {
     unit: Option<Unit>,
-    clean: Vec<f64>,
-    extras: Vec<(String, Unit, Vec<f64>)>,
+    /// The clean samples of each file that has any.
+    clean: Vec<Vec<f64>>,
+    /// Further metrics, their samples per file.
+    extras: Vec<(String, Unit, Vec<Vec<f64>>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     attribution: Vec<AttributionRow>,
 }
@@ -135,11 +146,15 @@ fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 unit.symbol(),
                 w.unit.symbol()
             );
-            p.clean.extend(&w.clean);
-            for e in &w.extra {
+            if !w.clean.is_empty() {
+                p.clean.push(w.clean.clone());
+            }
+            for e in w.extra.iter().filter(|e| !e.clean.is_empty()) {
                 match p.extras.iter_mut().find(|(n, _, _)| *n == e.name) {
-                    Some((_, _, v)) => v.extend(&e.clean),
-                    None => p.extras.push((e.name.clone(), e.unit, e.clean.clone())),
+                    Some((_, _, v)) => v.push(e.clean.clone()),
+                    None => p
+                        .extras
+                        .push((e.name.clone(), e.unit, vec![e.clean.clone()])),
                 }
             }
             for row in &w.attribution {
@@ -162,6 +177,47 @@ fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
         }
     }
     Ok(pooled)
+}
+
+/// What one observation of a comparison is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replication {
+    /// One file on each side: every sample is an observation (today's runs, one per side, or
+    /// an imported configuration whose samples are separate runs).
+    Sample,
+    /// Several files on a side (boots, runs, machines): each file's median is one observation,
+    /// so the variation between boots is the noise a change must beat.
+    File,
+}
+
+impl Replication {
+    /// Files as the unit as soon as either side holds more than one.
+    fn of(old: &[Vec<f64>], new: &[Vec<f64>]) -> Replication {
+        if old.len() > 1 || new.len() > 1 {
+            Replication::File
+        } else {
+            Replication::Sample
+        }
+    }
+
+    /// The observations of one side: every sample, or one median per file.
+    fn observations(self, per_file: &[Vec<f64>]) -> Vec<f64> {
+        match self {
+            Replication::Sample => per_file.concat(),
+            Replication::File => per_file
+                .iter()
+                .filter_map(|samples| stats::summarize(samples).map(|s| s.median))
+                .collect(),
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Replication::Sample => "the sample (one file on each side)",
+            Replication::File => "the file (its median; several files on a side)",
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -187,6 +243,8 @@ pub struct EnvironmentDifference {
 pub struct WorkloadComparison {
     pub name: String,
     pub unit: Unit,
+    /// What `old.n` and `new.n` count.
+    pub replication: Replication,
     pub old: Summary,
     pub new: Summary,
     /// None when the old mean is 0 (no relative change).
@@ -239,15 +297,29 @@ impl Comparison {
             .count()
     }
 
-    /// 1 on a regression (unless told never to fail), 2 when nothing could be decided, else 0.
+    /// 1 on a regression (unless told never to fail); 3 when a workload is inconclusive and
+    /// the caller asked to fail on that; else 0. (2 is for errors, which never get here.)
     pub fn exit_code(&self, fail_on: FailOn) -> u8 {
-        if fail_on == FailOn::Regression && self.count(Verdict::Regressed) > 0 {
-            1
-        } else if self.count(Verdict::Inconclusive) == self.workloads.len() {
-            2
-        } else {
-            0
+        let regressed = self.count(Verdict::Regressed) > 0;
+        let undecided = self.count(Verdict::Inconclusive) > 0;
+        match fail_on {
+            FailOn::Never => 0,
+            FailOn::Regression | FailOn::Inconclusive if regressed => 1,
+            FailOn::Inconclusive if undecided => 3,
+            FailOn::Regression | FailOn::Inconclusive => 0,
         }
+    }
+
+    /// What to say on stderr when inconclusive workloads do not change the exit code.
+    pub fn inconclusive_warning(&self, fail_on: FailOn) -> Option<String> {
+        let n = self.count(Verdict::Inconclusive);
+        (n > 0 && fail_on == FailOn::Regression).then(|| {
+            format!(
+                "{n} of {} workloads inconclusive (exit code 0; --fail-on inconclusive makes \
+                 it 3)",
+                self.workloads.len()
+            )
+        })
     }
 }
 
@@ -262,8 +334,11 @@ pub fn compare(
         let Some((_, n)) = new_pool.iter().find(|(m, _)| m == name) else {
             continue;
         };
-        let (Some(old_s), Some(new_s)) = (stats::summarize(&o.clean), stats::summarize(&n.clean))
-        else {
+        let replication = Replication::of(&o.clean, &n.clean);
+        let (Some(old_s), Some(new_s)) = (
+            stats::summarize(&replication.observations(&o.clean)),
+            stats::summarize(&replication.observations(&n.clean)),
+        ) else {
             continue;
         };
         let unit = o.unit.expect("set with the first sample");
@@ -278,7 +353,8 @@ pub fn compare(
             .iter()
             .filter_map(|(e, eu, ov)| {
                 let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
-                let (old, new) = (stats::summarize(ov)?, stats::summarize(nv)?);
+                let old = stats::summarize(&replication.observations(ov))?;
+                let new = stats::summarize(&replication.observations(nv))?;
                 Some(ExtraComparison {
                     name: e.clone(),
                     unit: *eu,
@@ -291,6 +367,7 @@ pub fn compare(
         workloads.push(WorkloadComparison {
             name: name.clone(),
             unit,
+            replication,
             change: stats::relative_change(&old_s, &new_s),
             attribution: attribute_change(unit, &old_s, &new_s, &o.attribution, &n.attribution),
             old: old_s,
@@ -475,6 +552,8 @@ mod tests {
         );
         assert!(text.contains("Performance has regressed."), "{text}");
         assert_eq!(c.exit_code(FailOn::Regression), 1);
+        // A regression outranks an inconclusive workload (build has no samples to compare).
+        assert_eq!(c.exit_code(FailOn::Inconclusive), 1);
         assert_eq!(c.exit_code(FailOn::Never), 0);
         let md = render_markdown(&c);
         assert!(
@@ -485,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn single_samples_are_inconclusive_and_exit_2() {
+    fn single_samples_are_inconclusive_and_exit_3_only_when_asked() {
         let old = with_clean(sample_results(), &[5.0], "old");
         let new = with_clean(sample_results(), &[5.5], "new");
         let c = compare(&[old], &[new], &Criteria::default()).unwrap();
@@ -493,7 +572,10 @@ mod tests {
             .workloads
             .iter()
             .all(|w| w.verdict == Verdict::Inconclusive));
-        assert_eq!(c.exit_code(FailOn::Regression), 2);
+        assert_eq!(c.exit_code(FailOn::Regression), 0);
+        assert!(c.inconclusive_warning(FailOn::Regression).is_some());
+        assert_eq!(c.exit_code(FailOn::Inconclusive), 3);
+        assert_eq!(c.exit_code(FailOn::Never), 0);
         assert!(render_text(&c).contains("Inconclusive: fewer than 2 samples on a side."));
     }
 
@@ -502,12 +584,105 @@ mod tests {
         let a = with_clean(sample_results(), &[5.0, 5.1], "a");
         let b = with_clean(sample_results(), &[5.2], "b");
         let pooled = pool(&[a, b]).unwrap();
-        assert_eq!(pooled[0].1.clean, [5.0, 5.1, 5.2]);
+        assert_eq!(pooled[0].1.clean, [vec![5.0, 5.1], vec![5.2]]);
         // Rows without per-sample values contribute their single figure once per file.
         assert_eq!(pooled[0].1.attribution[1].samples_ns_per_op, [400.0, 400.0]);
         let mut c = with_clean(sample_results(), &[1.0], "c");
         c.workloads[0].unit = Unit::MegabytesPerSecond;
         let err = pool(&[sample_results(), c]).unwrap_err();
         assert!(err.to_string().contains("open_close is in us"), "{err}");
+    }
+
+    /// Three boots a side, eleven tight samples each, the boots apart by more than the samples.
+    fn boots(medians: &[f64], label: &str) -> Vec<Results> {
+        medians
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let samples: Vec<f64> = (0..11).map(|k| m + (k as f64 - 5.0) * 0.01).collect();
+                with_clean(sample_results(), &samples, &format!("{label}-{i}"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn several_files_on_a_side_make_the_file_the_unit() {
+        let (old, new) = (boots(&[5.0, 5.2, 4.9], "a"), boots(&[5.1, 5.3, 5.05], "b"));
+        let c = compare(&old, &new, &Criteria::default()).unwrap();
+        let w = &c.workloads[0];
+        assert_eq!(w.replication, Replication::File);
+        assert_eq!((w.old.n, w.new.n), (3, 3));
+        // scipy 1.10: ttest_ind([5.1, 5.3, 5.05], [5.0, 5.2, 4.9], equal_var=False).pvalue
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 0.37497320100311343).abs() < 1e-9, "{p}");
+        // Pooling the 33 samples as independent would call the same data a regression.
+        let pseudo = stats::welch(
+            &stats::summarize(
+                &old.iter()
+                    .flat_map(|r| r.workloads[0].clean.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap(),
+            &stats::summarize(
+                &new.iter()
+                    .flat_map(|r| r.workloads[0].clean.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(pseudo.p_value < 0.01, "{pseudo:?}");
+        assert_ne!(w.verdict, Verdict::Regressed);
+        let text = render_text(&c);
+        assert!(text.contains("(n = 3 files)"), "{text}");
+        assert!(text.contains("Unit of replication: the file"), "{text}");
+    }
+
+    #[test]
+    fn one_file_a_side_keeps_the_sample_as_the_unit() {
+        let old = with_clean(sample_results(), &[5.0, 5.02, 4.98], "old");
+        let new = with_clean(sample_results(), &[5.5, 5.52, 5.48], "new");
+        let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+        assert_eq!(c.workloads[0].replication, Replication::Sample);
+        assert_eq!(c.workloads[0].old.n, 3);
+        assert!(render_text(&c).contains("Unit of replication: the sample"));
+        // One file against three: one observation on a side, nothing to estimate its spread.
+        let c = compare(
+            &[with_clean(sample_results(), &[5.0, 5.02, 4.98], "old")],
+            &boots(&[5.5, 5.6, 5.4], "b"),
+            &Criteria::default(),
+        )
+        .unwrap();
+        let w = &c.workloads[0];
+        assert_eq!((w.replication, w.old.n, w.new.n), (Replication::File, 1, 3));
+        assert_eq!(w.verdict, Verdict::Inconclusive);
+        assert!(render_text(&c).contains("fewer than 2 files on a side"));
+    }
+
+    #[test]
+    fn imported_kernbench_groups_compare_run_by_run_as_scipy_does() {
+        let log = "\
+vanilla
+815.80user 113.69system 2:04.36elapsed 747%CPU (0avgtext+0avgdata 0maxresident)k
+816.10user 113.20system 2:04.12elapsed 748%CPU (0avgtext+0avgdata 0maxresident)k
+815.20user 113.50system 2:04.80elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+816.40user 113.30system 2:04.50elapsed 746%CPU (0avgtext+0avgdata 0maxresident)k
+
+[PATCH 01/10] Task watchers v2
+817.00user 115.01system 2:05.00elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+818.30user 114.80system 2:05.40elapsed 744%CPU (0avgtext+0avgdata 0maxresident)k
+817.10user 115.20system 2:04.90elapsed 746%CPU (0avgtext+0avgdata 0maxresident)k
+817.90user 114.90system 2:05.62elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+";
+        let groups = crate::import::time::parse(log, "kernbench.log").unwrap();
+        let c = compare(&groups[..1], &groups[1..], &Criteria::default()).unwrap();
+        let w = &c.workloads[0];
+        assert_eq!((w.replication, w.old.n), (Replication::Sample, 4));
+        // scipy 1.10: ttest_ind(new, old, equal_var=False).pvalue of elapsed and user seconds.
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 0.012585686641872386).abs() < 1e-9, "{p}");
+        let user = w.extras.iter().find(|e| e.name == "user").unwrap();
+        let p = user.change.unwrap().p_value.unwrap();
+        assert!((p - 0.0062792195891754774).abs() < 1e-9, "{p}");
     }
 }

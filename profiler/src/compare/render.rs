@@ -1,7 +1,7 @@
 //! The comparison as text (criterion-style change lines) and as markdown (a CI step summary).
 use std::fmt::Write;
 
-use super::{ChangeAttribution, Comparison, PathDelta, WorkloadComparison};
+use super::{ChangeAttribution, Comparison, PathDelta, Replication, WorkloadComparison};
 use crate::{
     report::text::{kind_name, num},
     results::{PathKind, Unit},
@@ -105,23 +105,44 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> &'static str {
             "Change within noise threshold."
         }
         Verdict::NoChange => "No change in performance detected.",
-        Verdict::Inconclusive if w.old.n < 2 || w.new.n < 2 => {
-            "Inconclusive: fewer than 2 samples on a side."
-        }
+        Verdict::Inconclusive if w.old.n < 2 || w.new.n < 2 => match w.replication {
+            Replication::Sample => "Inconclusive: fewer than 2 samples on a side.",
+            Replication::File => {
+                "Inconclusive: fewer than 2 files on a side (each file counts once when a side \
+                 holds several)."
+            }
+        },
         Verdict::Inconclusive => {
             "Inconclusive: the interval is too wide to tell; take more samples."
         }
     }
 }
 
-fn mean_ci(s: &Summary, unit: Unit) -> String {
+fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
     let u = unit.symbol();
     format!(
-        "{} {u} ± {} {u} (n = {})",
+        "{} {u} ± {} {u} (n = {}{})",
         num(s.mean),
         num(s.ci_half_width()),
-        s.n
+        s.n,
+        match replication {
+            Replication::Sample => "",
+            Replication::File if s.n == 1 => " file",
+            Replication::File => " files",
+        }
     )
+}
+
+/// Which unit of replication the tests used, in one sentence.
+fn replication_sentence(c: &Comparison) -> String {
+    let used = |r: Replication| c.workloads.iter().any(|w| w.replication == r);
+    match (used(Replication::Sample), used(Replication::File)) {
+        (true, true) => "Unit of replication: the file (its median) for workloads in several \
+                         files on a side, the sample for the others."
+            .into(),
+        (false, true) => format!("Unit of replication: {}.", Replication::File.describe()),
+        _ => format!("Unit of replication: {}.", Replication::Sample.describe()),
+    }
 }
 
 fn environment_text(c: &Comparison) -> String {
@@ -171,13 +192,14 @@ pub fn render_text(c: &Comparison) -> String {
         c.criteria.alpha,
         c.criteria.threshold * 100.0
     );
+    let _ = writeln!(out, "{}", replication_sentence(c));
     for w in &c.workloads {
         let _ = writeln!(out, "\n{}", w.name);
         let _ = writeln!(
             out,
             "  old: {}    new: {}",
-            mean_ci(&w.old, w.unit),
-            mean_ci(&w.new, w.unit)
+            mean_ci(&w.old, w.unit, w.replication),
+            mean_ci(&w.new, w.unit, w.replication)
         );
         if let Some(ch) = &w.change {
             match (ch.ci, w.adjusted_p) {
@@ -263,6 +285,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.criteria.alpha,
         c.criteria.threshold * 100.0
     );
+    let _ = writeln!(out, "{}\n", replication_sentence(c));
     out.push_str("| workload | old | new | change [95% CI] | p (Holm) | verdict |\n");
     out.push_str("|---|---:|---:|---|---:|---|\n");
     for w in &c.workloads {
