@@ -2,9 +2,11 @@
 //! probed; eBPF programs on syscalls, task tracepoints, `security_*` hooks and each LSM's
 //! functions attribute every operation's time to the paths it takes.
 pub mod attribution;
+pub mod baseline;
 pub mod compare;
 pub mod discovery;
 pub mod environment;
+pub mod history;
 pub mod hook_costs;
 pub mod import;
 pub mod inspect;

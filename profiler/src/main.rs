@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{compare, import, inspect, report, run};
+use hookprof::{compare, history, import, inspect, report, run};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -21,9 +21,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the workloads clean and probed, and attribute each operation's time.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Compare two result sets (files or directories) with statistics and hook attribution.
     Compare(compare::CompareArgs),
+    /// Order a series of results by time and find where each metric's level steps.
+    History(history::HistoryArgs),
     /// Print a results file as text, an lmbench summary, markdown, JSON or HTML.
     Report(report::ReportArgs),
     /// Read lmbench summaries or /usr/bin/time logs into results files.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::execute(&args),
+        Command::History(args) => history::execute(&args),
         Command::Report(args) => report::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
         Command::Hooks(args) => inspect::hooks(&args),

@@ -90,6 +90,8 @@ pub struct RunArgs {
     /// its probes. Scratch files are owned by that user.
     #[arg(long, value_name = "NAME|UID")]
     pub user: Option<String>,
+    #[command(flatten)]
+    pub baseline: crate::baseline::SaveArgs,
 }
 
 fn parse_inject(s: &str) -> Result<(String, u64), String> {
@@ -117,6 +119,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some(out) = &args.output {
         check_writable(out)?;
     }
+    let baseline = args.baseline.prepare()?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(&cpu) = args.pin.iter().find(|&&c| c >= cpus) {
         bail!("--pin {cpu}: this machine has CPUs 0-{}", cpus - 1);
@@ -221,6 +224,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             .with_context(|| format!("write {}", out.display()))?;
     }
     print_results(&results, args.format);
+    if let Some(baseline) = baseline.filter(|_| results.complete && !results.workloads.is_empty()) {
+        let path = baseline.save(&results)?;
+        eprintln!("hookprof: baseline saved in {}", path.display());
+    }
     if !results.complete {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));

@@ -229,6 +229,42 @@ fn inconclusive_exits_0_with_a_warning_or_3_when_asked() {
 }
 
 #[test]
+fn compare_against_a_named_baseline() {
+    let dir = imported();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("base")).unwrap();
+    std::fs::copy(
+        dir.path().join("00-base.json"),
+        root.path().join("base/r.json"),
+    )
+    .unwrap();
+    let lsm = dir.path().join("01-lsm.json");
+    let lsm = lsm.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hookprof"))
+        .args(["compare", "--baseline", "base", lsm])
+        .env("HOOKPROF_BASELINE_DIR", root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Comparing 00-base (old) with 01-lsm (new)"));
+    // The flag overrides the environment; an unknown name says how to save one.
+    let out = hookprof(&[
+        "compare",
+        "--baseline",
+        "nightly",
+        lsm,
+        "--baseline-dir",
+        root.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--save-baseline nightly"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn no_arguments_print_the_command_list_and_the_exit_codes() {
     let out = hookprof(&[]);
     assert_eq!(out.status.code(), Some(2));

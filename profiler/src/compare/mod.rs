@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::{
     attribution::{self, Level},
+    baseline,
     results::{AttributionRow, PathKind, Results, Unit},
     stats::{self, Change, Criteria, Summary, Verdict},
 };
@@ -26,10 +27,17 @@ pub use render::{attribution_lines, render_markdown, render_text};
 3  a workload is inconclusive, with --fail-on inconclusive"
 )]
 pub struct CompareArgs {
-    /// The baseline: a results file, or a directory whose *.json files are pooled per workload.
-    pub old: PathBuf,
-    /// The candidate: a results file or a directory of them.
-    pub new: PathBuf,
+    /// OLD and NEW (with --baseline, only NEW): each a results file, or a directory whose
+    /// *.json files are pooled per workload.
+    #[arg(value_name = "OLD NEW", required = true, num_args = 1..=2)]
+    pub files: Vec<PathBuf>,
+    /// Compare against baseline NAME (saved with `run --save-baseline NAME`) as OLD.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Where baselines live [default: $HOOKPROF_BASELINE_DIR, else
+    /// $XDG_DATA_HOME/hookprof/baselines, else ~/.local/share/hookprof/baselines].
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<PathBuf>,
     /// Significance level for the Holm-adjusted p-values.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
@@ -77,8 +85,17 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         alpha: args.alpha,
         threshold: args.threshold / 100.0,
     };
-    let old = load_side(&args.old)?;
-    let new = load_side(&args.new)?;
+    let (old_path, new_path) = match (&args.baseline, args.files.as_slice()) {
+        (Some(name), [new]) => {
+            let root = baseline::root(args.baseline_dir.as_deref())?;
+            (baseline::files(&root, name)?, new.clone())
+        }
+        (Some(_), _) => anyhow::bail!("with --baseline, give only NEW"),
+        (None, [old, new]) => (old.clone(), new.clone()),
+        (None, _) => anyhow::bail!("give OLD and NEW, or --baseline NAME and NEW"),
+    };
+    let old = load_side(&old_path)?;
+    let new = load_side(&new_path)?;
     let comparison = compare(&old, &new, &criteria)?;
     let out = match args.format {
         Format::Text => render_text(&comparison),

@@ -1,0 +1,174 @@
+//! Named baselines, criterion's habit: `run --save-baseline NAME` keeps a run's results under a
+//! name and `compare --baseline NAME NEW` compares against them. A baseline is a directory of
+//! results files; several runs in it (`--append-baseline`) make the file the unit of
+//! replication in `compare`.
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::results::{write_atomically, Results};
+
+/// Overrides where baselines live (the `--baseline-dir` flag overrides it in turn).
+pub const DIR_ENV: &str = "HOOKPROF_BASELINE_DIR";
+
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct SaveArgs {
+    /// Keep this run's results as baseline NAME, replacing what was saved under it.
+    #[arg(long, value_name = "NAME", conflicts_with = "append_baseline")]
+    pub save_baseline: Option<String>,
+    /// Add this run's results to baseline NAME (several runs: each file is one observation).
+    #[arg(long, value_name = "NAME")]
+    pub append_baseline: Option<String>,
+    /// Where baselines live [default: $HOOKPROF_BASELINE_DIR, else
+    /// $XDG_DATA_HOME/hookprof/baselines, else ~/.local/share/hookprof/baselines].
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<PathBuf>,
+}
+
+/// The directory of every baseline: the flag, the environment, then the XDG data directory.
+pub fn root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir.to_path_buf());
+    }
+    let env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = env(DIR_ENV) {
+        return Ok(dir);
+    }
+    if let Some(data) = env("XDG_DATA_HOME") {
+        return Ok(data.join("hookprof/baselines"));
+    }
+    let home = env("HOME")
+        .context("no baseline directory: set --baseline-dir or HOOKPROF_BASELINE_DIR")?;
+    Ok(home.join(".local/share/hookprof/baselines"))
+}
+
+/// The directory of baseline `name`; a name is letters, digits, `.`, `_` and `-`.
+pub fn dir(root: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let valid = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    anyhow::ensure!(
+        valid,
+        "baseline name '{name}': use letters, digits, '.', '_' and '-' (not first '.')"
+    );
+    Ok(root.join(name))
+}
+
+/// A baseline to write once the run is over, checked before anything runs.
+#[derive(Debug)]
+pub struct Pending {
+    dir: PathBuf,
+    replace: bool,
+}
+
+impl SaveArgs {
+    /// Checks the name and that the directory can be created, so a bad flag fails before the
+    /// run, not after it.
+    pub fn prepare(&self) -> anyhow::Result<Option<Pending>> {
+        let (name, replace) = match (&self.save_baseline, &self.append_baseline) {
+            (Some(n), _) => (n, true),
+            (None, Some(n)) => (n, false),
+            (None, None) => return Ok(None),
+        };
+        let dir = dir(&root(self.baseline_dir.as_deref())?, name)?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("baseline {name}: cannot create {}", dir.display()))?;
+        Ok(Some(Pending { dir, replace }))
+    }
+}
+
+impl Pending {
+    /// Writes the results into the baseline (after removing the old files when replacing) and
+    /// returns the file written.
+    pub fn save(&self, results: &Results) -> anyhow::Result<PathBuf> {
+        if self.replace {
+            for old in json_files(&self.dir)? {
+                std::fs::remove_file(&old)
+                    .with_context(|| format!("cannot remove {}", old.display()))?;
+            }
+        }
+        let stem = format!("{}-{}", results.environment.started_at, std::process::id());
+        let path = self.dir.join(format!("{stem}.json"));
+        write_atomically(&path, results.to_json().as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+}
+
+fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    Ok(std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .collect())
+}
+
+/// The saved results files of baseline `name`, for `compare --baseline`.
+pub fn files(root: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let dir = dir(root, name)?;
+    anyhow::ensure!(
+        dir.is_dir() && !json_files(&dir)?.is_empty(),
+        "no baseline '{name}' in {} (save one with `hookprof run --save-baseline {name}`)",
+        root.display()
+    );
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::text::tests::sample_results;
+
+    #[test]
+    fn saving_replaces_and_appending_adds() {
+        let root = tempfile::tempdir().unwrap();
+        let args = |save: Option<&str>, append: Option<&str>| SaveArgs {
+            save_baseline: save.map(String::from),
+            append_baseline: append.map(String::from),
+            baseline_dir: Some(root.path().to_path_buf()),
+        };
+        let mut r = sample_results();
+        let count = || json_files(&root.path().join("main")).unwrap().len();
+        for t in [1, 2] {
+            r.environment.started_at = t;
+            args(None, Some("main"))
+                .prepare()
+                .unwrap()
+                .unwrap()
+                .save(&r)
+                .unwrap();
+        }
+        assert_eq!(count(), 2);
+        r.environment.started_at = 3;
+        let saved = args(Some("main"), None)
+            .prepare()
+            .unwrap()
+            .unwrap()
+            .save(&r)
+            .unwrap();
+        assert_eq!(count(), 1);
+        assert_eq!(Results::load(&saved).unwrap(), r);
+        assert_eq!(
+            files(root.path(), "main").unwrap(),
+            root.path().join("main")
+        );
+        assert!(args(None, None).prepare().unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_names_and_missing_baselines_say_what_to_do() {
+        let root = tempfile::tempdir().unwrap();
+        for bad in ["", "../x", ".hidden", "a/b", "a b"] {
+            let err = dir(root.path(), bad).unwrap_err().to_string();
+            assert!(err.contains("use letters, digits"), "{bad}: {err}");
+        }
+        let err = files(root.path(), "nightly").unwrap_err().to_string();
+        assert!(err.contains("--save-baseline nightly"), "{err}");
+    }
+}
