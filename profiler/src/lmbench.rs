@@ -13,7 +13,7 @@ pub enum Cell {
     /// A workload printed again for reading convenience (2p/0K in the latency section); it is
     /// imported from its own section.
     Repeat(&'static str),
-    /// A column hookprof has no workload for (lmbench 3.0's 100fd selct, Rand mem, Guesses).
+    /// A column hookprof has no workload for (Guesses).
     Unused,
 }
 
@@ -164,7 +164,7 @@ pub static SECTIONS: &[Section] = &[
             col(["Prot", "Fault"], 5, W("prot_fault")),
             // lmbench 2.0 prints page faults with five decimals, wider than the column.
             decimals(col(["Page", "Fault"], 5, W("page_fault")), 5),
-            v3(col(["100fd", "selct"], 5, Unused)),
+            v3(col(["100fd", "selct"], 5, W("select_file"))),
         ],
     },
     Section {
@@ -198,7 +198,7 @@ pub static SECTIONS: &[Section] = &[
             col(["L1 $", ""], 5, W("mem_l1")),
             col(["L2 $", ""], 6, W("mem_l2")),
             col(["Main mem", ""], 8, W("mem_main")),
-            v3(col(["Rand mem", ""], 8, Unused)),
+            v3(col(["Rand mem", ""], 8, W("mem_rand"))),
             col(["Guesses", ""], 7, Unused),
         ],
     },
@@ -299,10 +299,10 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(names.len(), 43);
+        assert_eq!(names.len(), 45);
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 43);
+        assert_eq!(names.len(), 45);
         assert!(column_of("ctx_2p_0k").is_some_and(|(s, _)| s.family == Family::ContextSwitch));
     }
 

@@ -175,7 +175,7 @@ pub enum Unit {
     /// Nanoseconds per operation (memory latency).
     #[serde(rename = "ns")]
     Nanoseconds,
-    /// Megabytes (2^20 bytes, as lmbench) per second.
+    /// Megabytes (10^6 bytes, as lmbench) per second.
     #[serde(rename = "MB/s")]
     MegabytesPerSecond,
     /// Seconds per run (build elapsed, user, system).

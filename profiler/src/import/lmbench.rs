@@ -432,8 +432,10 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
         let r = &results[0];
         assert_eq!(r.workload("page_fault").unwrap().clean, [1.2345]);
         assert_eq!(r.workload("fs_delete_0k").unwrap().clean, [9.1234]);
+        assert_eq!(r.workload("select_file").unwrap().clean, [2.345]);
         // Rand mem (90.2) is not main memory latency.
         assert_eq!(r.workload("mem_main").unwrap().clean, [60.1]);
+        assert_eq!(r.workload("mem_rand").unwrap().clean, [90.2]);
         assert_eq!(r.options["lmbench_mhz"], 2400.0);
     }
 

@@ -1,6 +1,6 @@
 //! lmbench's "*Local* Communication bandwidths" table: pipe, AF_UNIX and TCP transfers between
 //! two processes, rereading a cached file with read() and through a mapping, and memory copy,
-//! read and write bandwidth. MB = 2^20 bytes, as lmbench.
+//! read and write bandwidth. MB = 10^6 bytes, as lmbench (lib_timing.c).
 use std::{
     os::fd::OwnedFd,
     time::{Duration, Instant},

@@ -8,6 +8,7 @@ use std::{
 
 use super::{
     channel::{pipe, read_exact, write_all},
+    net_time,
     peer::{Peer, PinGuard, Pinning},
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
@@ -192,8 +193,7 @@ impl Workload for TokenRing {
             }
             Ok(start.elapsed())
         })?;
-        let per_switch = ring.saturating_sub(alone).as_secs_f64() / hops as f64;
-        Ok(Duration::from_secs_f64(per_switch * ops as f64))
+        Ok(net_time(ring, alone, hops, ops))
     }
 }
 

@@ -1,42 +1,65 @@
 //! lmbench's "Memory latencies" table (lat_mem_rd): dependent loads chasing a pointer chain
-//! through a buffer sized for L1, for L2 and for main memory, from this CPU's cache sizes.
+//! through a buffer sized for L1, for L2 and for main memory, from this CPU's cache sizes. As
+//! lmbench's L1, L2 and "Main mem" columns (`lat_mem_rd SIZE 128`), each load is 128 bytes on
+//! from the last, so hardware prefetchers see the pattern; lmbench 3's "Rand mem" column
+//! (`lat_mem_rd -t`) visits the lines in a random order instead.
 use std::time::{Duration, Instant};
 
-use super::{Family, Metric, Suite, Workload, WorkloadSpec};
+use super::{Family, FixedRng, Metric, Suite, Workload, WorkloadSpec};
 
 const LINE: usize = 64;
+/// lmbench's stride for its summary's memory latencies.
+const STRIDE: usize = 128;
 
 pub static SPECS: &[WorkloadSpec] = &[
     WorkloadSpec {
         name: "mem_l1",
         family: Family::MemoryLatency,
         metric: Metric::LatencyNs,
-        description: "dependent load, chain in half of the L1 data cache",
+        description: "dependent load 128 bytes on from the last, in half of the L1 data cache",
         suite: Suite::Quick,
-        create: |_| Ok(Box::new(PointerChase::new(CacheSizes::read().l1_chain())?)),
+        create: |_| chase(CacheSizes::read().l1_chain(), Order::Stride),
     },
     WorkloadSpec {
         name: "mem_l2",
         family: Family::MemoryLatency,
         metric: Metric::LatencyNs,
-        description: "dependent load, chain in half of the L2 cache",
+        description: "dependent load 128 bytes on from the last, in half of the L2 cache",
         suite: Suite::Default,
-        create: |_| Ok(Box::new(PointerChase::new(CacheSizes::read().l2_chain())?)),
+        create: |_| chase(CacheSizes::read().l2_chain(), Order::Stride),
     },
     WorkloadSpec {
         name: "mem_main",
         family: Family::MemoryLatency,
         metric: Metric::LatencyNs,
-        description:
-            "dependent load, chain of 4x the last-level cache (64 MB - 1 GB), random order",
+        description: "dependent load 128 bytes on from the last, in 4x the last-level cache \
+                      (64 MB - 1 GB)",
         suite: Suite::Default,
-        create: |_| {
-            Ok(Box::new(PointerChase::new(
-                CacheSizes::read().main_chain(),
-            )?))
-        },
+        create: |_| chase(CacheSizes::read().main_chain(), Order::Stride),
+    },
+    WorkloadSpec {
+        name: "mem_rand",
+        family: Family::MemoryLatency,
+        metric: Metric::LatencyNs,
+        description: "dependent load of a random cache line of 4x the last-level cache \
+                      (64 MB - 1 GB)",
+        suite: Suite::Default,
+        create: |_| chase(CacheSizes::read().main_chain(), Order::Random),
     },
 ];
+
+fn chase(bytes: usize, order: Order) -> anyhow::Result<Box<dyn Workload>> {
+    Ok(Box::new(PointerChase::new(bytes, order)?))
+}
+
+/// The order a chain visits its buffer in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Order {
+    /// Every STRIDE bytes, front to back, then round again (lmbench's stride_initialize).
+    Stride,
+    /// Every cache line once, in a random single cycle.
+    Random,
+}
 
 /// Cache sizes of CPU 0 in bytes, from sysfs, with common values where sysfs says nothing.
 #[derive(Debug, Clone, Copy)]
@@ -116,8 +139,8 @@ fn parse_size(s: &str) -> Option<usize> {
     Some(digits.parse::<usize>().ok()? << shift)
 }
 
-/// Anonymous memory asking for huge pages, so main-memory chases measure DRAM more than TLB
-/// misses; unmapped on drop.
+/// Anonymous memory in base pages, as lmbench's valloc() buffers get where transparent huge
+/// pages are given on madvise only (the default); unmapped on drop.
 pub struct AnonBuffer {
     addr: *mut u8,
     len: usize,
@@ -141,8 +164,6 @@ impl AnonBuffer {
             "mmap {len} bytes: {}",
             std::io::Error::last_os_error()
         );
-        // SAFETY: advice only; failure (no THP) is harmless.
-        unsafe { libc::madvise(addr, len, libc::MADV_HUGEPAGE) };
         Ok(AnonBuffer {
             addr: addr.cast(),
             len,
@@ -165,8 +186,9 @@ impl Drop for AnonBuffer {
     }
 }
 
-/// A chain through every cache line of a buffer in a random single cycle (Sattolo's shuffle),
-/// so hardware prefetchers cannot guess the next line; each line's first word points onwards.
+/// A chain through a buffer, each visited slot's first word pointing at the next: every STRIDE
+/// bytes in order, or every cache line in a random single cycle (Sattolo's shuffle), so that
+/// hardware prefetchers cannot guess the next line.
 struct PointerChase {
     /// Owns the memory `cursor` points into.
     #[cfg_attr(not(test), expect(dead_code, reason = "kept for its Drop"))]
@@ -175,23 +197,26 @@ struct PointerChase {
 }
 
 impl PointerChase {
-    fn new(bytes: usize) -> anyhow::Result<Self> {
-        let lines = (bytes / LINE).max(2);
-        let buffer = AnonBuffer::new(lines * LINE)?;
-        let mut order: Vec<u32> = (0..lines as u32).collect();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64; // fixed seed: the same chain every run
-        for i in (1..lines).rev() {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            order.swap(i, (rng % i as u64) as usize);
+    fn new(bytes: usize, order: Order) -> anyhow::Result<Self> {
+        let slot = match order {
+            Order::Stride => STRIDE,
+            Order::Random => LINE,
+        };
+        let slots = (bytes / slot).max(2);
+        let buffer = AnonBuffer::new(slots * slot)?;
+        let mut visits: Vec<u32> = (0..slots as u32).collect();
+        if order == Order::Random {
+            let mut rng = FixedRng::new(); // the same chain every run
+            for i in (1..slots).rev() {
+                visits.swap(i, rng.below(i));
+            }
         }
         let base = buffer.as_ptr();
-        for (i, &line) in order.iter().enumerate() {
-            let next = order[(i + 1) % lines] as usize;
-            // SAFETY: both lines are inside the buffer; lines are word-aligned.
+        for (i, &at) in visits.iter().enumerate() {
+            let next = visits[(i + 1) % slots] as usize;
+            // SAFETY: both slots are inside the buffer; slots are word-aligned.
             unsafe {
-                *base.add(line as usize * LINE).cast::<usize>() = base.add(next * LINE) as usize
+                *base.add(at as usize * slot).cast::<usize>() = base.add(next * slot) as usize
             };
         }
         let cursor = base.cast_const().cast();
@@ -245,11 +270,17 @@ mod tests {
 
     #[test]
     fn the_chain_visits_every_line_once() {
-        let mut chase = PointerChase::new(64 << 10).unwrap();
+        let mut chase = PointerChase::new(64 << 10, Order::Random).unwrap();
         assert_eq!(chase.chain_len(), 1024);
+        assert_eq!(
+            PointerChase::new(64 << 10, Order::Stride)
+                .unwrap()
+                .chain_len(),
+            512
+        );
         assert!(chase.run(10_000).unwrap() > Duration::ZERO);
         // L1 chases are faster than a chain far beyond L2.
-        let mut far = PointerChase::new(64 << 20).unwrap();
+        let mut far = PointerChase::new(64 << 20, Order::Random).unwrap();
         let ns = |c: &mut PointerChase| c.run(1_000_000).unwrap().as_nanos();
         assert!(ns(&mut chase) < ns(&mut far));
     }

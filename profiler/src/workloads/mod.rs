@@ -73,7 +73,7 @@ pub enum Metric {
     LatencyUs,
     /// Time per operation, in nanoseconds.
     LatencyNs,
-    /// Bytes moved per operation -> MB/s (2^20 bytes, as lmbench).
+    /// Bytes moved per operation -> MB/s (10^6 bytes, as lmbench's lib_timing.c and bw_mem.c).
     Bandwidth { bytes_per_op: u64 },
     /// Seconds per operation (one operation is one whole run, e.g. a build).
     Seconds,
@@ -95,9 +95,7 @@ impl Metric {
         match self {
             Metric::LatencyUs => ns_per_op / 1e3,
             Metric::LatencyNs => ns_per_op,
-            Metric::Bandwidth { bytes_per_op } => {
-                bytes_per_op as f64 / (1024.0 * 1024.0) / (ns_per_op / 1e9)
-            }
+            Metric::Bandwidth { bytes_per_op } => bytes_per_op as f64 / 1e6 / (ns_per_op / 1e9),
             Metric::Seconds => ns_per_op / 1e9,
         }
     }
@@ -147,6 +145,30 @@ pub trait Workload {
     }
 }
 
+/// The time of `asked` ops when `done` ops (whole rounds, `done >= asked`) took `timed` and
+/// lmbench's reference loop for them took `reference`: the net time per op, times `asked`.
+pub(crate) fn net_time(timed: Duration, reference: Duration, done: u64, asked: u64) -> Duration {
+    let per_op = timed.saturating_sub(reference).as_secs_f64() / done.max(1) as f64;
+    Duration::from_secs_f64(per_op * asked as f64)
+}
+
+/// A fixed-seed xorshift generator: orders that look random to the hardware, the same every run.
+pub(crate) struct FixedRng(u64);
+
+impl FixedRng {
+    pub(crate) fn new() -> Self {
+        FixedRng(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// A number in 0..n (n > 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
 pub struct WorkloadSpec {
     pub name: &'static str,
     pub family: Family,
@@ -178,6 +200,14 @@ struct Pinned {
 impl Workload for Pinned {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         self.inner.run(ops)
+    }
+
+    fn ops_per_round(&self) -> u64 {
+        self.inner.ops_per_round()
+    }
+
+    fn settle(&mut self) -> anyhow::Result<()> {
+        self.inner.settle()
     }
 
     fn extras(&mut self) -> Vec<Extra> {
@@ -309,6 +339,7 @@ pub(crate) mod tests {
             "fork_proc",
             "exec_proc",
             "sh_proc",
+            "exec_proc_static",
             "ctx_2p_0k",
             "ctx_2p_16k",
             "ctx_2p_64k",
@@ -342,13 +373,15 @@ pub(crate) mod tests {
             "mem_l1",
             "mem_l2",
             "mem_main",
+            "mem_rand",
             "build",
             "fork_exit_storm",
         ];
         assert_eq!(names, expected);
-        // The default suite is every lmbench column: all but the macro workloads.
+        // The default suite is every lmbench column: all but the macro workloads and the
+        // static-exec variant of exec_proc.
         let default = select(None, Suite::Default).unwrap();
-        assert_eq!(default.len(), expected.len() - 2);
+        assert_eq!(default.len(), expected.len() - 3);
     }
 
     #[test]
@@ -418,9 +451,20 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn bandwidth_is_mib_per_second() {
+    fn net_time_takes_the_reference_out_per_op() {
+        let ms = Duration::from_millis;
+        // 10 ops done in 50 ms, reference 20 ms: 3 ms net per op; 8 asked -> 24 ms.
+        assert_eq!(net_time(ms(50), ms(20), 10, 8), ms(24));
+        // A reference longer than the run (noise) gives zero, not a wrap-around.
+        assert_eq!(net_time(ms(5), ms(6), 4, 4), Duration::ZERO);
+        assert_eq!(net_time(ms(7), Duration::ZERO, 7, 7), ms(7));
+    }
+
+    #[test]
+    fn bandwidth_is_lmbench_mb_per_second() {
+        // lmbench's MB is 10^6 bytes ("bandwidths are all power of ten").
         let m = Metric::Bandwidth {
-            bytes_per_op: 1 << 20,
+            bytes_per_op: 1_000_000,
         };
         assert!((m.value(Duration::from_secs(1), 1) - 1.0).abs() < 1e-9);
         assert!((Metric::LatencyUs.value(Duration::from_micros(10), 5) - 2.0).abs() < 1e-9);

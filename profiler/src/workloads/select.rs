@@ -1,9 +1,12 @@
-//! lmbench's "selct TCP" column: select() on 100 fds that are never ready (connected TCP sockets
-//! on loopback), and the same on 100 regular-file fds (always ready).
+//! lmbench's "selct TCP" and "100fd selct" columns (lat_select -n 100 tcp|file): one fd, a
+//! connected TCP socket on loopback or a regular file, dup'd 100 times into a write set, and
+//! select(100, NULL, &set, NULL, {0, 0}) on it. lmbench passes nfds = 100, not the highest fd
+//! plus one, so only the dups below fd 100 are polled; both kinds are always writable, so
+//! select() finds every one of them ready.
 use std::{
     fs::File,
     net::{TcpListener, TcpStream},
-    os::fd::{AsRawFd, OwnedFd},
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
     time::{Duration, Instant},
 };
 
@@ -11,7 +14,7 @@ use anyhow::Context;
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
 
-/// lmbench's default `lat_select -n 100`.
+/// lmbench's `lat_select -n 100`: the dup count and select()'s nfds.
 const FDS: usize = 100;
 
 pub static SPECS: &[WorkloadSpec] = &[
@@ -19,7 +22,8 @@ pub static SPECS: &[WorkloadSpec] = &[
         name: "select_tcp",
         family: Family::Processes,
         metric: Metric::LatencyUs,
-        description: "select() on 100 connected, idle TCP sockets on loopback",
+        description: "select(100) for writing on 100 dups of a connected TCP socket on loopback \
+                      (the dups below fd 100 are polled)",
         suite: Suite::Quick,
         create: Select::create_tcp,
     },
@@ -27,67 +31,71 @@ pub static SPECS: &[WorkloadSpec] = &[
         name: "select_file",
         family: Family::Processes,
         metric: Metric::LatencyUs,
-        description: "select() on 100 regular-file fds",
+        description: "select(100) for writing on 100 dups of a regular-file fd (the dups below \
+                      fd 100 are polled)",
         suite: Suite::Default,
         create: Select::create_file,
     },
 ];
 
 struct Select {
-    /// The fds select() watches.
-    watched: Vec<OwnedFd>,
-    /// Kept open so the watched sockets stay connected (and idle).
-    _peers: Vec<OwnedFd>,
+    /// The dups select() watches (the ones below FDS).
+    _dups: Vec<OwnedFd>,
+    /// Kept open so a watched socket stays connected.
+    _peer: Option<OwnedFd>,
     set: libc::fd_set,
-    nfds: i32,
-    /// How many fds select() must report ready: 0 for idle sockets, all for files.
-    expect_ready: i32,
+    /// How many fds select() must report ready: the dups below FDS.
+    polled: i32,
 }
 
 impl Select {
-    fn new(watched: Vec<OwnedFd>, peers: Vec<OwnedFd>, expect_ready: i32) -> anyhow::Result<Self> {
-        // SAFETY: all-zero is an empty fd_set; FD_SET is only called with fds < FD_SETSIZE.
-        let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
-        let mut max = 0;
-        for fd in &watched {
-            let fd = fd.as_raw_fd();
-            anyhow::ensure!(
-                (fd as usize) < libc::FD_SETSIZE,
-                "fd {fd} too large for select()"
-            );
-            unsafe { libc::FD_SET(fd, &mut set) };
-            max = max.max(fd);
+    /// Dups `fd` FDS times (lowest free fd each time, as dup(2)) and closes it.
+    fn new(fd: OwnedFd, peer: Option<OwnedFd>) -> anyhow::Result<Self> {
+        let mut dups = Vec::with_capacity(FDS);
+        for _ in 0..FDS {
+            // SAFETY: dup of an fd we own; the new fd is owned by the OwnedFd.
+            let dup = unsafe { libc::dup(fd.as_raw_fd()) };
+            anyhow::ensure!(dup >= 0, "dup: {}", std::io::Error::last_os_error());
+            dups.push(unsafe { OwnedFd::from_raw_fd(dup) });
         }
+        drop(fd);
+        // SAFETY: all-zero is an empty fd_set; FD_SET is only called with fds < FDS.
+        let mut set: libc::fd_set = unsafe { std::mem::zeroed() };
+        let mut polled = 0;
+        for fd in dups
+            .iter()
+            .map(AsRawFd::as_raw_fd)
+            .filter(|&fd| fd < FDS as i32)
+        {
+            unsafe { libc::FD_SET(fd, &mut set) };
+            polled += 1;
+        }
+        anyhow::ensure!(
+            polled > 0,
+            "no fd below {FDS} is free for select(): too many files open"
+        );
         Ok(Select {
-            watched,
-            _peers: peers,
+            _dups: dups,
+            _peer: peer,
             set,
-            nfds: max + 1,
-            expect_ready,
+            polled,
         })
     }
 
     fn create_tcp(_: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
         let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
-        let addr = listener.local_addr()?;
-        let (mut watched, mut peers) = (Vec::new(), Vec::new());
-        for _ in 0..FDS {
-            watched.push(OwnedFd::from(TcpStream::connect(addr).context("connect")?));
-            peers.push(OwnedFd::from(listener.accept().context("accept")?.0));
-        }
-        Ok(Box::new(Select::new(watched, peers, 0)?))
+        let socket = TcpStream::connect(listener.local_addr()?).context("connect")?;
+        let peer = listener.accept().context("accept")?.0;
+        Ok(Box::new(Select::new(socket.into(), Some(peer.into()))?))
     }
 
     fn create_file(options: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
         let path = options.scratch_dir.join("select_file");
         std::fs::write(&path, b"hookprof\n").with_context(|| format!("{}", path.display()))?;
-        let opened = (0..FDS)
-            .map(|_| File::open(&path).map(OwnedFd::from))
-            .collect::<Result<Vec<_>, _>>();
-        // The open fds keep the file alive; nothing is left behind, even if an open failed.
+        let opened = File::open(&path);
+        // The open fd keeps the file alive; nothing is left behind, even if the open failed.
         std::fs::remove_file(&path)?;
-        let watched = opened?;
-        Ok(Box::new(Select::new(watched, Vec::new(), FDS as i32)?))
+        Ok(Box::new(Select::new(opened?.into(), None)?))
     }
 }
 
@@ -100,21 +108,20 @@ impl Workload for Select {
                 tv_sec: 0,
                 tv_usec: 0,
             };
-            // SAFETY: `set` and `timeout` are valid for the call; nfds covers only our fds.
+            // SAFETY: `set` and `timeout` are valid for the call; the set holds only our fds.
             let ready = unsafe {
                 libc::select(
-                    self.nfds,
-                    &mut set,
+                    FDS as i32,
                     std::ptr::null_mut(),
+                    &mut set,
                     std::ptr::null_mut(),
                     &mut timeout,
                 )
             };
-            if ready != self.expect_ready {
+            if ready != self.polled {
                 anyhow::bail!(
-                    "select() on {} fds returned {ready}, expected {}: {}",
-                    self.watched.len(),
-                    self.expect_ready,
+                    "select() on {} fds returned {ready}, expected all writable: {}",
+                    self.polled,
                     std::io::Error::last_os_error()
                 );
             }
@@ -128,8 +135,8 @@ mod tests {
     use crate::workloads::tests::run_and_drop;
 
     #[test]
-    fn select_sees_idle_sockets_and_ready_files() {
-        // run() fails unless select() reports 0 ready sockets and 100 ready files.
+    fn select_finds_every_polled_socket_and_file_writable() {
+        // run() fails unless select() reports every dup below fd 100 ready for writing.
         run_and_drop("select_tcp", 10);
         run_and_drop("select_file", 10);
     }

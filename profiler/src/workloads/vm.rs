@@ -1,6 +1,7 @@
 //! lmbench's "Mmap Latency", "Prot Fault" and "Page Fault" columns.
 use std::{
     fs::File,
+    io::Write,
     os::fd::{AsRawFd, OwnedFd},
     path::Path,
     sync::atomic::{AtomicU64, AtomicUsize, Ordering},
@@ -10,8 +11,9 @@ use std::{
 use anyhow::Context;
 
 use super::{
+    net_time,
     signal::{signal_delivery_time, HandlerGuard},
-    Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
+    Family, FixedRng, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
 use crate::probes::untracked;
 
@@ -20,9 +22,10 @@ pub static SPECS: &[WorkloadSpec] = &[
         name: "mmap_latency",
         family: Family::FileVm,
         metric: Metric::LatencyUs,
-        description: "mmap() an 8 MB file, read a byte every 16 KB of its first tenth, munmap()",
+        description: "mmap() an 8 MB file read-write and shared, store a byte every 16 KB of its \
+                      first tenth, munmap()",
         suite: Suite::Default,
-        create: |o| Ok(Box::new(MmapLatency::new(o, 8 << 20)?)),
+        create: |o| Ok(Box::new(MmapLatency::new(o, FILE_LEN)?)),
     },
     WorkloadSpec {
         name: "prot_fault",
@@ -36,28 +39,42 @@ pub static SPECS: &[WorkloadSpec] = &[
         name: "page_fault",
         family: Family::FileVm,
         metric: Metric::LatencyUs,
-        description:
-            "read fault on a cached file page of a fresh mapping (one per fault-around window)",
+        description: "per page: read every page of a fresh mapping of a cached 8 MB file in \
+                      random order, then remap it, minus the remap alone",
         suite: Suite::Quick,
-        create: |o| Ok(Box::new(PageFault::new(o, 16 << 20)?)),
+        create: |o| Ok(Box::new(PageFault::new(o, FILE_LEN)?)),
     },
 ];
+
+/// lmbench's file size for mmap latency and page faults when MB is not configured.
+const FILE_LEN: usize = 8 << 20;
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
-/// A file in the scratch dir holding `data`, written (so it is in the page cache) and already
-/// unlinked: the open fd keeps it alive and nothing is left behind, even after a crash.
+/// A file in the scratch dir holding `data`, in the page cache and already unlinked: the open
+/// fd keeps it alive and nothing is left behind, even after a crash. It is written as lmbench's
+/// script makes its test file (`lmdd of=FILE move=SIZE fsync=1`): 8 KB writes, then fsync. How
+/// a file was written decides the size of its page-cache folios, and whether its pages are
+/// clean, and both change what faulting them in costs several-fold.
 pub fn unlinked_file(dir: &Path, name: &str, data: &[u8]) -> anyhow::Result<OwnedFd> {
     let path = dir.join(name);
-    let written = std::fs::write(&path, data);
-    let opened = written.and_then(|()| File::options().read(true).write(true).open(&path));
+    let created = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path);
     let _ = std::fs::remove_file(&path);
-    Ok(opened
-        .with_context(|| format!("create {}", path.display()))?
-        .into())
+    let mut file = created.with_context(|| format!("create {}", path.display()))?;
+    for block in data.chunks(8 << 10) {
+        file.write_all(block)
+            .with_context(|| format!("write {}", path.display()))?;
+    }
+    file.sync_all()
+        .with_context(|| format!("fsync {}", path.display()))?;
+    Ok(file.into())
 }
 
 fn scratch_file(dir: &Path, name: &str, len: usize) -> anyhow::Result<OwnedFd> {
@@ -101,6 +118,13 @@ impl Mapping {
         // SAFETY: within the mapping, which is readable.
         unsafe { self.addr.add(offset).read_volatile() }
     }
+
+    /// Stores `byte` at `offset` of a writable mapping.
+    fn store(&self, offset: usize, byte: u8) {
+        assert!(offset < self.len);
+        // SAFETY: within the mapping, which callers made writable.
+        unsafe { self.addr.add(offset).write_volatile(byte) }
+    }
 }
 
 impl Drop for Mapping {
@@ -126,9 +150,10 @@ impl Workload for MmapLatency {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
         for _ in 0..ops {
-            let map = Mapping::new(&self.file, self.len, libc::PROT_READ)?;
+            // As lmbench: write faults on a shared file mapping, the byte being the size's low one.
+            let map = Mapping::new(&self.file, self.len, libc::PROT_READ | libc::PROT_WRITE)?;
             for offset in (0..self.len / 10).step_by(16 << 10) {
-                std::hint::black_box(map.touch(offset));
+                map.store(offset, self.len as u8);
             }
         }
         Ok(start.elapsed())
@@ -199,69 +224,100 @@ impl Workload for ProtFault {
     }
 }
 
-/// Minor faults of the calling thread so far.
-fn minor_faults() -> u64 {
-    // SAFETY: all-zero is a valid rusage out-buffer.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    usage.ru_minflt as u64
+/// 0..n in a random order (Fisher-Yates), as lmbench's permutation().
+fn shuffled(n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = FixedRng::new();
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    order
 }
 
-/// Read faults on a file whose pages are in the page cache, in a fresh mapping each pass. A
-/// read fault maps the whole fault-around window (64 KB by default) of cached pages at once, so
-/// the workload touches one page per window: every touch is one fault, as lmbench's per-page
-/// touches were before fault-around. The window is measured, not assumed.
+/// lmbench's lat_pagefault: read one byte of every page of a shared mapping of a cached file, in
+/// a random order, then unmap and map it again (with msync(MS_INVALIDATE), as lmbench), and take
+/// away the time of the unmap and map alone; the rest, per page, is the page-fault cost. Fault-
+/// around maps a window of cached pages per fault, so this is per page, not per fault, as lmbench.
 struct PageFault {
     file: OwnedFd,
     len: usize,
-    /// Bytes between touches: one fault-around window.
-    stride: usize,
+    /// Byte offsets of every page, in the order they are read.
+    pages: Vec<usize>,
+    /// None only for a moment in `remap`, between the unmap and the map.
+    map: Option<Mapping>,
 }
 
 impl PageFault {
     fn new(options: &WorkloadOptions, len: usize) -> anyhow::Result<Self> {
         let file = scratch_file(&options.scratch_dir, "page_fault", len)?;
-        let page = page_size();
-        // Touch every page of a fresh mapping and count the faults it took.
-        let probe = Mapping::new(&file, len, libc::PROT_READ)?;
-        let before = minor_faults();
-        for offset in (0..len).step_by(page) {
-            std::hint::black_box(probe.touch(offset));
-        }
-        let faults = (minor_faults() - before).max(1) as usize;
-        let pages_per_fault = (len / page / faults).max(1).next_power_of_two();
+        let pages = shuffled(len / page_size())
+            .into_iter()
+            .map(|p| p * page_size())
+            .collect();
+        let map = Some(Self::fresh_mapping(&file, len)?);
         Ok(PageFault {
             file,
             len,
-            stride: pages_per_fault * page,
+            pages,
+            map,
         })
     }
 
-    fn faults_per_mapping(&self) -> u64 {
-        (self.len / self.stride) as u64
+    fn fresh_mapping(file: &OwnedFd, len: usize) -> anyhow::Result<Mapping> {
+        let map = Mapping::new(file, len, libc::PROT_READ)?;
+        // SAFETY: our own mapping; drops any cached translations of it, as lmbench.
+        if unsafe { libc::msync(map.addr.cast(), map.len, libc::MS_INVALIDATE) } != 0 {
+            anyhow::bail!("msync: {}", std::io::Error::last_os_error());
+        }
+        Ok(map)
+    }
+
+    /// Unmaps the mapping, then maps the file afresh.
+    fn remap(&mut self) -> anyhow::Result<()> {
+        self.map = None;
+        self.map = Some(Self::fresh_mapping(&self.file, self.len)?);
+        Ok(())
+    }
+
+    /// Reads every page once, then remaps.
+    fn read_all_and_remap(&mut self) -> anyhow::Result<()> {
+        let map = self.map.as_ref().expect("mapped between runs");
+        let mut sum = 0u8;
+        for &offset in &self.pages {
+            sum = sum.wrapping_add(map.touch(offset));
+        }
+        std::hint::black_box(sum);
+        self.remap()
     }
 }
 
 impl Workload for PageFault {
+    /// One round reads every page of the mapping.
+    fn ops_per_round(&self) -> u64 {
+        self.pages.len() as u64
+    }
+
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let mut elapsed = Duration::ZERO;
-        let mut done = 0;
-        while done < ops {
-            let map = untracked(|| -> anyhow::Result<Mapping> {
-                let map = Mapping::new(&self.file, self.len, libc::PROT_READ)?;
-                // SAFETY: our own mapping; as lmbench, drop any cached translations of it.
-                unsafe { libc::msync(map.addr.cast(), map.len, libc::MS_INVALIDATE) };
-                Ok(map)
-            })?;
-            let n = self.faults_per_mapping().min(ops - done);
-            let start = Instant::now();
-            for i in 0..n as usize {
-                std::hint::black_box(map.touch(i * self.stride));
-            }
-            elapsed += start.elapsed();
-            done += n;
+        let rounds = ops.div_ceil(self.ops_per_round()).max(1);
+        let start = Instant::now();
+        for _ in 0..rounds {
+            self.read_all_and_remap()?;
         }
-        Ok(elapsed)
+        let with_reads = start.elapsed();
+        // lmbench's reference: the same remaps without the reads.
+        let remaps_only = untracked(|| -> anyhow::Result<Duration> {
+            let start = Instant::now();
+            for _ in 0..rounds {
+                self.remap()?;
+            }
+            Ok(start.elapsed())
+        })?;
+        Ok(net_time(
+            with_reads,
+            remaps_only,
+            rounds * self.ops_per_round(),
+            ops,
+        ))
     }
 }
 
@@ -270,17 +326,59 @@ mod tests {
     use super::*;
     use crate::workloads::tests::{options, run_and_drop};
 
+    /// Minor faults of the calling thread so far.
+    fn minor_faults() -> u64 {
+        // SAFETY: all-zero is a valid rusage out-buffer.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+        usage.ru_minflt as u64
+    }
+
     #[test]
-    fn every_page_fault_touch_faults() {
+    fn page_fault_reads_every_page_in_a_shuffled_order_and_faults_afresh_each_round() {
+        let order = shuffled(1000);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>());
+        assert_ne!(order, sorted, "not shuffled");
+
         let dir = tempfile::tempdir().unwrap();
         let mut w = PageFault::new(&options(dir.path()), 4 << 20).unwrap();
-        let ops = 3 * w.faults_per_mapping() / 2;
-        let before = minor_faults();
-        w.run(ops).unwrap();
-        let faults = minor_faults() - before;
-        assert!(faults >= ops, "{faults} minor faults for {ops} touches");
+        let pages = w.ops_per_round();
+        assert_eq!(pages as usize, (4 << 20) / page_size());
+        let faults_of = |w: &mut PageFault, rounds: u64| {
+            let before = minor_faults();
+            w.run(rounds * pages).unwrap();
+            minor_faults() - before
+        };
+        let one = faults_of(&mut w, 1);
+        let three = faults_of(&mut w, 3);
+        // Fault-around and large folios map many pages per fault, but every round maps the
+        // file afresh, so every round faults again.
+        assert!(one >= 1, "a round took no fault");
+        assert!(three >= 2 * one, "{three} faults in 3 rounds, {one} in one");
         drop(w);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn mmap_latency_stores_through_a_shared_mapping() {
+        let dir = tempfile::tempdir().unwrap();
+        // The stored byte is the size's low byte: 3 here, where the file holds 0 at 16 KB.
+        let len = FILE_LEN + 3;
+        let mut w = MmapLatency::new(&options(dir.path()), len).unwrap();
+        assert_eq!(
+            (len / 10).div_ceil(16 << 10),
+            52,
+            "lmbench's 8 MB run stores 52 bytes"
+        );
+        let before = minor_faults();
+        w.run(4).unwrap();
+        assert!(minor_faults() - before >= 4, "each fresh mapping faults");
+        let mut byte = [0u8; 1];
+        // SAFETY: reads one byte into `byte` from our own file.
+        let n = unsafe { libc::pread(w.file.as_raw_fd(), byte.as_mut_ptr().cast(), 1, 16 << 10) };
+        assert_eq!((n, byte[0]), (1, 3), "the store reached the file");
     }
 
     #[test]
