@@ -28,6 +28,9 @@ pub struct Column {
     pub small_decimals: usize,
     /// Present only in lmbench 3.0 summaries.
     pub lmbench3_only: bool,
+    /// How hookprof's workload deliberately differs from lmbench's benchmark, if it does: the
+    /// summary marks the column and prints this under the section.
+    pub differs: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -68,6 +71,14 @@ const fn col(head: [&'static str; 2], width: usize, cell: Cell) -> Column {
         cell,
         small_decimals: width.saturating_sub(2),
         lmbench3_only: false,
+        differs: None,
+    }
+}
+
+const fn differs(c: Column, how: &'static str) -> Column {
+    Column {
+        differs: Some(how),
+        ..c
     }
 }
 
@@ -89,6 +100,9 @@ use Cell::{Host, Mhz, Os, Repeat, Unused, Workload as W};
 
 const HOST: Column = col(["Host", ""], 9, Host);
 const OS: Column = col(["OS", ""], 13, Os);
+
+const RPC_DIFFERS: &str = "hookprof's own ONC RPC null call over a socket: no libtirpc \
+     (lmbench's client and svc_run server also poll() before each receive), no rpcbind";
 
 /// Every summary section hookprof reads and writes, in lmbench's order.
 pub static SECTIONS: &[Section] = &[
@@ -142,10 +156,14 @@ pub static SECTIONS: &[Section] = &[
             col(["Pipe", ""], 5, W("lat_pipe")),
             col(["AF", "UNIX"], 4, W("lat_unix")),
             col(["UDP", ""], 5, W("lat_udp")),
-            col(["RPC/", "UDP"], 5, W("lat_rpc_udp")),
+            differs(col(["RPC/", "UDP"], 5, W("lat_rpc_udp")), RPC_DIFFERS),
             col(["TCP", ""], 5, W("lat_tcp")),
-            col(["RPC/", "TCP"], 5, W("lat_rpc_tcp")),
-            col(["TCP", "conn"], 4, W("lat_tcp_connect")),
+            differs(col(["RPC/", "TCP"], 5, W("lat_rpc_tcp")), RPC_DIFFERS),
+            differs(
+                col(["TCP", "conn"], 4, W("lat_tcp_connect")),
+                "listen backlog 65535, not 100: a full accept queue drops SYNs, and each \
+                 dropped one costs lmbench a 1 s retransmit",
+            ),
         ],
     },
     Section {

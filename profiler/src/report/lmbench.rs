@@ -1,6 +1,7 @@
 //! Results printed as an lmbench 2.0 summary, so they sit beside tables posted since 2001: one
 //! row per run labelled by the results' label, then MEAN and STDEV (population, as lmbench
-//! posters computed it) rows per configuration.
+//! posters computed it) rows per configuration. Under a section, a `*` line names each column
+//! whose hookprof workload deliberately differs from lmbench's benchmark, and how.
 use std::fmt::Write;
 
 use crate::{
@@ -78,6 +79,12 @@ fn section_text(section: &Section, columns: &[&Column], results: &[Results]) -> 
                     .collect::<Vec<_>>();
                 let _ = writeln!(out, "{}", row_line(columns, &cells));
             }
+        }
+    }
+    for c in columns {
+        if let Some(how) = c.differs {
+            let head = c.head.iter().copied().filter(|h| !h.is_empty());
+            let _ = writeln!(out, "* {}: {how}", head.collect::<Vec<_>>().join(" "));
         }
     }
     out
@@ -225,6 +232,22 @@ mod tests {
             "00-base MEAN 0.40 0.65 3.94 5.02 30.3 1.03 3.04 125. 1242 6610"
         );
         assert!(collapse(base[6]).starts_with("00-base STDEV 0.01 0.01 0.04 0.05"));
+    }
+
+    #[test]
+    fn columns_that_differ_from_lmbench_are_named_under_their_section() {
+        let printed = render(&parse(FIXTURE, "fixture").unwrap());
+        let local = printed
+            .split(SECTIONS[2].title)
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap();
+        let marks: Vec<&str> = local.lines().filter(|l| l.starts_with("* ")).collect();
+        assert_eq!(marks.len(), 3, "{local}");
+        assert!(marks[0].starts_with("* RPC/ UDP: ") && marks[2].starts_with("* TCP conn: "));
+        // A section with no such column has no mark.
+        let processes = printed.split(SECTIONS[0].title).nth(1).unwrap();
+        assert!(!processes.split("\n\n").next().unwrap().contains("\n* "));
     }
 
     #[test]

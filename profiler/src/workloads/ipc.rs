@@ -52,7 +52,8 @@ pub static SPECS: &[WorkloadSpec] = &[
     ),
     latency(
         "lat_rpc_udp",
-        "ONC RPC null call over UDP on 127.0.0.1",
+        "ONC RPC null call over UDP on 127.0.0.1 (hookprof's own XDR: unlike lmbench, no \
+         libtirpc poll() before each receive, no rpcbind)",
         Suite::Default,
         |o| RoundTrip::create(o, Channel::udp(), Exchange::RpcDatagram),
     ),
@@ -64,13 +65,15 @@ pub static SPECS: &[WorkloadSpec] = &[
     ),
     latency(
         "lat_rpc_tcp",
-        "ONC RPC null call over TCP (record marking) on 127.0.0.1",
+        "ONC RPC null call over TCP (record marking) on 127.0.0.1 (hookprof's own XDR: unlike \
+         lmbench, no libtirpc poll() before each receive, no rpcbind)",
         Suite::Default,
         |o| RoundTrip::create(o, Channel::tcp(), Exchange::RpcRecord),
     ),
     latency(
         "lat_tcp_connect",
-        "TCP socket() + connect() + close() to a listener on 127.0.0.1",
+        "TCP socket() + connect() + close() to a listener on 127.0.0.1 (backlog 65535, not \
+         lmbench's 100, so no SYN is dropped and retransmitted 1 s later)",
         Suite::Default,
         Connect::create,
     ),
