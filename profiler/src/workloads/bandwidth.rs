@@ -10,6 +10,7 @@ use super::{
     channel::{read_exact, write_all, Channel, End},
     memory::{AnonBuffer, CacheSizes},
     peer::{Peer, PinGuard, Pinning},
+    sum_words,
     vm::unlinked_file,
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
@@ -183,14 +184,6 @@ impl Workload for Transfer {
     }
 }
 
-/// Sums a byte slice as words, as lmbench's bread() does with what it reads.
-fn sum_words(bytes: &[u8]) -> u64 {
-    bytes
-        .chunks_exact(8)
-        .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
-        .fold(0, u64::wrapping_add)
-}
-
 const FILE_LEN: usize = 8 << 20;
 
 /// Rereads a cached file 64 KB at a time, with pread() into a buffer or from a mapping made
@@ -198,7 +191,8 @@ const FILE_LEN: usize = 8 << 20;
 struct FileReread {
     file: OwnedFd,
     map: Option<(*const u8, usize)>,
-    buf: Vec<u8>,
+    /// Words, so that the buffer is aligned for word loads.
+    buf: Vec<u64>,
     offset: usize,
 }
 
@@ -231,7 +225,7 @@ impl FileReread {
         Ok(FileReread {
             file,
             map,
-            buf: vec![0; XFER],
+            buf: vec![0; XFER / 8],
             offset: 0,
         })
     }
@@ -263,10 +257,11 @@ impl Workload for FileReread {
                         "pread: {n}: {}",
                         std::io::Error::last_os_error()
                     );
-                    &self.buf[..]
+                    // SAFETY: the whole buffer, as bytes.
+                    unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast(), XFER) }
                 }
             };
-            sum = sum.wrapping_add(sum_words(data));
+            sum = sum.wrapping_add(sum_words(data.as_ptr().cast(), XFER / 8));
             self.offset = (self.offset + XFER) % FILE_LEN;
         }
         let elapsed = start.elapsed();

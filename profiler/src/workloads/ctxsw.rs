@@ -10,7 +10,7 @@ use super::{
     channel::{pipe, read_exact, write_all},
     net_time,
     peer::{Peer, PinGuard, Pinning},
-    Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
+    sum_words, Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
 use crate::probes::untracked;
 
@@ -42,16 +42,6 @@ pub static SPECS: &[WorkloadSpec] = &[
     ring!("ctx_16p_16k", 16, 16, Suite::Default),
     ring!("ctx_16p_64k", 16, 64, Suite::Default),
 ];
-
-/// Sums a working set word by word; volatile so the reads are not optimised away.
-fn sum_words(words: *const u64, len: usize) -> u64 {
-    let mut sum = 0u64;
-    for i in 0..len {
-        // SAFETY: callers pass a live buffer of `len` words.
-        sum = sum.wrapping_add(unsafe { words.add(i).read_volatile() });
-    }
-    sum
-}
 
 /// Ring member i (>= 1): token in from pipe i-1, sum its own working set, token out on pipe i.
 /// Runs in a forked child: maps and fills its own memory (so no page is shared with the other

@@ -152,6 +152,19 @@ pub(crate) fn net_time(timed: Duration, reference: Duration, done: u64, asked: u
     Duration::from_secs_f64(per_op * asked as f64)
 }
 
+/// Sums `len` words as lmbench's bread() does with a working set or with data it read: one load
+/// and one add a word into a single sum (bread() as lmbench's -O compiles it); volatile, so the
+/// compiler can neither drop the loads nor vectorise them into a loop several times faster.
+pub(crate) fn sum_words(words: *const u64, len: usize) -> u64 {
+    assert!(words.is_aligned(), "sum_words needs word-aligned memory");
+    let mut sum = 0u64;
+    for i in 0..len {
+        // SAFETY: callers pass a live, aligned buffer of `len` words.
+        sum = sum.wrapping_add(unsafe { words.add(i).read_volatile() });
+    }
+    sum
+}
+
 /// A fixed-seed xorshift generator: orders that look random to the hardware, the same every run.
 pub(crate) struct FixedRng(u64);
 
