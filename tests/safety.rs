@@ -1,7 +1,8 @@
 //! Safety guarantees on the running kernel: whatever way hookprof ends, it leaves no BPF
 //! object, scratch file or process behind; an interrupt stops it within a second and keeps
-//! what was measured; `--user` drops only the workload's privileges; results files are never
-//! truncated by a failed run. Each test runs the real binary as root.
+//! what was measured; a workload that fails is recorded and the run goes on; `--user` drops
+//! only the workload's privileges; results files are never truncated by a failed run. Each
+//! test runs the real binary as root.
 use std::{
     path::Path,
     sync::Mutex,
@@ -76,7 +77,7 @@ fn every_exit_path_leaves_nothing_behind() {
         let expected = match ending {
             Ending::Normal => 0,
             Ending::Signal(..) => 130,
-            Ending::Panic => 2,
+            Ending::Panic => 101, // Rust's exit code for a panic
         };
         assert_eq!(status.code(), Some(expected), "{what}: {}", run.stderr());
         run.assert_left_nothing(&before, what);
@@ -124,6 +125,110 @@ fn sigkill_at_any_phase_leaves_nothing_behind_after_the_next_run() {
         saw_stale_scratch,
         "no SIGKILL landed while a workload was set up: the phases were not all covered"
     );
+}
+
+/// A runner that dies (a test hook aborts it) or hangs past `--timeout-per-workload` in
+/// lat_pipe's first run: the failure is recorded with its phase, the other workloads are
+/// measured by a fresh runner, the file says complete: false, the exit code is 2, and nothing
+/// is left behind (lat_pipe's helper process included).
+#[test]
+fn a_failed_workload_is_recorded_and_the_run_goes_on() {
+    require_root();
+    let _serial = serial();
+    // (what, the test hook, extra arguments, the error expected)
+    type Case<'a> = (&'a str, (&'a str, &'a str), &'a [&'a str], &'a str);
+    let cases: [Case; 2] = [
+        (
+            "crash",
+            ("HOOKPROF_TEST_CRASH_WORKLOAD", "lat_pipe"),
+            &[],
+            "the runner process died (killed by signal 6",
+        ),
+        (
+            "hang",
+            ("HOOKPROF_TEST_HANG_WORKLOAD", "lat_pipe"),
+            &["--timeout-per-workload", "10"],
+            "still running after 10 s (--timeout-per-workload)",
+        ),
+    ];
+    for (what, env, extra, error) in cases {
+        let before = BpfObjects::now();
+        let mut run = Hookprof::start(&[QUICK, extra].concat(), &[env]);
+        let status = run.wait(Duration::from_secs(180));
+        assert_eq!(status.code(), Some(2), "{what}: {}", run.stderr());
+        let results = Results::load(&run.output()).expect("results of a run with a failure");
+        assert!(!results.complete, "{what}: complete is true");
+        let failure = workload(&results, "lat_pipe")
+            .failure
+            .clone()
+            .unwrap_or_else(|| panic!("{what}: lat_pipe's failure is not recorded"));
+        assert_eq!(failure.phase, "calibration", "{what}");
+        assert!(failure.error.contains(error), "{what}: {failure:?}");
+        for name in ["null_call", "open_close", "fork_proc"] {
+            let w = workload(&results, name);
+            assert!(
+                w.failure.is_none(),
+                "{what}: {name} failed: {:?}",
+                w.failure
+            );
+            assert_eq!(w.clean.len(), 3, "{what}: {name}'s clean samples");
+            assert_eq!(w.probed.len(), 3, "{what}: {name}'s probed samples");
+            assert!(
+                w.runner_peak_rss_kib.is_some_and(|kib| kib > 0),
+                "{what}: {name}: no runner peak RSS"
+            );
+        }
+        assert!(
+            run.stderr()
+                .contains("workload lat_pipe failed in calibration"),
+            "{what}: {}",
+            run.stderr()
+        );
+        run.assert_left_nothing(&before, what);
+        assert!(run.scratch_entries().is_empty(), "{what}: scratch left");
+    }
+}
+
+/// The runner is the lean process the design promises: one thread, no BPF fds, a few MB.
+#[test]
+fn the_runner_is_single_threaded_and_holds_no_bpf_fds() {
+    require_root();
+    let _serial = serial();
+    let before = BpfObjects::now();
+    let mut run = Hookprof::start(LONG, &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let runner = loop {
+        assert!(run.running(), "ended early: {}", run.stderr());
+        assert!(Instant::now() < deadline, "no runner process seen");
+        if let Some(pid) = hookprof_tests::cleanup::children_of(run.pid())
+            .into_iter()
+            .find(|&c| {
+                std::fs::read(format!("/proc/{c}/cmdline"))
+                    .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == b"__runner"))
+            })
+        {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let it take up a workload.
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::fs::read_to_string(format!("/proc/{runner}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(field("Threads:"), 1, "{status}");
+    assert!(field("VmHWM:") < 64 * 1024, "{status}");
+    let bpf_fds: Vec<_> = std::fs::read_dir(format!("/proc/{runner}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|t| t.to_string_lossy().starts_with("anon_inode:bpf"))
+        .collect();
+    assert!(bpf_fds.is_empty(), "the runner holds BPF fds: {bpf_fds:?}");
+    interrupt(&mut run, "runner check");
+    run.assert_left_nothing(&before, "runner check");
 }
 
 #[test]

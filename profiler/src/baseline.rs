@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::results::{write_atomically, Results};
+use crate::{results::Results, results_file::write_atomically};
 
 /// Overrides where baselines live (the `--baseline-dir` flag overrides it in turn).
 pub const DIR_ENV: &str = "HOOKPROF_BASELINE_DIR";

@@ -3,18 +3,15 @@
 //! each workload starts, then runs a short burst of ops inside its tracking window; a candidate
 //! called at least `MIN_CALLS_PER_OP` times an op is kept for that workload. The measured run
 //! then attaches, per workload, only what it calls: tens of pairs, not hundreds.
-use std::{
-    sync::atomic::AtomicBool,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::{
-    measure::{self, SamplingOptions, Started},
+    measure::{self, whole_rounds, SamplingOptions, Started},
     probes::{KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
     results::Refusal,
-    workload_thread::Wait,
+    runner::{Supervisor, Wait},
     workloads::{Metric, WorkloadSpec},
 };
 
@@ -70,13 +67,15 @@ impl Found {
 /// Runs each workload's burst with a counting probe on every candidate (in batches of the
 /// probe slots there are), reporting each workload's name to `progress` as it starts. With
 /// `follow_children` (the run's task probes), what the workload's children call counts too.
+/// A workload whose burst fails is said and left without hooks (its measurement will record
+/// the failure); the others go on.
 pub fn discover(
     kernel: &KernelBtf,
     candidates: &[Target],
     follow_children: bool,
     specs: &[&'static WorkloadSpec],
     options: &SamplingOptions,
-    stop: &AtomicBool,
+    supervisor: &mut Supervisor,
     progress: &dyn Fn(&str),
 ) -> Result<Wait<Found>> {
     let mut found = Found {
@@ -101,10 +100,17 @@ pub fn discover(
         }
         for (spec, (_, called)) in specs.iter().zip(&mut found.by_workload) {
             progress(spec.name);
-            let Wait::Done(calls_per_op) = burst(spec, options, &probes, stop)
-                .with_context(|| format!("discovery pass of workload {}", spec.name))?
-            else {
-                return Ok(Wait::Interrupted);
+            supervisor.start_clock();
+            let calls_per_op = match burst(spec, options, &mut probes, supervisor) {
+                Ok(Wait::Done(calls_per_op)) => calls_per_op,
+                Ok(Wait::Interrupted) => return Ok(Wait::Interrupted),
+                Err(e) => {
+                    supervisor.warn(&format!(
+                        "discovery pass of workload {} failed: {e:#}",
+                        spec.name
+                    ));
+                    continue;
+                }
             };
             for (slot, target) in probes.hook_functions().iter().enumerate() {
                 if let Some(target) = target {
@@ -126,30 +132,34 @@ pub fn discover(
 fn burst(
     spec: &'static WorkloadSpec,
     options: &SamplingOptions,
-    probes: &Probes,
-    stop: &AtomicBool,
+    probes: &mut Probes,
+    supervisor: &mut Supervisor,
 ) -> Result<Wait<Vec<f64>>> {
+    // The probes stay attached for the whole batch: only the runner's gate counts.
+    probes.set_gate_owner(supervisor.runner_pid()?)?;
     // Bound whole: the scratch directory must outlive the workload.
-    let started = measure::start(spec, options, true, stop)?;
+    let started = measure::start(spec, options, true, None, supervisor)?;
     let Wait::Done(Started { mut workload, .. }) = started else {
         return Ok(Wait::Interrupted);
     };
     // Set-up calls are not the op's: count from here.
     let before = probes.snapshot()?;
     let t = Instant::now();
-    let mut ops = workload.whole_rounds(1);
-    if let Wait::Interrupted = workload.run(ops, true, stop)? {
+    let per_round = workload.ops_per_round();
+    let mut ops = whole_rounds(1, per_round);
+    if let Wait::Interrupted = workload.run(ops, true)? {
         return Ok(Wait::Interrupted);
     }
     if spec.metric != Metric::Seconds {
         let more = (BURST.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9) * ops as f64).ceil();
-        let more = workload.whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops));
-        if let Wait::Interrupted = workload.run(more, true, stop)? {
+        let more = whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops), per_round);
+        if let Wait::Interrupted = workload.run(more, true)? {
             return Ok(Wait::Interrupted);
         }
         ops += more;
     }
     let delta = probes.snapshot()?.since(&before);
+    workload.finish()?;
     Ok(Wait::Done(
         delta
             .hooks

@@ -26,7 +26,17 @@ pub fn detect() -> Environment {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        profiler_peak_rss_kib: None,
     }
+}
+
+/// A `kB` field of /proc/self/status (VmHWM: the peak resident set), in KiB.
+pub fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
 }
 
 /// The active LSMs in call order, from securityfs (mounted on demand by `ensure_securityfs`).

@@ -3,16 +3,18 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
 
 use crate::{
     environment,
+    probe_setup::require_bpf_privileges,
     probes::{
-        calibration, catalog,
+        catalog,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
     results::ProbeReport,
-    run::require_bpf_privileges,
+    runner::{Supervisor, Wait},
 };
 
 #[derive(clap::Args, Debug)]
@@ -165,6 +167,9 @@ fn probe_kind_summary(
     kinds
 }
 
+/// Generous: calibration's loops last well under a second each, even under emulation.
+const CALIBRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     let kernel = KernelBtf::load()?;
@@ -175,7 +180,13 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         entries_only: false,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
-    let cal = calibration::calibrate(&mut probes, &kernel)?;
+    let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;
+    let Wait::Done(cal) = crate::probe_setup::calibrate(&mut probes, &kernel, &mut supervisor)?
+    else {
+        eprintln!("hookprof: interrupted");
+        return Ok(ExitCode::from(130));
+    };
+    drop(supervisor);
     drop(probes);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&cal)?);

@@ -12,13 +12,16 @@ pub mod import;
 pub mod inspect;
 pub mod lmbench;
 pub mod measure;
+pub mod probe_setup;
 pub mod probes;
 pub mod report;
 pub mod results;
+pub mod results_file;
 pub mod run;
+pub mod runner;
+pub mod scope;
 pub mod scratch;
 pub mod stats;
-pub mod workload_thread;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.

@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{compare, history, import, inspect, report, run};
+use hookprof::{compare, history, import, inspect, report, run, runner};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -10,7 +10,7 @@ use hookprof::{compare, history, import, inspect, report, run};
 #[command(after_help = "Exit codes (for CI):\n  \
 0    success; compare: no regression (inconclusive workloads only warn)\n  \
 1    compare: a workload regressed\n  \
-2    bad input or error\n  \
+2    bad input or error; run: a workload failed (the results file holds the others,\n       with \"complete\": false)\n  \
 3    compare --fail-on inconclusive: a workload could not be decided\n  \
 130  interrupted (SIGINT or SIGTERM)")]
 struct Cli {
@@ -35,6 +35,9 @@ enum Command {
     Hooks(inspect::HooksArgs),
     /// The probes' own cost on this kernel.
     Calibrate(inspect::CalibrateArgs),
+    /// The process that does the measured work, started by `run` (not for direct use).
+    #[command(name = "__runner", hide = true)]
+    Runner(runner::serve::RunnerArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Runner(args) => return runner::serve::main(&args),
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::History(args) => history::execute(&args),

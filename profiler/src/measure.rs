@@ -1,22 +1,20 @@
 //! The sampling engine: set up a workload, calibrate how many ops a sample needs to last
 //! `min_sample` (lmbench's ENOUGH), warm up, then take clean and probed samples interleaved so
-//! drift hits both alike. Probes are attached only for probed samples, and only the workload
-//! thread's tracking window (and what it forks) is counted. The workload lives on its own
-//! thread (see `workload_thread`); this thread attaches probes, reads maps and watches `stop`.
-use std::{
-    sync::atomic::AtomicBool,
-    time::{Duration, Instant},
-};
+//! drift hits both alike. Probes are attached only for probed samples, and only the runner's
+//! tracking window (and what it forks) is counted. The workload lives in the runner process
+//! (see `runner`); this process attaches probes and reads maps. A workload that fails keeps
+//! the samples taken before, with the failure and its phase recorded.
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use crate::{
     hook_costs::{attribute, ProbedSample},
     probes::Probes,
-    results::{ExtraMetric, WorkloadResult},
+    results::{ExtraMetric, WorkloadFailure, WorkloadResult},
+    runner::{protocol::Extra, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
     scratch,
-    workload_thread::{Credentials, Wait, WorkloadThread},
-    workloads::{Extra, Metric, WorkloadOptions, WorkloadSpec},
+    workloads::{Metric, WorkloadSpec},
 };
 
 #[derive(Debug, Clone)]
@@ -68,10 +66,21 @@ impl Overhead {
 /// Progress callback: (samples done, samples total).
 pub type Progress<'a> = &'a dyn Fn(usize, usize);
 
+/// Testing only: the profiler panics after a workload's first sample, with its probes
+/// loaded, to prove that a panic leaves nothing behind (tests/safety.rs).
+pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
+
 pub struct Outcome {
     pub result: WorkloadResult,
     /// The run was interrupted; `result` holds the samples taken so far.
     pub interrupted: bool,
+}
+
+/// What the samples so far add up to.
+#[derive(Default)]
+struct Taken {
+    clean_ns_per_op: Vec<f64>,
+    probed: Vec<ProbedSample>,
 }
 
 pub fn measure(
@@ -79,9 +88,9 @@ pub fn measure(
     options: &SamplingOptions,
     overhead: Overhead,
     mut probes: Option<&mut Probes>,
-    stop: &AtomicBool,
+    supervisor: &mut Supervisor,
     progress: Progress,
-) -> Result<Outcome> {
+) -> Outcome {
     let mut result = WorkloadResult {
         name: spec.name.into(),
         family: spec.family.key().into(),
@@ -93,137 +102,205 @@ pub fn measure(
         attribution: Vec::new(),
         events_per_op: Default::default(),
         notes: Vec::new(),
+        failure: None,
+        runner_peak_rss_kib: None,
     };
-    let interrupted = Outcome {
-        result: result.clone(),
-        interrupted: true,
-    };
-    let probed = probes.is_some();
-    let started = attached(probes.as_deref_mut(), || start(spec, options, probed, stop))?;
-    let Wait::Done(Started { mut workload, .. }) = started else {
-        return Ok(interrupted);
-    };
-
-    let Wait::Done(ops) = calibrate(&mut workload, spec.metric, options.min_sample, stop)? else {
-        return Ok(interrupted);
-    };
-    if let Wait::Interrupted = workload.run(ops, false, stop).context("warm-up")? {
-        return Ok(interrupted);
-    }
-    result.iterations = ops;
-
-    let mut clean_ns_per_op = Vec::new();
-    let mut probed_samples = Vec::new();
-    let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
-    let total = options.samples;
-    let mut interrupted = false;
-    'samples: for i in 0..total {
-        // Alternate which pass goes first, so neither always follows the other.
-        let probed_first = i % 2 == 1;
-        for probed in [probed_first, !probed_first] {
-            match (probed, probes.as_deref_mut()) {
-                (false, _) => {
-                    let Wait::Done((elapsed, extras)) = workload.run(ops, false, stop)? else {
-                        interrupted = true;
-                        break 'samples;
-                    };
-                    let elapsed = overhead.take_from(elapsed, ops);
-                    result.clean.push(spec.metric.value(elapsed, ops));
-                    clean_ns_per_op.push(elapsed.as_nanos() as f64 / ops as f64);
-                    add_extras(&mut result.extra, extras);
-                }
-                (true, Some(p)) => {
-                    let Wait::Done((elapsed, _)) =
-                        attached(Some(&mut *p), || workload.run(ops, true, stop))?
-                    else {
-                        interrupted = true;
-                        break 'samples;
-                    };
-                    let elapsed = overhead.take_from(elapsed, ops);
-                    result.probed.push(spec.metric.value(elapsed, ops));
-                    let now = p.snapshot()?;
-                    let delta = now.since(last.as_ref().expect("snapshot taken with probes"));
-                    probed_samples.push(ProbedSample { delta, ops });
-                    last = Some(now);
-                }
-                (true, None) => {}
-            }
+    let mut taken = Taken::default();
+    let mut phase = String::from("set-up");
+    supervisor.start_clock();
+    let sampled = sample(
+        spec,
+        options,
+        overhead,
+        probes.as_deref_mut(),
+        supervisor,
+        progress,
+        (&mut result, &mut taken, &mut phase),
+    );
+    let interrupted = match sampled {
+        Ok(Wait::Done(())) => false,
+        Ok(Wait::Interrupted) => true,
+        Err(e) => {
+            result.failure = Some(WorkloadFailure {
+                phase,
+                error: format!("{e:#}"),
+            });
+            false
         }
-        progress(i + 1, total);
-    }
-    drop(workload);
+    };
     if let Some(p) = probes.as_deref() {
-        if !probed_samples.is_empty() {
+        if !taken.probed.is_empty() {
             let a = attribute(
-                &probed_samples,
+                &taken.probed,
                 &p.focused_functions(),
-                mean(&clean_ns_per_op),
+                mean(&taken.clean_ns_per_op),
             );
             result.attribution = a.rows;
             result.events_per_op = a.events_per_op;
             note_untimed(&mut result);
         }
     }
-    Ok(Outcome {
+    Outcome {
         result,
         interrupted,
-    })
+    }
 }
 
-/// A workload thread with its private scratch directory. Fields drop in order: the workload
-/// (and its files) goes before the directory.
-pub struct Started {
-    pub workload: WorkloadThread,
-    _scratch: scratch::Scratch,
+/// Sets the workload up and takes its samples into `result` and `taken`, naming each phase
+/// in `phase` as it starts.
+fn sample(
+    spec: &'static WorkloadSpec,
+    options: &SamplingOptions,
+    overhead: Overhead,
+    mut probes: Option<&mut Probes>,
+    supervisor: &mut Supervisor,
+    progress: Progress,
+    (result, taken, phase): (&mut WorkloadResult, &mut Taken, &mut String),
+) -> Result<Wait<()>> {
+    let Wait::Done(Started {
+        mut workload,
+        _scratch,
+    }) = start(
+        spec,
+        options,
+        probes.is_some(),
+        probes.as_deref_mut(),
+        supervisor,
+    )?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    let pid = workload.runner_pid();
+
+    *phase = "calibration".into();
+    let per_round = workload.ops_per_round();
+    let mut run = |ops| {
+        workload
+            .run(ops, false)
+            .map(|w| w.map(|(elapsed, _)| elapsed))
+    };
+    let Wait::Done(ops) = calibrate(per_round, spec.metric, options.min_sample, &mut run)? else {
+        return Ok(Wait::Interrupted);
+    };
+    *phase = "warm-up".into();
+    if let Wait::Interrupted = workload.run(ops, false).context("warm-up")? {
+        return Ok(Wait::Interrupted);
+    }
+    result.iterations = ops;
+
+    let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
+    let total = options.samples;
+    for i in 0..total {
+        // Alternate which pass goes first, so neither always follows the other.
+        let probed_first = i % 2 == 1;
+        for probed in [probed_first, !probed_first] {
+            match (probed, probes.as_deref_mut()) {
+                (false, _) => {
+                    *phase = format!("sample {} (clean)", i + 1);
+                    let Wait::Done((elapsed, extras)) = workload.run(ops, false)? else {
+                        return Ok(Wait::Interrupted);
+                    };
+                    let elapsed = overhead.take_from(elapsed, ops);
+                    result.clean.push(spec.metric.value(elapsed, ops));
+                    taken
+                        .clean_ns_per_op
+                        .push(elapsed.as_nanos() as f64 / ops as f64);
+                    add_extras(&mut result.extra, extras);
+                }
+                (true, Some(p)) => {
+                    *phase = format!("sample {} (probed)", i + 1);
+                    let Wait::Done((elapsed, _)) =
+                        attached(Some(&mut *p), pid, || workload.run(ops, true))?
+                    else {
+                        return Ok(Wait::Interrupted);
+                    };
+                    let elapsed = overhead.take_from(elapsed, ops);
+                    result.probed.push(spec.metric.value(elapsed, ops));
+                    let now = p.snapshot()?;
+                    let delta = now.since(last.as_ref().expect("snapshot taken with probes"));
+                    taken.probed.push(ProbedSample { delta, ops });
+                    last = Some(now);
+                    assert!(
+                        std::env::var_os(PANIC_FOR_TEST).is_none(),
+                        "{PANIC_FOR_TEST} is set"
+                    );
+                }
+                (true, None) => {}
+            }
+        }
+        progress(i + 1, total);
+    }
+    *phase = "tear-down".into();
+    result.runner_peak_rss_kib = workload.finish()?;
+    Ok(Wait::Done(()))
 }
 
-/// Creates the workload's scratch directory and starts its thread (set-up runs inside the
-/// tracking window if `tracked`, so helper processes it forks are followed).
-pub fn start(
+/// A workload in the runner with its private scratch directory. Fields drop in order: the
+/// workload (and its files) goes before the directory.
+pub struct Started<'s> {
+    pub workload: RemoteWorkload<'s>,
+    pub _scratch: scratch::Scratch,
+}
+
+/// Creates the workload's scratch directory and the workload in the runner. With `tracked`,
+/// set-up runs inside the tracking window (with `probes` attached for it, if given), so the
+/// helper processes it forks are followed.
+pub fn start<'s>(
     spec: &'static WorkloadSpec,
     options: &SamplingOptions,
     tracked: bool,
-    stop: &AtomicBool,
-) -> Result<Wait<Started>> {
+    probes: Option<&mut Probes>,
+    supervisor: &'s mut Supervisor,
+) -> Result<Wait<Started<'s>>> {
     let scratch = scratch::create(spec.name, options.user)?;
-    let workload_options = WorkloadOptions {
+    let setup = WorkloadSetup {
         scratch_dir: scratch.path().to_path_buf(),
         pin: options.pin.clone(),
         jobs: options.jobs,
+        tracked,
     };
-    Ok(
-        match WorkloadThread::start(spec, workload_options, options.user, tracked, stop)? {
-            Wait::Done(workload) => Wait::Done(Started {
-                workload,
-                _scratch: scratch,
-            }),
-            Wait::Interrupted => Wait::Interrupted,
-        },
-    )
+    let pid = supervisor.runner_pid()?;
+    let created = attached(probes, pid, || {
+        RemoteWorkload::create(supervisor, spec, setup)
+    })?;
+    Ok(match created {
+        Wait::Done(workload) => Wait::Done(Started {
+            workload,
+            _scratch: scratch,
+        }),
+        Wait::Interrupted => Wait::Interrupted,
+    })
 }
 
-/// Runs `f` with the probes attached (the workload thread opens its own tracking window).
-fn attached<T>(probes: Option<&mut Probes>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+/// Runs `f` with the probes attached, counting the gate calls of the runner `pid`.
+fn attached<T>(probes: Option<&mut Probes>, pid: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let Some(p) = probes else { return f() };
+    p.set_gate_owner(pid)?;
     p.attach()?;
     let out = f();
     p.detach()?;
     out
 }
 
-/// lmbench's BENCH: double the op count until one sample lasts `min_sample`.
+/// `ops` rounded up to whole rounds of `per_round` (see `Workload::ops_per_round`).
+pub fn whole_rounds(ops: u64, per_round: u64) -> u64 {
+    ops.max(1).div_ceil(per_round.max(1)) * per_round.max(1)
+}
+
+/// lmbench's BENCH: double the op count until one sample lasts `min_sample`. `run` runs that
+/// many ops of a workload whose ops come in rounds of `per_round`, and returns their time.
 fn calibrate(
-    workload: &mut WorkloadThread,
+    per_round: u64,
     metric: Metric,
     min_sample: Duration,
-    stop: &AtomicBool,
+    run: &mut dyn FnMut(u64) -> Result<Wait<Duration>>,
 ) -> Result<Wait<u64>> {
     if metric == Metric::Seconds {
         return Ok(Wait::Done(1)); // one op is one whole run
     }
-    let mut ops = workload.whole_rounds(1);
+    let mut ops = whole_rounds(1, per_round);
     loop {
-        let Wait::Done((elapsed, _)) = workload.run(ops, false, stop).context("calibrate")? else {
+        let Wait::Done(elapsed) = run(ops).context("calibrate")? else {
             return Ok(Wait::Interrupted);
         };
         if elapsed >= min_sample || ops >= 1 << 40 {
@@ -235,7 +312,7 @@ fn calibrate(
         } else {
             2
         };
-        ops = workload.whole_rounds(ops.saturating_mul(scale.clamp(2, 1024)));
+        ops = whole_rounds(ops.saturating_mul(scale.clamp(2, 1024)), per_round);
     }
 }
 
@@ -244,7 +321,7 @@ fn add_extras(extra: &mut Vec<ExtraMetric>, extras: Vec<Extra>) {
         match extra.iter_mut().find(|m| m.name == e.name) {
             Some(m) => m.clean.push(e.value),
             None => extra.push(ExtraMetric {
-                name: e.name.into(),
+                name: e.name,
                 unit: e.unit,
                 clean: vec![e.value],
             }),
@@ -289,21 +366,23 @@ mod tests {
     fn calibration_asks_a_ring_for_whole_rounds() {
         let dir = tempfile::tempdir().unwrap();
         let spec = workloads::find("ctx_8p_16k").unwrap();
-        let stop = AtomicBool::new(false);
-        let Wait::Done(mut ring) =
-            WorkloadThread::start(spec, options(dir.path()), None, false, &stop).unwrap()
-        else {
-            panic!("interrupted")
-        };
-        assert_eq!(ring.whole_rounds(1), 8);
-        assert_eq!(ring.whole_rounds(9), 16);
+        let mut ring = (spec.create)(&options(dir.path())).unwrap();
+        let per_round = ring.ops_per_round();
+        assert_eq!(whole_rounds(1, per_round), 8);
+        assert_eq!(whole_rounds(9, per_round), 16);
         for min_sample_us in [1, 200, 2000] {
             let min_sample = Duration::from_micros(min_sample_us);
-            let Wait::Done(ops) = calibrate(&mut ring, spec.metric, min_sample, &stop).unwrap()
+            let mut asked = Vec::new();
+            let mut run = |ops| {
+                asked.push(ops);
+                ring.run(ops).map(Wait::Done)
+            };
+            let Wait::Done(ops) = calibrate(per_round, spec.metric, min_sample, &mut run).unwrap()
             else {
                 panic!("interrupted")
             };
             assert_eq!(ops % 8, 0, "{ops} ops for {min_sample:?}");
+            assert!(asked.iter().all(|n| n % 8 == 0), "asked for {asked:?}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The results file: one JSON document per run (or per imported configuration). `compare` and
-//! `report` read nothing else, so results from many runs and machines can be pooled.
-use std::{collections::BTreeMap, path::Path};
+//! `report` read nothing else, so results from many runs and machines can be pooled. Reading
+//! and writing it is `results_file`'s.
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,10 @@ pub struct Environment {
     /// Unix time the run started, seconds.
     #[serde(default)]
     pub started_at: u64,
+    /// The profiler process's peak resident set over the run, KiB (the workloads run in a
+    /// runner process of their own: see each workload's `runner_peak_rss_kib`).
+    #[serde(default)]
+    pub profiler_peak_rss_kib: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -230,6 +235,19 @@ pub struct WorkloadResult {
     /// Anything the user should know about these numbers (a probe missed calls, ...).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Why the workload could not be measured to the end (the samples before it are kept).
+    #[serde(default)]
+    pub failure: Option<WorkloadFailure>,
+    /// The runner process's peak resident set while it hosted this workload, KiB.
+    #[serde(default)]
+    pub runner_peak_rss_kib: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadFailure {
+    /// What the workload was doing: set-up, calibration, warm-up, sample N, tear-down.
+    pub phase: String,
+    pub error: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,87 +308,4 @@ pub struct AttributionRow {
     /// Per-sample ns per op, for comparing hook costs across runs.
     #[serde(default)]
     pub samples_ns_per_op: Vec<f64>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ResultsError {
-    #[error("{path}: cannot read: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}:{column}: not a hookprof results file: {message}")]
-    Parse {
-        path: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error(
-        "{path}: schema_version {found} is not supported (this hookprof reads {SCHEMA_VERSION})"
-    )]
-    Schema { path: String, found: u64 },
-}
-
-impl Results {
-    /// Reads and validates a results file; every failure names the file (and line, for JSON).
-    pub fn load(path: &Path) -> Result<Results, ResultsError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Io {
-            path: shown.clone(),
-            source,
-        })?;
-        Self::parse(&text, &shown)
-    }
-
-    pub fn parse(text: &str, shown: &str) -> Result<Results, ResultsError> {
-        let parse_error = |e: serde_json::Error| ResultsError::Parse {
-            path: shown.to_string(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        };
-        let value: serde_json::Value = serde_json::from_str(text).map_err(parse_error)?;
-        match value.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-            Some(found) => {
-                return Err(ResultsError::Schema {
-                    path: shown.to_string(),
-                    found,
-                })
-            }
-            None => {
-                return Err(ResultsError::Parse {
-                    path: shown.to_string(),
-                    line: 1,
-                    column: 1,
-                    message: "no schema_version".into(),
-                })
-            }
-        }
-        serde_json::from_value(value).map_err(parse_error)
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("results serialize")
-    }
-
-    pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
-        self.workloads.iter().find(|w| w.name == name)
-    }
-}
-
-/// Writes `contents` to `path` atomically: a temp file in the same directory, then rename, so an
-/// existing file is never left truncated by a failed run.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = crate::scratch::results_temp_file(dir)?;
-    tmp.write_all(contents)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

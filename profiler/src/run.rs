@@ -1,10 +1,10 @@
-//! `hookprof run`: select workloads, load probes (with the discovery pass for `--hooks
-//! default`), sample clean and probed, write results.
+//! `hookprof run`, the orchestrator: options -> workloads -> probes (`probe_setup`) -> the
+//! runner, one workload after another (`measure`) -> results file and report. A workload that
+//! fails is recorded and the run goes on; the exit code says so.
 use std::{
     io::IsTerminal,
     path::{Path, PathBuf},
     process::ExitCode,
-    sync::{atomic::AtomicBool, Arc},
     time::Duration,
 };
 
@@ -12,18 +12,13 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{
-    discovery::{self, Found},
     environment, hook_costs,
     measure::{self, Overhead, SamplingOptions},
-    probes::{
-        calibration::{self, Calibration},
-        lsm_hook_of,
-        selection::{self, Selection},
-        KernelBtf, ProbePlan, Probes, Target,
-    },
+    probe_setup::{load_probes, probe_kinds, ProbeSetup},
+    probes::Probes,
     results::{LsmProgramRecord, Results, SCHEMA_VERSION},
-    workload_thread::{Credentials, Wait},
-    workloads::{self, Suite, WorkloadSpec},
+    runner::{Credentials, Supervisor, Wait},
+    workloads::{self, Suite},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,6 +85,11 @@ pub struct RunArgs {
     /// its probes. Scratch files are owned by that user.
     #[arg(long, value_name = "NAME|UID")]
     pub user: Option<String>,
+    /// A workload (or its discovery burst) still running after this many seconds is stopped
+    /// and recorded as failed; the run goes on with the next one.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_per_workload: u64,
     #[command(flatten)]
     pub baseline: crate::baseline::SaveArgs,
 }
@@ -129,11 +129,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    // Set before loading, so an interrupt at any point ends the run the same way.
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop)).context("install signal handler")?;
-    }
+    let bar = progress_bar(args.quiet, specs.len());
+    // Set up before loading, so an interrupt at any point ends the run the same way.
+    let mut supervisor = Supervisor::new(
+        user,
+        Duration::from_secs(args.timeout_per_workload),
+        bar.clone(),
+    )?;
     crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
@@ -144,19 +146,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         jobs: args.jobs,
         user,
     };
-    let bar = progress_bar(args.quiet, specs.len());
     let (mut probes, calibration, focus) = match kinds {
         Some(kinds) => {
             let setup = ProbeSetup {
                 kinds,
-                args,
+                hooks: &args.hooks,
+                inject: &args.inject,
+                stack_noop: args.stack_noop,
                 specs: &specs,
                 options: &options,
                 active_lsms: &environment.active_lsms,
-                stop: &stop,
                 bar: &bar,
             };
-            let Wait::Done(loaded) = load_probes(&setup)? else {
+            let Wait::Done(loaded) = load_probes(&setup, &mut supervisor)? else {
                 bar.finish_and_clear();
                 eprintln!("hookprof: interrupted before measuring");
                 return Ok(ExitCode::from(130));
@@ -196,16 +198,29 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             bar.set_length((specs.len() * total) as u64);
             bar.set_position((i * total + done) as u64);
         };
-        let outcome = measure::measure(spec, &options, overhead, probes.as_mut(), &stop, &progress)
-            .with_context(|| format!("workload {}", spec.name))?;
+        let outcome = measure::measure(
+            spec,
+            &options,
+            overhead,
+            probes.as_mut(),
+            &mut supervisor,
+            &progress,
+        );
         let interrupted = outcome.interrupted;
         let mut result = outcome.result;
+        if let Some(failure) = &result.failure {
+            supervisor.warn(&format!(
+                "workload {} failed in {}: {}",
+                spec.name, failure.phase, failure.error
+            ));
+            results.complete = false;
+        }
         // A noisy calibration can come out negative; a probe never costs less than nothing.
         if let Some(pair) = results.calibration.as_ref().and_then(|c| c.timed_pair_ns) {
             let pair = pair.max(0.0);
             hook_costs::correct_nesting(&mut result.attribution, pair);
         }
-        if !result.clean.is_empty() {
+        if !result.clean.is_empty() || result.failure.is_some() {
             results.workloads.push(result);
         }
         if interrupted {
@@ -214,13 +229,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     }
     bar.finish_and_clear();
+    let interrupted = supervisor.interrupted();
+    drop(supervisor); // the runner ends with its workload
     if let Some(p) = &probes {
         results.lsm_programs = lsm_program_records(p);
     }
     drop(probes); // unloads every program before anything else is printed
+    results.environment.profiler_peak_rss_kib = environment::status_kib("VmHWM");
 
     if let Some(out) = &args.output {
-        crate::results::write_atomically(out, results.to_json().as_bytes())
+        crate::results_file::write_atomically(out, results.to_json().as_bytes())
             .with_context(|| format!("write {}", out.display()))?;
     }
     print_results(&results, args.format);
@@ -228,9 +246,24 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         let path = baseline.save(&results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
     }
-    if !results.complete {
+    if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));
+    }
+    let failed: Vec<&str> = results
+        .workloads
+        .iter()
+        .filter(|w| w.failure.is_some())
+        .map(|w| w.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "hookprof: error: {} of {} workloads failed ({}); results hold the others",
+            failed.len(),
+            specs.len(),
+            failed.join(", ")
+        );
+        return Ok(ExitCode::from(2));
     }
     if results.workloads.is_empty() {
         bail!("nothing could be measured");
@@ -282,227 +315,6 @@ fn print_list() {
     println!("{table}");
 }
 
-/// Which probe kinds `--probes` asks for.
-#[derive(Debug, Clone, Copy)]
-struct Kinds {
-    tasks: bool,
-    hooks: bool,
-}
-
-/// `--probes` into kinds; None means clean only.
-fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
-    let all = ["syscalls", "tasks", "hooks"];
-    let kinds: Vec<&str> = match kinds
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["none"] => return Ok(None),
-        ["auto"] => all.to_vec(),
-        list => list.to_vec(),
-    };
-    if let Some(bad) = kinds.iter().find(|k| !all.contains(k)) {
-        bail!(
-            "unknown probe kind '{bad}'; valid: auto, none, {}",
-            all.join(", ")
-        );
-    }
-    Ok(Some(Kinds {
-        tasks: kinds.contains(&"tasks"),
-        hooks: kinds.contains(&"hooks"),
-    }))
-}
-
-/// What loading the probes needs from the run.
-struct ProbeSetup<'a> {
-    kinds: Kinds,
-    args: &'a RunArgs,
-    specs: &'a [&'static WorkloadSpec],
-    options: &'a SamplingOptions,
-    active_lsms: &'a [String],
-    stop: &'a AtomicBool,
-    bar: &'a ProgressBar,
-}
-
-struct LoadedProbes {
-    probes: Probes,
-    calibration: Option<Calibration>,
-    /// Which timed functions each workload attaches (None: all of them, for every workload).
-    focus: Option<Found>,
-}
-
-/// Loads the probes and the ground-truth LSM programs, chooses the functions to time (by the
-/// discovery pass for `--hooks default`), and calibrates their cost when fentry/fexit pairs
-/// could be loaded.
-fn load_probes(setup: &ProbeSetup) -> Result<Wait<LoadedProbes>> {
-    let args = setup.args;
-    require_bpf_privileges()?;
-    let kernel = KernelBtf::load()?;
-    let selection = if setup.kinds.hooks {
-        selection::select(&kernel, &args.hooks, setup.active_lsms)?
-    } else {
-        Selection::Listed(Vec::new())
-    };
-    // Bad input fails before anything is loaded.
-    if let Some((hook, _)) = args
-        .inject
-        .iter()
-        .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
-    {
-        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
-    }
-    let active_lsms = setup.active_lsms;
-    if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
-        bail!(
-            "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
-             bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
-            active_lsms.join(","),
-            active_lsms.join(",")
-        );
-    }
-    // The syscall programs carry the scope gate: whatever else is probed needs them.
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: setup.kinds.tasks,
-        functions: Vec::new(),
-        entries_only: false,
-    };
-    let mut probes = Probes::load(&plan, &kernel)?;
-    if !probes.scoping_works() {
-        bail!(
-            "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
-             every probe to the workload; use --probes none to measure without probes"
-        );
-    }
-    for (hook, ns) in &args.inject {
-        probes.attach_lsm(&kernel, hook, *ns)?;
-    }
-    let (functions, focus) = match selection {
-        Selection::Listed(functions) => {
-            if args.stack_noop {
-                stack_noop(&mut probes, &kernel, &functions, &args.inject);
-            }
-            (functions, None)
-        }
-        Selection::Discover => {
-            let Wait::Done(found) = discover_functions(setup, &kernel, &mut probes)? else {
-                return Ok(Wait::Interrupted);
-            };
-            (found.union(), Some(found))
-        }
-    };
-    probes.load_functions(&functions, false, &kernel)?;
-    for line in probes.report().refusal_lines() {
-        eprintln!("hookprof: {line}");
-    }
-    let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        Some(calibration::calibrate(&mut probes, &kernel).context("calibrate the probes")?)
-    } else {
-        None
-    };
-    Ok(Wait::Done(LoadedProbes {
-        probes,
-        calibration,
-        focus,
-    }))
-}
-
-/// The discovery pass in two rounds: the hooks and task paths each workload calls, then the
-/// active LSMs' functions under those hooks. `--stack-noop`'s programs go on between the
-/// rounds, so the second round finds the BPF LSM functions they make the kernel call.
-fn discover_functions(
-    setup: &ProbeSetup,
-    kernel: &KernelBtf,
-    probes: &mut Probes,
-) -> Result<Wait<Found>> {
-    let progress = |name: &str| setup.bar.set_message(format!("discovering hooks: {name}"));
-    let discover = |candidates: &[Target]| {
-        discovery::discover(
-            kernel,
-            candidates,
-            setup.kinds.tasks,
-            setup.specs,
-            setup.options,
-            setup.stop,
-            &progress,
-        )
-    };
-    let Wait::Done(mut found) = discover(&selection::hook_candidates(kernel))? else {
-        return Ok(Wait::Interrupted);
-    };
-    let hooks = found.union();
-    if setup.args.stack_noop {
-        stack_noop(probes, kernel, &hooks, &setup.args.inject);
-    }
-    let Wait::Done(lsms) = discover(&selection::lsm_candidates(
-        kernel,
-        &hooks,
-        setup.active_lsms,
-    ))?
-    else {
-        return Ok(Wait::Interrupted);
-    };
-    found.merge(lsms);
-    probes.add_refusals(std::mem::take(&mut found.refused));
-    Ok(Wait::Done(found))
-}
-
-/// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`.
-fn stack_noop(
-    probes: &mut Probes,
-    kernel: &KernelBtf,
-    functions: &[Target],
-    inject: &[(String, u64)],
-) {
-    // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
-    let hooks = functions
-        .iter()
-        .filter_map(|t| lsm_hook_of(kernel, &t.function));
-    for hook in hooks {
-        if inject.iter().all(|(h, _)| *h != hook) {
-            // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
-            // rest still stack, and the refusal is said, not hidden.
-            if let Err(e) = probes.attach_lsm(kernel, &hook, 0) {
-                eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
-            }
-        }
-    }
-}
-
-pub(crate) fn require_bpf_privileges() -> Result<()> {
-    // CAP_SYS_ADMIN covers loading and attaching everything hookprof uses; root has it.
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_BPF: u32 = 39;
-    const CAP_PERFMON: u32 = 38;
-    let effective = effective_capabilities();
-    let has = |cap: u32| effective & (1u64 << cap) != 0;
-    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
-        return Ok(());
-    }
-    bail!(
-        "loading eBPF probes needs root (CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON; this process \
-         has {}); run with sudo, or use --probes none for clean timings only",
-        if has(CAP_BPF) {
-            "CAP_BPF only"
-        } else {
-            "neither"
-        }
-    )
-}
-
-/// The CapEff mask from /proc/self/status.
-fn effective_capabilities() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .unwrap_or(0)
-}
-
 /// Fails before the run if the results could not be written afterwards.
 fn check_writable(path: &Path) -> Result<()> {
     let dir = match path.parent() {
@@ -547,6 +359,7 @@ fn recorded_options(
         ("user", json!(args.user)),
         ("inject", json!(args.inject)),
         ("stack_noop", json!(args.stack_noop)),
+        ("timeout_per_workload", json!(args.timeout_per_workload)),
         ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]

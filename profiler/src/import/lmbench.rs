@@ -321,6 +321,8 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                         attribution: vec![],
                         events_per_op: Default::default(),
                         notes: vec![],
+                        failure: None,
+                        runner_peak_rss_kib: None,
                     }),
                     _ => None,
                 })

@@ -4,7 +4,10 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 
-use crate::results::{write_atomically, Environment, Results, SCHEMA_VERSION};
+use crate::{
+    results::{Environment, Results, SCHEMA_VERSION},
+    results_file::write_atomically,
+};
 
 pub mod lmbench;
 pub mod time;

@@ -137,6 +137,8 @@ fn into_results(groups: Vec<Group>) -> Vec<Results> {
                 attribution: vec![],
                 events_per_op: Default::default(),
                 notes: vec![],
+                failure: None,
+                runner_peak_rss_kib: None,
             });
             r
         })

@@ -3,14 +3,19 @@
 //! pair added on the syscall's function, and with a timed pair instead. Rounds alternate (each
 //! starting with the next mode) and medians are kept, so drift hits every mode alike. The
 //! kernel's own BPF run-time statistics are read beside them as a cross-check. It borrows the
-//! run's loaded probes for a moment and leaves them as they were.
-use std::time::{Duration, Instant};
+//! run's loaded probes for a moment and leaves them as they were. The loops run in the runner
+//! (the gate owner), through the `GetppidLoop` its caller passes in.
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 pub use crate::results::Calibration;
 
-use super::{catalog::Target, gate, KernelBtf, Kind, Probes, CALIBRATION_SLOT};
+use super::{catalog::Target, KernelBtf, Kind, Probes, CALIBRATION_SLOT};
+
+/// Runs `calls` getppid calls in the runner, inside its tracking window if `tracked`, and
+/// returns the ns per call.
+pub type GetppidLoop<'a> = dyn FnMut(u32, bool) -> Result<f64> + 'a;
 
 /// The function behind getppid(2), with and without x86_64 syscall wrappers in BTF.
 const CALIBRATION_FUNCTIONS: &[&str] = &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
@@ -18,7 +23,11 @@ const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
 const LOOP_TIME: Duration = Duration::from_millis(10);
 
-pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration> {
+pub fn calibrate(
+    probes: &mut Probes,
+    kernel: &KernelBtf,
+    getppid_loop: &mut GetppidLoop,
+) -> Result<Calibration> {
     let function = CALIBRATION_FUNCTIONS
         .iter()
         .find(|f| kernel.has_function(f))
@@ -40,7 +49,7 @@ pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration>
             .get(refusals_before)
             .map(|r| format!("{} {}: {}", r.kind, r.target, r.reason));
     }
-    let measured = measure(probes, pair_loaded, &mut cal);
+    let measured = measure(probes, pair_loaded, &mut cal, getppid_loop);
     // Put the run's probes back as they were: these programs must not ride along (they stay
     // loaded, never attached, until the object is dropped).
     probes.detach()?;
@@ -54,7 +63,12 @@ pub fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Calibration>
     Ok(cal)
 }
 
-fn measure(probes: &mut Probes, pair_loaded: bool, cal: &mut Calibration) -> Result<()> {
+fn measure(
+    probes: &mut Probes,
+    pair_loaded: bool,
+    cal: &mut Calibration,
+    getppid_loop: &mut GetppidLoop,
+) -> Result<()> {
     let timed_enter = format!("hook_enter_{CALIBRATION_SLOT}");
     let timed_exit = format!("hook_exit_{CALIBRATION_SLOT}");
     let syscalls = vec!["sys_enter", "sys_exit"];
@@ -69,7 +83,7 @@ fn measure(probes: &mut Probes, pair_loaded: bool, cal: &mut Calibration) -> Res
             .concat(),
         );
     }
-    let calls = calls_for(LOOP_TIME);
+    let calls = calls_for(LOOP_TIME, getppid_loop)?;
     let before = probes.snapshot()?;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for round in 0..ROUNDS {
@@ -79,11 +93,9 @@ fn measure(probes: &mut Probes, pair_loaded: bool, cal: &mut Calibration) -> Res
             let mode = (round + k) % modes.len();
             let programs = &modes[mode];
             probes.attach_only(programs)?;
-            gate(true);
-            let t = getppid_loop(calls);
-            gate(false);
+            let t = getppid_loop(calls, true);
             probes.detach()?;
-            times[mode].push(t);
+            times[mode].push(t?);
         }
     }
     let median: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
@@ -123,26 +135,15 @@ impl Probes {
 }
 
 /// Enough getppid calls to last `target` with nothing attached (lmbench-style doubling).
-fn calls_for(target: Duration) -> u32 {
+fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
     let mut calls = 1000u32;
     loop {
-        let start = Instant::now();
-        getppid_loop(calls);
-        if start.elapsed() >= target || calls >= 1 << 24 {
-            return calls;
+        let ns_per_call = getppid_loop(calls, false)?;
+        if ns_per_call * f64::from(calls) >= target.as_nanos() as f64 || calls >= 1 << 24 {
+            return Ok(calls);
         }
         calls *= 2;
     }
-}
-
-/// ns per getppid call over `calls` calls.
-fn getppid_loop(calls: u32) -> f64 {
-    let start = Instant::now();
-    for _ in 0..calls {
-        // SAFETY: getppid has no preconditions.
-        std::hint::black_box(unsafe { libc::getppid() });
-    }
-    start.elapsed().as_nanos() as f64 / f64::from(calls)
 }
 
 fn median(xs: &mut [f64]) -> f64 {

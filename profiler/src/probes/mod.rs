@@ -8,8 +8,6 @@ mod refusal;
 pub mod selection;
 mod snapshot;
 
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
-
 use anyhow::{Context, Result};
 use aya::{
     programs::{
@@ -18,7 +16,7 @@ use aya::{
     },
     Ebpf, EbpfLoader,
 };
-use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, HOOK_SLOTS};
+use profiler_common::HOOK_SLOTS;
 
 /// Index of the BPF LSM program run counter in `Snapshot::events`.
 pub const LSM_RUNS_EVENT: usize = profiler_common::event::LSM_RUNS as usize;
@@ -146,7 +144,6 @@ impl Probes {
             }
         }
         probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
-        probes.set_gate_owner(std::process::id())?;
         Ok(probes)
     }
 
@@ -174,7 +171,8 @@ impl Probes {
         self.record(program, Kind::TpBtf, tracepoint, result)
     }
 
-    /// Makes `tgid` the only process whose gate calls open and close tracking windows.
+    /// Makes `tgid` (the runner) the only process whose gate calls open and close tracking
+    /// windows; until then nobody's do.
     pub fn set_gate_owner(&mut self, tgid: u32) -> Result<()> {
         let mut owner: aya::maps::Array<_, u32> = aya::maps::Array::try_from(
             self.ebpf
@@ -324,8 +322,7 @@ impl Probes {
                 || focus.as_ref().is_none_or(|f| f.contains(&a.target))
         });
         self.focus = focus;
-        attached?;
-        remember_bpf_fds()
+        attached
     }
 
     /// From the next `attach` on, time only `functions` (None: every loaded function).
@@ -503,67 +500,6 @@ fn detach_one(ebpf: &mut Ebpf, program: &str, link: Link) -> Result<()> {
         }
     }
     Ok(())
-}
-
-thread_local! {
-    /// Whether this thread's tracking window is open (so `untracked` knows what to restore).
-    static WINDOW_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Opens (or closes) the calling thread's tracking window. The call fails with EBADF by
-/// design; the sys_enter program sees it first and never counts it.
-pub fn gate(open: bool) {
-    WINDOW_OPEN.with(|w| w.set(open));
-    let cmd = if open { GATE_OPEN } else { GATE_CLOSE };
-    // SAFETY: ioctl on an invalid fd has no effect beyond returning EBADF.
-    unsafe { libc::ioctl(GATE_FD as libc::c_int, cmd as libc::c_ulong) };
-}
-
-/// Runs `f` outside the calling thread's tracking window: a workload's untimed preparation and
-/// the reference loops lmbench subtracts must not be attributed to its operation. Outside a
-/// window (clean samples, no probes) it just runs `f`.
-pub fn untracked<T>(f: impl FnOnce() -> T) -> T {
-    if !WINDOW_OPEN.with(|w| w.get()) {
-        return f();
-    }
-    gate(false);
-    let out = f();
-    gate(true);
-    out
-}
-
-/// BPF fds (links above all) that a forked helper must not keep: a child holding a link fd
-/// keeps the program attached after hookprof detaches it, so "clean" samples would run probed.
-/// Linux has no close-on-fork, so helpers close these right after fork; the list is refreshed
-/// after every attach and read without locks or allocation (safe in a forked child).
-static BPF_FDS: [AtomicI32; MAX_BPF_FDS] = [const { AtomicI32::new(-1) }; MAX_BPF_FDS];
-static BPF_FD_COUNT: AtomicUsize = AtomicUsize::new(0);
-const MAX_BPF_FDS: usize = 4096;
-
-/// Records this process's BPF fds (from /proc/self/fd) for `close_inherited_bpf_fds`.
-fn remember_bpf_fds() -> Result<()> {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc/self/fd").context("list /proc/self/fd")? {
-        let entry = entry?;
-        let is_bpf = std::fs::read_link(entry.path())
-            .is_ok_and(|target| target.to_string_lossy().starts_with("anon_inode:bpf"));
-        let fd = entry.file_name().to_string_lossy().parse::<i32>();
-        if let (true, Ok(fd)) = (is_bpf, fd) {
-            anyhow::ensure!(n < MAX_BPF_FDS, "more than {MAX_BPF_FDS} BPF fds");
-            BPF_FDS[n].store(fd, Ordering::Relaxed);
-            n += 1;
-        }
-    }
-    BPF_FD_COUNT.store(n, Ordering::Release);
-    Ok(())
-}
-
-/// Closes the BPF fds a forked child inherited. Async-signal-safe: atomics and close(2).
-pub fn close_inherited_bpf_fds() {
-    for fd in &BPF_FDS[..BPF_FD_COUNT.load(Ordering::Acquire)] {
-        // SAFETY: closing an fd number in a freshly forked child affects only the child.
-        unsafe { libc::close(fd.load(Ordering::Relaxed)) };
-    }
 }
 
 /// Every loaded program and every link is an fd: a full set of slots needs over 1,500.

@@ -380,6 +380,8 @@ pub(crate) mod tests {
                         .into_iter()
                         .collect(),
                     notes: vec!["3 calls could not be timed".into()],
+                    failure: None,
+                    runner_peak_rss_kib: None,
                 },
                 WorkloadResult {
                     name: "build".into(),
@@ -396,6 +398,8 @@ pub(crate) mod tests {
                     attribution: vec![],
                     events_per_op: Default::default(),
                     notes: vec![],
+                    failure: None,
+                    runner_peak_rss_kib: None,
                 },
             ],
         }

@@ -12,7 +12,7 @@ use super::{
     peer::{Peer, PinGuard, Pinning},
     sum_words, Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
-use crate::probes::untracked;
+use crate::scope::untracked;
 
 macro_rules! ring {
     ($name:literal, $procs:literal, $kb:literal, $suite:expr) => {

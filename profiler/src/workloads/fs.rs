@@ -9,7 +9,7 @@ use std::{
 use anyhow::Context;
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::probes::untracked;
+use crate::scope::untracked;
 
 const FILES_PER_DIR: usize = 100;
 

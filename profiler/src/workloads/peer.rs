@@ -89,9 +89,6 @@ impl Peer {
             -1 => anyhow::bail!("fork: {}", io::Error::last_os_error()),
             0 => unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                // A helper that kept the profiler's BPF link fds would keep its probes
-                // attached through the clean samples.
-                crate::probes::close_inherited_bpf_fds();
                 if libc::getppid() != parent {
                     libc::_exit(111);
                 }

@@ -15,7 +15,7 @@ use super::{
     signal::{signal_delivery_time, HandlerGuard},
     Family, FixedRng, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
-use crate::probes::untracked;
+use crate::scope::untracked;
 
 pub static SPECS: &[WorkloadSpec] = &[
     WorkloadSpec {

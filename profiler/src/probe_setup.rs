@@ -1,0 +1,265 @@
+//! Setting up a run's probes: privileges and bad input checked first, the probes loaded, the
+//! ground-truth LSM programs attached, the functions to time chosen (by the discovery pass for
+//! `--hooks default`) and the probes' own cost calibrated.
+use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
+
+use crate::{
+    discovery::{self, Found},
+    measure::SamplingOptions,
+    probes::{
+        calibration::{self, Calibration},
+        lsm_hook_of,
+        selection::{self, Selection},
+        KernelBtf, ProbePlan, Probes, Target,
+    },
+    runner::{Supervisor, Wait},
+    workloads::WorkloadSpec,
+};
+
+/// Which probe kinds `--probes` asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Kinds {
+    pub tasks: bool,
+    pub hooks: bool,
+}
+
+/// `--probes` into kinds; None means clean only.
+pub fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
+    let all = ["syscalls", "tasks", "hooks"];
+    let kinds: Vec<&str> = match kinds
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["none"] => return Ok(None),
+        ["auto"] => all.to_vec(),
+        list => list.to_vec(),
+    };
+    if let Some(bad) = kinds.iter().find(|k| !all.contains(k)) {
+        bail!(
+            "unknown probe kind '{bad}'; valid: auto, none, {}",
+            all.join(", ")
+        );
+    }
+    Ok(Some(Kinds {
+        tasks: kinds.contains(&"tasks"),
+        hooks: kinds.contains(&"hooks"),
+    }))
+}
+
+/// What loading the probes needs from the run.
+pub(crate) struct ProbeSetup<'a> {
+    pub kinds: Kinds,
+    /// `--hooks`, `--inject`, `--stack-noop`.
+    pub hooks: &'a [String],
+    pub inject: &'a [(String, u64)],
+    pub stack_noop: bool,
+    pub specs: &'a [&'static WorkloadSpec],
+    pub options: &'a SamplingOptions,
+    pub active_lsms: &'a [String],
+    pub bar: &'a ProgressBar,
+}
+
+pub(crate) struct LoadedProbes {
+    pub probes: Probes,
+    pub calibration: Option<Calibration>,
+    /// Which timed functions each workload attaches (None: all of them, for every workload).
+    pub focus: Option<Found>,
+}
+
+/// Loads the probes and the ground-truth LSM programs, chooses the functions to time (by the
+/// discovery pass for `--hooks default`), and calibrates their cost when fentry/fexit pairs
+/// could be loaded.
+pub(crate) fn load_probes(
+    setup: &ProbeSetup,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<LoadedProbes>> {
+    let args = setup;
+    require_bpf_privileges()?;
+    let kernel = KernelBtf::load()?;
+    let selection = if setup.kinds.hooks {
+        selection::select(&kernel, args.hooks, setup.active_lsms)?
+    } else {
+        Selection::Listed(Vec::new())
+    };
+    // Bad input fails before anything is loaded.
+    if let Some((hook, _)) = args
+        .inject
+        .iter()
+        .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
+    {
+        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
+    }
+    let active_lsms = setup.active_lsms;
+    if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
+        bail!(
+            "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
+             bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
+            active_lsms.join(","),
+            active_lsms.join(",")
+        );
+    }
+    // The syscall programs carry the scope gate: whatever else is probed needs them.
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: setup.kinds.tasks,
+        functions: Vec::new(),
+        entries_only: false,
+    };
+    let mut probes = Probes::load(&plan, &kernel)?;
+    if !probes.scoping_works() {
+        bail!(
+            "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
+             every probe to the workload; use --probes none to measure without probes"
+        );
+    }
+    for (hook, ns) in args.inject {
+        probes.attach_lsm(&kernel, hook, *ns)?;
+    }
+    let (functions, focus) = match selection {
+        Selection::Listed(functions) => {
+            if args.stack_noop {
+                stack_noop(&mut probes, &kernel, &functions, args.inject);
+            }
+            (functions, None)
+        }
+        Selection::Discover => {
+            let Wait::Done(found) = discover_functions(setup, &kernel, &mut probes, supervisor)?
+            else {
+                return Ok(Wait::Interrupted);
+            };
+            (found.union(), Some(found))
+        }
+    };
+    probes.load_functions(&functions, false, &kernel)?;
+    for line in probes.report().refusal_lines() {
+        eprintln!("hookprof: {line}");
+    }
+    let calibration = if probes.hook_functions().iter().any(Option::is_some) {
+        let Wait::Done(calibration) = calibrate(&mut probes, &kernel, supervisor)? else {
+            return Ok(Wait::Interrupted);
+        };
+        Some(calibration)
+    } else {
+        None
+    };
+    Ok(Wait::Done(LoadedProbes {
+        probes,
+        calibration,
+        focus,
+    }))
+}
+
+/// The discovery pass in two rounds: the hooks and task paths each workload calls, then the
+/// active LSMs' functions under those hooks. `--stack-noop`'s programs go on between the
+/// rounds, so the second round finds the BPF LSM functions they make the kernel call.
+fn discover_functions(
+    setup: &ProbeSetup,
+    kernel: &KernelBtf,
+    probes: &mut Probes,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<Found>> {
+    let progress = |name: &str| setup.bar.set_message(format!("discovering hooks: {name}"));
+    let mut discover = |candidates: &[Target]| {
+        discovery::discover(
+            kernel,
+            candidates,
+            setup.kinds.tasks,
+            setup.specs,
+            setup.options,
+            supervisor,
+            &progress,
+        )
+    };
+    let Wait::Done(mut found) = discover(&selection::hook_candidates(kernel))? else {
+        return Ok(Wait::Interrupted);
+    };
+    let hooks = found.union();
+    if setup.stack_noop {
+        stack_noop(probes, kernel, &hooks, setup.inject);
+    }
+    let Wait::Done(lsms) = discover(&selection::lsm_candidates(
+        kernel,
+        &hooks,
+        setup.active_lsms,
+    ))?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    found.merge(lsms);
+    probes.add_refusals(std::mem::take(&mut found.refused));
+    Ok(Wait::Done(found))
+}
+
+/// The probes' own cost, measured with getppid loops in the runner (the gate owner).
+pub(crate) fn calibrate(
+    probes: &mut Probes,
+    kernel: &KernelBtf,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<Calibration>> {
+    probes.set_gate_owner(supervisor.runner_pid()?)?;
+    supervisor.start_clock();
+    let mut getppid_loop = |calls, tracked| supervisor.getppid_loop(calls, tracked);
+    let calibrated = calibration::calibrate(probes, kernel, &mut getppid_loop);
+    if supervisor.interrupted() {
+        return Ok(Wait::Interrupted);
+    }
+    Ok(Wait::Done(calibrated.context("calibrate the probes")?))
+}
+
+/// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`.
+fn stack_noop(
+    probes: &mut Probes,
+    kernel: &KernelBtf,
+    functions: &[Target],
+    inject: &[(String, u64)],
+) {
+    // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
+    let hooks = functions
+        .iter()
+        .filter_map(|t| lsm_hook_of(kernel, &t.function));
+    for hook in hooks {
+        if inject.iter().all(|(h, _)| *h != hook) {
+            // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
+            // rest still stack, and the refusal is said, not hidden.
+            if let Err(e) = probes.attach_lsm(kernel, &hook, 0) {
+                eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
+            }
+        }
+    }
+}
+
+pub(crate) fn require_bpf_privileges() -> Result<()> {
+    // CAP_SYS_ADMIN covers loading and attaching everything hookprof uses; root has it.
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_BPF: u32 = 39;
+    const CAP_PERFMON: u32 = 38;
+    let effective = effective_capabilities();
+    let has = |cap: u32| effective & (1u64 << cap) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        return Ok(());
+    }
+    bail!(
+        "loading eBPF probes needs root (CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON; this process \
+         has {}); run with sudo, or use --probes none for clean timings only",
+        if has(CAP_BPF) {
+            "CAP_BPF only"
+        } else {
+            "neither"
+        }
+    )
+}
+
+/// The CapEff mask from /proc/self/status.
+fn effective_capabilities() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,88 @@
+//! Reading and writing results files: validated loading with errors that name the file and
+//! line, and atomic writes that never leave an existing file truncated.
+use std::path::Path;
+
+use crate::results::{Results, WorkloadResult, SCHEMA_VERSION};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: not a hookprof results file: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "{path}: schema_version {found} is not supported (this hookprof reads {SCHEMA_VERSION})"
+    )]
+    Schema { path: String, found: u64 },
+}
+
+impl Results {
+    /// Reads and validates a results file; every failure names the file (and line, for JSON).
+    pub fn load(path: &Path) -> Result<Results, ResultsError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    pub fn parse(text: &str, shown: &str) -> Result<Results, ResultsError> {
+        let parse_error = |e: serde_json::Error| ResultsError::Parse {
+            path: shown.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(parse_error)?;
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(found) => {
+                return Err(ResultsError::Schema {
+                    path: shown.to_string(),
+                    found,
+                })
+            }
+            None => {
+                return Err(ResultsError::Parse {
+                    path: shown.to_string(),
+                    line: 1,
+                    column: 1,
+                    message: "no schema_version".into(),
+                })
+            }
+        }
+        serde_json::from_value(value).map_err(parse_error)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize")
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temp file in the same directory, then rename, so an
+/// existing file is never left truncated by a failed run.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = crate::scratch::results_temp_file(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

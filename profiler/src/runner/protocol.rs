@@ -1,0 +1,57 @@
+//! What the supervisor and the runner say to each other: one JSON line per request, one per
+//! reply, never per op.
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::Unit;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    /// Creates the workload (inside the tracking window if `tracked`, so helper processes
+    /// it forks are followed), pinned to `pin[0]`.
+    Create {
+        workload: String,
+        scratch_dir: PathBuf,
+        pin: Vec<usize>,
+        jobs: Option<usize>,
+        tracked: bool,
+    },
+    /// Runs `ops` operations of the workload, then lets it settle.
+    Run { ops: u64, tracked: bool },
+    /// Drops the workload (its files, sockets and helper processes).
+    Drop,
+    /// `calls` getppid calls in a loop: the probes' calibration.
+    GetppidLoop { calls: u32, tracked: bool },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Reply {
+    /// The workload is set up; its ops come in rounds of this many.
+    Created {
+        ops_per_round: u64,
+    },
+    Ran {
+        elapsed_ns: u64,
+        extras: Vec<Extra>,
+    },
+    /// The runner's peak resident set since the workload was created, in KiB.
+    Dropped {
+        peak_rss_kib: Option<u64>,
+    },
+    GetppidLoop {
+        ns_per_call: f64,
+    },
+    /// The request failed; the runner is still able to serve.
+    Failed {
+        error: String,
+    },
+}
+
+/// A workload's extra metric of one run (build: user, system, cpu_percent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    pub name: String,
+    pub unit: Unit,
+    pub value: f64,
+}

@@ -1,0 +1,227 @@
+//! The runner process: `hookprof` executed again with a hidden subcommand, so it holds none of
+//! the profiler's memory (no parsed BTF, no eBPF object) and no BPF fds (the kernel makes them
+//! close-on-exec). Single-threaded, it hosts one workload at a time and does the measured work
+//! synchronously, one request at a time. A workload's forks copy only this small process.
+use std::{
+    fs::File,
+    io::{self, BufRead, BufReader, Write},
+    os::fd::{AsRawFd, FromRawFd},
+    process::ExitCode,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+
+use super::{
+    credentials::{self, Credentials},
+    protocol::{Extra, Reply, Request},
+};
+use crate::{
+    scope::with_window,
+    workloads::{self, Workload, WorkloadOptions},
+};
+
+/// Test hooks: a runner told so dies (abort) or hangs in the first run of the named workload,
+/// so the tests can check that a run survives a failed workload.
+pub const CRASH_FOR_TEST: &str = "HOOKPROF_TEST_CRASH_WORKLOAD";
+pub const HANG_FOR_TEST: &str = "HOOKPROF_TEST_HANG_WORKLOAD";
+
+#[derive(clap::Args, Debug)]
+pub struct RunnerArgs {
+    /// The supervisor's pid: the runner dies with it.
+    #[arg(long)]
+    parent: u32,
+    /// Run as this uid (with `--gid`), dropping every privilege.
+    #[arg(long, requires = "gid")]
+    uid: Option<u32>,
+    #[arg(long, requires = "uid")]
+    gid: Option<u32>,
+}
+
+impl RunnerArgs {
+    pub fn command_line(parent: u32, user: Option<Credentials>) -> Vec<String> {
+        let mut args = vec!["__runner".into(), "--parent".into(), parent.to_string()];
+        if let Some(user) = user {
+            args.extend([
+                "--uid".into(),
+                user.uid.to_string(),
+                "--gid".into(),
+                user.gid.to_string(),
+            ]);
+        }
+        args
+    }
+}
+
+/// The hosted workload.
+struct Hosted {
+    name: String,
+    workload: Box<dyn Workload>,
+}
+
+pub fn main(args: &RunnerArgs) -> ExitCode {
+    let (requests, mut replies) = match take_stdio() {
+        Ok(pipes) => pipes,
+        Err(e) => {
+            eprintln!("hookprof runner: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Every request of a runner that could not start fails with the reason.
+    let started = start(args);
+    let mut hosted: Option<Hosted> = None;
+    for line in BufReader::new(requests).lines() {
+        let Ok(line) = line else { break };
+        let reply = match (&started, serde_json::from_str::<Request>(&line)) {
+            (Err(e), _) => Err(anyhow!("the runner could not start: {e:#}")),
+            (Ok(()), Err(e)) => Err(anyhow!("bad request {line:?}: {e}")),
+            (Ok(()), Ok(request)) => serve(request, &mut hosted),
+        };
+        let reply = reply.unwrap_or_else(|e| Reply::Failed {
+            error: format!("{e:#}"),
+        });
+        let line = serde_json::to_string(&reply).expect("replies serialize");
+        if writeln!(replies, "{line}").is_err() {
+            break;
+        }
+    }
+    // EOF: the supervisor is done with us; the workload (and its helpers) go first.
+    drop(hosted);
+    ExitCode::SUCCESS
+}
+
+/// Takes the pipes to the supervisor off stdin and stdout (close-on-exec, so a workload's
+/// exec'd children cannot write into the protocol) and points those at /dev/null.
+fn take_stdio() -> io::Result<(File, File)> {
+    let null = File::options().read(true).write(true).open("/dev/null")?;
+    let mut pipes = [0; 2];
+    for (fd, pipe) in pipes.iter_mut().enumerate() {
+        // SAFETY: fcntl and dup2 on this process's own standard fds.
+        unsafe {
+            *pipe = libc::fcntl(fd as i32, libc::F_DUPFD_CLOEXEC, 3);
+            if *pipe < 0 || libc::dup2(null.as_raw_fd(), fd as i32) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    // SAFETY: fresh fds that nothing else owns.
+    Ok(unsafe { (File::from_raw_fd(pipes[0]), File::from_raw_fd(pipes[1])) })
+}
+
+/// Dies with the supervisor and takes on `--user`'s credentials.
+fn start(args: &RunnerArgs) -> Result<()> {
+    die_with_parent(args.parent)?;
+    if let (Some(uid), Some(gid)) = (args.uid, args.gid) {
+        credentials::become_user(Credentials { uid, gid })?;
+        // Changing credentials clears the parent-death signal and makes /proc/self root's
+        // (clear_refs for the peak RSS): set both again.
+        die_with_parent(args.parent)?;
+        // SAFETY: prctl with plain integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
+    }
+    Ok(())
+}
+
+fn die_with_parent(parent: u32) -> Result<()> {
+    // SAFETY: prctl and getppid with plain integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        anyhow::ensure!(
+            libc::getppid() as u32 == parent,
+            "the supervisor (pid {parent}) is gone"
+        );
+    }
+    Ok(())
+}
+
+fn serve(request: Request, hosted: &mut Option<Hosted>) -> Result<Reply> {
+    Ok(match request {
+        Request::Create {
+            workload,
+            scratch_dir,
+            pin,
+            jobs,
+            tracked,
+        } => {
+            *hosted = None;
+            let spec = workloads::find(&workload)
+                .with_context(|| format!("no workload named {workload}"))?;
+            if let Some(&cpu) = pin.first() {
+                workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
+            }
+            reset_peak_rss();
+            let options = WorkloadOptions {
+                scratch_dir,
+                pin,
+                jobs,
+            };
+            let created = with_window(tracked, || (spec.create)(&options))
+                .with_context(|| format!("set up {workload}"))?;
+            let ops_per_round = created.ops_per_round();
+            *hosted = Some(Hosted {
+                name: workload,
+                workload: created,
+            });
+            Reply::Created { ops_per_round }
+        }
+        Request::Run { ops, tracked } => {
+            let hosted = hosted.as_mut().context("no workload to run")?;
+            fail_for_test(&hosted.name);
+            let w = &mut hosted.workload;
+            let elapsed = with_window(tracked, || w.run(ops))?;
+            w.settle()?;
+            let extras = w
+                .extras()
+                .into_iter()
+                .map(|e| Extra {
+                    name: e.name.into(),
+                    unit: e.unit,
+                    value: e.value,
+                })
+                .collect();
+            Reply::Ran {
+                elapsed_ns: elapsed.as_nanos() as u64,
+                extras,
+            }
+        }
+        Request::Drop => {
+            *hosted = None;
+            Reply::Dropped {
+                peak_rss_kib: peak_rss_kib(),
+            }
+        }
+        Request::GetppidLoop { calls, tracked } => Reply::GetppidLoop {
+            ns_per_call: with_window(tracked, || getppid_loop(calls)),
+        },
+    })
+}
+
+fn fail_for_test(workload: &str) {
+    if std::env::var(CRASH_FOR_TEST).is_ok_and(|w| w == workload) {
+        std::process::abort();
+    }
+    if std::env::var(HANG_FOR_TEST).is_ok_and(|w| w == workload) {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// ns per getppid call over `calls` calls.
+fn getppid_loop(calls: u32) -> f64 {
+    let start = Instant::now();
+    for _ in 0..calls {
+        // SAFETY: getppid has no preconditions.
+        std::hint::black_box(unsafe { libc::getppid() });
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(calls)
+}
+
+/// Starts the peak RSS (VmHWM) afresh for the next workload.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    crate::environment::status_kib("VmHWM")
+}
