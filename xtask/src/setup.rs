@@ -24,6 +24,8 @@ const APT_PACKAGES: &[&str] = &[
     "cpio",
     "lz4",
     "python3",
+    // the HTML report test renders its pages in a real browser
+    "chromium",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 

@@ -17,7 +17,9 @@ use crate::{
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 
+mod html;
 mod render;
+pub use html::render_html;
 pub use render::{attribution_lines, render_markdown, render_text};
 
 #[derive(clap::Args, Debug)]
@@ -68,6 +70,8 @@ pub enum Format {
     /// GitHub-flavoured markdown, e.g. for a CI step summary.
     Markdown,
     Json,
+    /// A self-contained page: each changed workload with a chart of the paths that moved.
+    Html,
 }
 
 pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
@@ -101,6 +105,7 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Format::Text => render_text(&comparison),
         Format::Markdown => render_markdown(&comparison),
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
+        Format::Html => render_html(&comparison),
     };
     print!("{out}");
     let code = comparison.exit_code(args.fail_on);
@@ -578,6 +583,13 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| **regressed** |"), "{md}");
+        let html = render_html(&c);
+        assert!(html.starts_with("<!DOCTYPE html>") && !html.contains("http"));
+        assert!(
+            html.contains("aria-label=\"change attribution of open_close\""),
+            "{html}"
+        );
+        assert!(html.contains("<tr class=\"regressed\">"), "{html}");
     }
 
     #[test]

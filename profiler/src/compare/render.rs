@@ -9,6 +9,8 @@ use crate::{
 };
 
 fn signed_ns(v: f64) -> String {
+    // Rounding noise of pooled means must not print as "-0.0 ns".
+    let v = if v.abs() < 0.05 { 0.0 } else { v };
     if v.abs() >= 10.0 {
         format!("{v:+.0} ns")
     } else {
@@ -23,7 +25,7 @@ fn signed_percent(fraction: f64) -> String {
     format!("{percent:+.2}%")
 }
 
-fn format_p(p: f64) -> String {
+pub(super) fn format_p(p: f64) -> String {
     if p >= 0.01 || p == 0.0 {
         format!("{p:.2}")
     } else {
@@ -134,7 +136,7 @@ fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
 }
 
 /// Which unit of replication the tests used, in one sentence.
-fn replication_sentence(c: &Comparison) -> String {
+pub(super) fn replication_sentence(c: &Comparison) -> String {
     let used = |r: Replication| c.workloads.iter().any(|w| w.replication == r);
     match (used(Replication::Sample), used(Replication::File)) {
         (true, true) => "Unit of replication: the file (its median) for workloads in several \
@@ -162,7 +164,7 @@ fn environment_text(c: &Comparison) -> String {
     out
 }
 
-fn totals(c: &Comparison) -> String {
+pub(super) fn totals(c: &Comparison) -> String {
     format!(
         "{} regressed, {} improved, {} no change, {} inconclusive",
         c.count(Verdict::Regressed),
@@ -257,6 +259,22 @@ pub fn render_text(c: &Comparison) -> String {
     out
 }
 
+/// `+10.00% [+9.60%, +10.40%]`, or the change alone when there is no interval.
+pub(super) fn change_cell(w: &WorkloadComparison) -> String {
+    match &w.change {
+        Some(ch) => match ch.ci {
+            Some((lo, hi)) => format!(
+                "{} [{}, {}]",
+                signed_percent(ch.relative),
+                signed_percent(lo),
+                signed_percent(hi)
+            ),
+            None => signed_percent(ch.relative),
+        },
+        None => "n/a".into(),
+    }
+}
+
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = format!(
         "### hookprof compare: {} → {}\n\n",
@@ -289,18 +307,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     out.push_str("| workload | old | new | change [95% CI] | p (Holm) | verdict |\n");
     out.push_str("|---|---:|---:|---|---:|---|\n");
     for w in &c.workloads {
-        let change = match &w.change {
-            Some(ch) => match ch.ci {
-                Some((lo, hi)) => format!(
-                    "{} [{}, {}]",
-                    signed_percent(ch.relative),
-                    signed_percent(lo),
-                    signed_percent(hi)
-                ),
-                None => signed_percent(ch.relative),
-            },
-            None => "n/a".into(),
-        };
+        let change = change_cell(w);
         let verdict = match w.verdict {
             Verdict::Regressed | Verdict::Improved => format!("**{}**", w.verdict),
             v => v.to_string(),

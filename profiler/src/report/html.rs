@@ -1,19 +1,22 @@
-//! One self-contained HTML page (inline CSS and SVG, nothing fetched): per workload clean vs
-//! probed bars with 95% CI whiskers, a stacked bar of where an operation's time goes, and log2
-//! latency histograms per hook.
+//! One self-contained HTML page (inline CSS and SVG, nothing fetched): an overview of the whole
+//! suite first (where each workload's op goes), then per workload clean vs probed bars with 95%
+//! CI whiskers, a stacked bar of where an operation's time goes, and log2 latency histograms
+//! per hook.
 use std::fmt::Write;
 
 use super::text::{environment_line, kind_name, num, ordered_rows};
 use crate::{
     attribution,
-    results::{AttributionRow, Results, WorkloadResult},
+    results::{AttributionRow, PathKind, Results, WorkloadResult},
     stats,
 };
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:70em;margin:1em auto;color:#222}\
 table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;\
 text-align:right}td:first-child,th:first-child{text-align:left}\
-svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 0}";
+svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 0}\
+figure{margin:1em 0}figcaption{font-size:90%;color:#555;max-width:60em}\
+tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}";
 
 /// Segment colours of the stacked bars; the residual is grey.
 const PALETTE: &[&str] = &[
@@ -21,31 +24,231 @@ const PALETTE: &[&str] = &[
 ];
 
 /// Escapes text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
+/// A whole page around `body`: inline style, nothing to fetch.
+pub(crate) fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\
+         <style>{STYLE}</style></head><body>\n{body}</body></html>\n",
+        esc(title)
+    )
+}
+
 pub fn render(results: &[Results]) -> String {
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>hookprof report</title>\
-         <style>{STYLE}</style></head><body>\n<h1>hookprof report</h1>\n"
-    );
+    let mut body = String::from("<h1>hookprof report</h1>\n");
+    // The overviews first: one picture of each run before the details.
+    for r in results {
+        let _ = writeln!(body, "<h2>{}: where each op goes</h2>", esc(&r.label));
+        body.push_str(&overview(r));
+    }
     for r in results {
         let _ = writeln!(
-            out,
+            body,
             "<h2>{}</h2>\n<p>{}</p>",
             esc(&r.label),
             esc(&environment_line(r))
         );
         for w in &r.workloads {
-            out.push_str(&workload_section(w));
+            body.push_str(&workload_section(w));
         }
     }
-    out.push_str("</body></html>\n");
-    out
+    page("hookprof report", &body)
+}
+
+/// One row of the suite overview: a workload's clean op split into exclusive parts.
+struct Split {
+    name: String,
+    /// (part, ns per op), in the order drawn; LSM functions first, inside their hooks' share.
+    parts: Vec<(Part, f64)>,
+    op_ns: f64,
+    /// The clean mean as printed, with its unit.
+    shown: String,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    Lsm,
+    Hook,
+    TaskPath,
+    Syscall,
+    Residual,
+    NotProbed,
+}
+
+impl Part {
+    const ALL: [Part; 6] = [
+        Part::Syscall,
+        Part::Hook,
+        Part::Lsm,
+        Part::TaskPath,
+        Part::Residual,
+        Part::NotProbed,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Part::Syscall => "syscalls (outside hooks and task paths)",
+            Part::Hook => "security hooks (their own dispatch)",
+            Part::Lsm => "LSM functions under the hooks",
+            Part::TaskPath => "fork/exit/exec task paths",
+            Part::Residual => "residual (user space, unprobed kernel work)",
+            Part::NotProbed => "not probed (clean time only)",
+        }
+    }
+
+    fn colour(self) -> &'static str {
+        match self {
+            Part::Syscall => "#4e79a7",
+            Part::Hook => "#f28e2b",
+            Part::Lsm => "#e15759",
+            Part::TaskPath => "#59a14f",
+            Part::Residual => "#bbbbbb",
+            Part::NotProbed => "#e8e8e8",
+        }
+    }
+}
+
+/// Splits a workload's clean op. Hooks run inside syscalls or task paths, and task paths
+/// (fork, exit, exec) inside syscalls, so each part is what its paths take less what runs
+/// inside them; the residual is the op less every syscall (less every hook and task path when
+/// syscalls were not probed). Probes inflate what they time, so the parts can add up to more
+/// than the clean op: the bar then runs past the 100% line.
+fn split(w: &WorkloadResult) -> Option<Split> {
+    let clean = stats::summarize(&w.clean)?;
+    let op_ns = attribution::op_ns(w.unit, clean.mean)?;
+    let shown = format!("{} {}", num(clean.mean), w.unit.symbol());
+    let total = |kind: PathKind| -> f64 {
+        w.attribution
+            .iter()
+            .filter(|r| r.kind == kind && (kind == PathKind::Lsm || r.parent.is_none()))
+            .map(|r| attribution::ns_per_op(r).max(0.0))
+            .sum()
+    };
+    if w.attribution.is_empty() {
+        return Some(Split {
+            name: w.name.clone(),
+            parts: vec![(Part::NotProbed, op_ns)],
+            op_ns,
+            shown,
+        });
+    }
+    let (lsm, hooks, tasks, syscalls) = (
+        total(PathKind::Lsm),
+        total(PathKind::Hook),
+        total(PathKind::TaskPath),
+        total(PathKind::Syscall),
+    );
+    let inside_syscalls = if syscalls > 0.0 {
+        syscalls
+    } else {
+        hooks + tasks
+    };
+    let parts = vec![
+        (Part::Lsm, lsm),
+        (Part::Hook, (hooks - lsm).max(0.0)),
+        (Part::TaskPath, tasks),
+        (Part::Syscall, (syscalls - hooks - tasks).max(0.0)),
+        (Part::Residual, (op_ns - inside_syscalls).max(0.0)),
+    ];
+    Some(Split {
+        name: w.name.clone(),
+        parts,
+        op_ns,
+        shown,
+    })
+}
+
+/// The whole suite in one figure: a horizontal stacked bar per workload, its clean op split into
+/// syscalls, hooks with their LSM functions, task paths and the residual, as shares of the op.
+pub fn overview(r: &Results) -> String {
+    let rows: Vec<Split> = r.workloads.iter().filter_map(split).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    // 100% of the clean op, and room for bars that run past it.
+    let widest = rows
+        .iter()
+        .map(|s| s.parts.iter().map(|(_, ns)| ns).sum::<f64>() / s.op_ns.max(f64::MIN_POSITIVE))
+        .fold(1.0_f64, f64::max)
+        .min(3.0);
+    let (label_w, bar_w, value_w, row_h, legend_h) = (130.0, 560.0, 90.0, 18.0, 22.0);
+    let full = bar_w / widest;
+    let height = legend_h * 2.0 + row_h * rows.len() as f64 + 24.0;
+    let mut svg = format!(
+        "<figure><svg class=\"chart\" id=\"overview\" width=\"{}\" height=\"{height}\" \
+         role=\"img\" aria-label=\"suite overview\">",
+        label_w + bar_w + value_w
+    );
+    // Legend: two rows of three.
+    for (i, part) in Part::ALL.iter().enumerate() {
+        let (x, y) = ((i % 3) as f64 * 260.0, (i / 3) as f64 * legend_h);
+        let _ = write!(
+            svg,
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>\
+             <text x=\"{}\" y=\"{}\">{}</text>",
+            y + 2.0,
+            part.colour(),
+            x + 14.0,
+            y + 11.0,
+            part.name()
+        );
+    }
+    let top = legend_h * 2.0 + 4.0;
+    for (i, s) in rows.iter().enumerate() {
+        let y = top + i as f64 * row_h;
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            label_w - 6.0,
+            y + 12.0,
+            esc(&s.name)
+        );
+        let mut x = label_w;
+        for &(part, ns) in s.parts.iter().filter(|(_, ns)| *ns > 0.0) {
+            let share = ns / s.op_ns;
+            let w = (share * full).min(label_w + bar_w - x);
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\">\
+                 <title>{}: {}: {} ns/op, {:.1}% of the clean op</title></rect>",
+                row_h - 4.0,
+                part.colour(),
+                esc(&s.name),
+                part.name(),
+                num(ns),
+                share * 100.0
+            );
+            x += w;
+        }
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\">{}</text>",
+            label_w + bar_w + 6.0,
+            y + 12.0,
+            esc(&s.shown)
+        );
+    }
+    // The clean op: 100%.
+    let bottom = top + rows.len() as f64 * row_h;
+    let _ = writeln!(
+        svg,
+        "<path d=\"M{x:.1} {}V{bottom}\" stroke=\"#000\" stroke-dasharray=\"3 2\"/>\
+         <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">100% of the clean op</text></svg>\
+         <figcaption>Where each operation's time goes: the clean op time (right) split by the \
+         probed pass. Hooks run inside syscalls or task paths and task paths inside syscalls, so \
+         each part excludes what runs inside it. Probes inflate what they time, so a bar can run \
+         past 100%.</figcaption></figure>",
+        top - 2.0,
+        bottom + 14.0,
+        x = label_w + full
+    );
+    svg
 }
 
 fn workload_section(w: &WorkloadResult) -> String {
@@ -261,6 +464,25 @@ mod tests {
             html.contains("residual (outside the probed hooks) 4500 ns/op (90.0%)"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn the_overview_comes_first_and_splits_each_op() {
+        let html = render(&[sample_results()]);
+        let overview = html.find("aria-label=\"suite overview\"").unwrap();
+        assert!(overview < html.find("<h3>").unwrap());
+        // open_close: 5000 ns clean; apparmor 380 ns inside security_file_open's 400 (+ the
+        // 100 of security_file_free), openat 3000 ns around them.
+        let w = split(&sample_results().workloads[0]).unwrap();
+        let part = |p: Part| w.parts.iter().find(|(q, _)| *q == p).map(|(_, ns)| *ns);
+        assert_eq!(part(Part::Lsm), Some(380.0));
+        assert_eq!(part(Part::Hook), Some(120.0));
+        assert_eq!(part(Part::Syscall), Some(2500.0));
+        assert_eq!(part(Part::Residual), Some(2000.0));
+        // build was not probed: one bar of clean time.
+        let b = split(&sample_results().workloads[1]).unwrap();
+        assert_eq!(b.parts.len(), 1);
+        assert!(b.parts[0].0 == Part::NotProbed);
     }
 
     #[test]

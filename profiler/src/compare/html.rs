@@ -1,0 +1,166 @@
+//! The comparison as one self-contained HTML page: the verdict table, then each changed workload
+//! with a chart of which paths moved and by how much.
+use std::fmt::Write;
+
+use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta};
+use crate::{
+    report::{
+        html::{esc, page},
+        text::{kind_name, num},
+    },
+    results::PathKind,
+    stats::Verdict,
+};
+
+pub fn render_html(c: &Comparison) -> String {
+    let title = format!(
+        "hookprof compare: {} → {}",
+        c.old_labels.join(", "),
+        c.new_labels.join(", ")
+    );
+    let mut body = format!("<h1>{}</h1>\n", esc(&title));
+    for d in &c.environment {
+        let _ = writeln!(
+            body,
+            "<p>{}: {} → {}</p>",
+            esc(d.field),
+            esc(&d.old.join(" | ")),
+            esc(&d.new.join(" | "))
+        );
+    }
+    let _ = writeln!(
+        body,
+        "<p>{}. {}. Holm-adjusted p &lt; {}, |change| &gt; {}%.</p>",
+        esc(&super::render::totals(c)),
+        esc(super::render::replication_sentence(c).trim_end_matches('.')),
+        c.criteria.alpha,
+        c.criteria.threshold * 100.0
+    );
+    body.push_str(
+        "<table><tr><th>workload</th><th>old</th><th>new</th><th>change [95% CI]</th>\
+         <th>p (Holm)</th><th>verdict</th></tr>\n",
+    );
+    for w in &c.workloads {
+        let u = w.unit.symbol();
+        let class = match w.verdict {
+            Verdict::Regressed => " class=\"regressed\"",
+            Verdict::Improved => " class=\"improved\"",
+            _ => "",
+        };
+        let _ = writeln!(
+            body,
+            "<tr{class}><td><a href=\"#{id}\">{name}</a></td><td>{} {u}</td><td>{} {u}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            num(w.old.mean),
+            num(w.new.mean),
+            esc(&super::render::change_cell(w)),
+            w.adjusted_p
+                .map(super::render::format_p)
+                .unwrap_or_else(|| "n/a".into()),
+            w.verdict,
+            id = anchor(&w.name),
+            name = esc(&w.name),
+        );
+    }
+    body.push_str("</table>\n");
+    let changed: Vec<_> = c
+        .workloads
+        .iter()
+        .filter(|w| matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+        .collect();
+    if changed.is_empty() {
+        body.push_str("<p>No workload changed significantly.</p>\n");
+    }
+    for w in changed {
+        let _ = writeln!(
+            body,
+            "<h2 id=\"{}\">{} <small>({})</small></h2>",
+            anchor(&w.name),
+            esc(&w.name),
+            w.verdict
+        );
+        match &w.attribution {
+            Some(a) => {
+                for line in attribution_lines(&w.name, a) {
+                    let _ = writeln!(body, "<p><code>{}</code></p>", esc(line.trim()));
+                }
+                body.push_str(&delta_chart(&w.name, a));
+            }
+            None => body.push_str("<p>No attribution: one side was not probed.</p>\n"),
+        }
+    }
+    page(&title, &body)
+}
+
+fn anchor(name: &str) -> String {
+    format!(
+        "w-{}",
+        name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+    )
+}
+
+/// A diverging bar per path (and the residual): right and red where the time grew, left and
+/// green where it shrank, LSM functions indented under their hooks.
+fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
+    let mut rows: Vec<(String, f64)> = Vec::new();
+    let mut top: Vec<&PathDelta> = a.paths.iter().filter(|p| p.top_level).collect();
+    top.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));
+    for p in top.iter().take(12) {
+        rows.push((
+            format!("{} {}", kind_name(p.kind), p.name),
+            p.delta_ns_per_op,
+        ));
+        for l in a
+            .paths
+            .iter()
+            .filter(|l| l.kind == PathKind::Lsm && l.parent.as_ref() == Some(&p.name))
+        {
+            rows.push((format!("  └ {}", l.name), l.delta_ns_per_op));
+        }
+    }
+    rows.push(("residual".into(), a.residual_ns));
+    rows.push(("whole op".into(), a.total_ns));
+    let reach = rows
+        .iter()
+        .map(|(_, d)| d.abs())
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let (label_w, half, row_h) = (260.0, 220.0, 18.0);
+    let zero = label_w + half;
+    let height = row_h * rows.len() as f64 + 8.0;
+    let mut svg = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\" \
+         aria-label=\"change attribution of {}\">",
+        label_w + 2.0 * half + 90.0,
+        esc(name)
+    );
+    for (i, (label, delta)) in rows.iter().enumerate() {
+        let y = 4.0 + i as f64 * row_h;
+        let w = delta.abs() / reach * half;
+        let (x, colour) = if *delta >= 0.0 {
+            (zero, "#e15759")
+        } else {
+            (zero - w, "#59a14f")
+        };
+        let colour = if i + 1 == rows.len() { "#555" } else { colour };
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" xml:space=\"preserve\">{}</text>\
+             <rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\">\
+             <title>{} {delta:+.1} ns/op</title></rect>\
+             <text x=\"{}\" y=\"{}\">{delta:+.0} ns</text>",
+            label_w - 6.0,
+            y + 12.0,
+            esc(label),
+            row_h - 4.0,
+            esc(label.trim()),
+            zero + half + 6.0,
+            y + 12.0,
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<path d=\"M{zero} 0V{height}\" stroke=\"#000\"/></svg>"
+    );
+    svg
+}

@@ -1,0 +1,200 @@
+//! The HTML pages in a real browser: headless chromium renders the report and a comparison,
+//! its DOM must hold the figures and its screenshot must show them (the figure's colours, not a
+//! blank page). Skipped, saying why, only where no chromium is installed.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+fn hookprof(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hookprof"))
+        .args(args)
+        .output()
+        .expect("run hookprof")
+}
+
+fn browser() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// A run of three workloads: open_close with syscalls, a hook and an LSM function under it,
+/// fork_proc with a task path, null_call with syscalls only; `slower` adds 500 ns to
+/// security_file_open and to the op.
+fn results(label: &str, started_at: u64, slower: f64) -> String {
+    let row = |kind: &str, name: &str, parent: Option<&str>, ns: f64| {
+        serde_json::json!({
+            "kind": kind, "name": name, "parent": parent, "calls_per_op": 1.0,
+            "ns_per_call": ns, "ns_per_op": ns, "share": 0.0,
+            "samples_ns_per_op": [ns, ns * 1.01, ns * 0.99],
+        })
+    };
+    let open = 5.0 + slower / 1000.0;
+    serde_json::json!({
+        "schema_version": 1, "label": label, "complete": true, "source": "hookprof",
+        "environment": {"kernel_release": "6.1.0-test", "hookprof_version": "0", "started_at": started_at},
+        "workloads": [
+            {"name": "open_close", "family": "processes", "unit": "us",
+             "clean": [open, open * 1.002, open * 0.998, open * 1.001, open * 0.999],
+             "attribution": [
+                row("syscall", "openat", None, 3000.0 + slower),
+                row("syscall", "close", None, 600.0),
+                row("hook", "security_file_open", None, 400.0 + slower),
+                row("lsm", "apparmor_file_open", Some("security_file_open"), 300.0 + slower),
+             ]},
+            {"name": "fork_proc", "family": "processes", "unit": "us",
+             "clean": [60.0, 61.0, 59.0, 60.5, 59.5],
+             "attribution": [
+                row("syscall", "clone", None, 30000.0),
+                row("syscall", "wait4", None, 8000.0),
+                row("task_path", "copy_process", None, 20000.0),
+                row("hook", "security_task_alloc", None, 900.0),
+             ]},
+            {"name": "null_call", "family": "latency", "unit": "us",
+             "clean": [0.2, 0.201, 0.199, 0.2, 0.2],
+             "attribution": [row("syscall", "getppid", None, 120.0)]},
+        ]
+    })
+    .to_string()
+}
+
+/// Renders `page` headless: the DOM after loading, and a screenshot.
+fn render(chromium: &Path, page: &Path, dir: &Path) -> (String, PathBuf) {
+    let common = |c: &mut Command| {
+        c.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()));
+    };
+    let url = format!("file://{}", page.display());
+    let mut dump = Command::new(chromium);
+    common(&mut dump);
+    let dom = dump
+        .args(["--dump-dom", &url])
+        .output()
+        .expect("run chromium");
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let png = page.with_extension("png");
+    let mut shot = Command::new(chromium);
+    common(&mut shot);
+    let out = shot
+        .arg(format!("--screenshot={}", png.display()))
+        .args(["--window-size=1100,900", &url])
+        .output()
+        .expect("run chromium");
+    assert!(
+        png.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (String::from_utf8_lossy(&dom.stdout).into_owned(), png)
+}
+
+/// The screenshot's pixels: how many of each of `colours` (RGB), and how many distinct colours.
+fn pixels(png: &Path, colours: &[[u8; 3]]) -> (Vec<usize>, usize) {
+    let file = std::io::BufReader::new(std::fs::File::open(png).unwrap());
+    let decoder = png::Decoder::new(file);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().expect("a sane image size")];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let mut counts = vec![0; colours.len()];
+    let mut distinct = std::collections::HashSet::new();
+    for px in buf[..info.buffer_size()].chunks(channels) {
+        let rgb = [px[0], px[1], px[2]];
+        distinct.insert(rgb);
+        if let Some(i) = colours.iter().position(|c| *c == rgb) {
+            counts[i] += 1;
+        }
+    }
+    (counts, distinct.len())
+}
+
+#[test]
+fn the_report_and_the_comparison_render_their_figures_in_chromium() {
+    let Some(chromium) = browser() else {
+        println!("skipping: no chromium on PATH (apt install chromium; cargo xtask setup does)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let old = write("old.json", &results("old", 1, 0.0));
+    let new = write("new.json", &results("new", 2, 500.0));
+
+    let report = hookprof(&["report", &old, "--format", "html"]);
+    assert!(report.status.success());
+    let report_page = dir.path().join("report.html");
+    std::fs::write(&report_page, &report.stdout).unwrap();
+    let compare = hookprof(&["compare", &old, &new, "--format", "html"]);
+    assert_eq!(compare.status.code(), Some(1), "open_close regressed");
+    let compare_page = dir.path().join("compare.html");
+    std::fs::write(&compare_page, &compare.stdout).unwrap();
+
+    let (dom, shot) = render(&chromium, &report_page, dir.path());
+    // The overview opens the page: before any workload's own section.
+    let overview = dom
+        .find("aria-label=\"suite overview\"")
+        .expect("overview figure");
+    assert!(
+        overview < dom.find("<h3").expect("workload sections"),
+        "{dom}"
+    );
+    for name in ["open_close", "fork_proc", "null_call"] {
+        assert!(
+            dom[overview..].contains(&format!("{name}: ")),
+            "{name}: {dom}"
+        );
+    }
+    // Syscall blue, LSM red, task-path green, residual grey: each drawn.
+    let colours = [
+        [0x4e, 0x79, 0xa7],
+        [0xe1, 0x57, 0x59],
+        [0x59, 0xa1, 0x4f],
+        [0xbb, 0xbb, 0xbb],
+    ];
+    let (counts, distinct) = pixels(&shot, &colours);
+    assert!(distinct > 20, "a blank page: {distinct} colours");
+    assert!(
+        counts.iter().all(|&n| n > 50),
+        "{counts:?} in {}",
+        shot.display()
+    );
+
+    let (dom, shot) = render(&chromium, &compare_page, dir.path());
+    assert!(
+        dom.contains("aria-label=\"change attribution of open_close\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("security_file_open +500 ns (apparmor_file_open +500 ns)"),
+        "{dom}"
+    );
+    let (counts, distinct) = pixels(&shot, &[[0xe1, 0x57, 0x59]]);
+    assert!(
+        distinct > 20 && counts[0] > 100,
+        "{counts:?}, {distinct} colours"
+    );
+    if let Some(keep) = std::env::var_os("HOOKPROF_KEEP_SCREENSHOTS") {
+        for (from, to) in [(&report_page, "report"), (&compare_page, "compare")] {
+            std::fs::copy(
+                from.with_extension("png"),
+                Path::new(&keep).join(format!("{to}.png")),
+            )
+            .unwrap();
+        }
+    }
+}
