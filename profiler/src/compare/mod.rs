@@ -18,8 +18,10 @@ use crate::{
 };
 
 mod html;
+mod junit;
 mod render;
 pub use html::render_html;
+pub use junit::render_junit;
 pub use render::{attribution_lines, render_markdown, render_text};
 
 #[derive(clap::Args, Debug)]
@@ -72,6 +74,8 @@ pub enum Format {
     Json,
     /// A self-contained page: each changed workload with a chart of the paths that moved.
     Html,
+    /// JUnit XML: a test case per workload, a failure per regression (GitLab, Jenkins, ...).
+    Junit,
 }
 
 pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
@@ -106,6 +110,7 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Format::Markdown => render_markdown(&comparison),
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
         Format::Html => render_html(&comparison),
+        Format::Junit => render_junit(&comparison),
     };
     print!("{out}");
     let code = comparison.exit_code(args.fail_on);
@@ -337,8 +342,8 @@ impl Comparison {
         let n = self.count(Verdict::Inconclusive);
         (n > 0 && fail_on == FailOn::Regression).then(|| {
             format!(
-                "{n} of {} workloads inconclusive (exit code 0; --fail-on inconclusive makes \
-                 it 3)",
+                "{n} of {} workloads inconclusive; they do not fail the comparison (with \
+                 --fail-on inconclusive they exit 3)",
                 self.workloads.len()
             )
         })
@@ -590,6 +595,16 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<tr class=\"regressed\">"), "{html}");
+        let xml = render_junit(&c);
+        assert!(
+            xml.contains("tests=\"2\" failures=\"1\" skipped=\"1\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<failure message=\"open_close +10.00%, Holm p = 0.000: regressed\""),
+            "{xml}"
+        );
+        assert!(xml.contains("security_file_open +430 ns"), "{xml}");
     }
 
     #[test]

@@ -1,0 +1,62 @@
+//! The comparison as JUnit XML, the test-report format GitLab (merge-request widget), Jenkins,
+//! Azure DevOps and most other CI systems display natively: one test case per workload, a
+//! failure for a regression (with its attribution), skipped for an inconclusive one.
+use std::fmt::Write;
+
+use super::{render::attribution_lines, Comparison};
+use crate::{report::html::esc, stats::Verdict};
+
+pub fn render_junit(c: &Comparison) -> String {
+    let suite = format!(
+        "hookprof compare {} -> {}",
+        c.old_labels.join(","),
+        c.new_labels.join(",")
+    );
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" \
+         tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
+        esc(&suite),
+        c.workloads.len(),
+        c.count(Verdict::Regressed),
+        c.count(Verdict::Inconclusive)
+    );
+    for w in &c.workloads {
+        let change = w.change.map_or_else(
+            || "no relative change (old mean 0)".to_string(),
+            |ch| format!("{:+.2}%", ch.relative * 100.0),
+        );
+        let p = w
+            .adjusted_p
+            .map_or_else(|| "n/a".to_string(), |p| format!("{p:.3}"));
+        let summary = format!("{} {change}, Holm p = {p}: {}", w.name, w.verdict);
+        let detail: Vec<String> = w
+            .attribution
+            .as_ref()
+            .map(|a| attribution_lines(&w.name, a))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<testcase classname=\"hookprof.compare\" name=\"{}\">",
+            esc(&w.name)
+        );
+        match w.verdict {
+            Verdict::Regressed => {
+                let _ = write!(
+                    out,
+                    "<failure message=\"{}\" type=\"regression\">{}</failure>",
+                    esc(&summary),
+                    esc(&detail.join("\n"))
+                );
+            }
+            Verdict::Inconclusive => {
+                let _ = write!(out, "<skipped message=\"{}\"/>", esc(&summary));
+            }
+            Verdict::Improved | Verdict::NoChange => {
+                let _ = write!(out, "<system-out>{}</system-out>", esc(&summary));
+            }
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite>\n</testsuites>\n");
+    out
+}
