@@ -62,7 +62,7 @@ pub enum FailOn {
     Regression,
     /// Exit 1 on a regression, else 3 when a workload could not be decided.
     Inconclusive,
-    /// Always exit 0 (report only).
+    /// Exit 0 whatever the verdicts (bad input still exits 2).
     Never,
 }
 
