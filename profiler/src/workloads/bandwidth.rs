@@ -56,10 +56,11 @@ pub static SPECS: &[WorkloadSpec] = &[
     ),
     bandwidth(
         "bw_tcp",
-        "64 KB transfers over TCP on 127.0.0.1",
+        "64 KB transfers over TCP on 127.0.0.1, 1 MB socket buffers",
         XFER,
         Suite::Default,
-        |o| Transfer::create(o, Channel::tcp()),
+        // lmbench's SOCKBUF: bw_tcp sets it on both ends.
+        |o| Transfer::create(o, Channel::tcp_with_buffers(1 << 20)),
     ),
     bandwidth(
         "bw_file_reread",

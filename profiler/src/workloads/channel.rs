@@ -79,6 +79,47 @@ impl Channel {
         })
     }
 
+    /// Loopback TCP with lmbench's bw_tcp socket buffers: `bytes` to send and to receive on the
+    /// client, set before it connects (so the window scale allows them), and to send on the
+    /// server. Fixed buffers turn the kernel's buffer autotuning off, as lmbench's do.
+    pub fn tcp_with_buffers(bytes: i32) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
+        set_buffer(listener.as_raw_fd(), libc::SO_SNDBUF, bytes)?;
+        let std::net::SocketAddr::V4(addr) = listener.local_addr()? else {
+            anyhow::bail!("127.0.0.1 gave a non-IPv4 address");
+        };
+        // SAFETY: a new socket, owned at once.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        anyhow::ensure!(fd >= 0, "socket: {}", io::Error::last_os_error());
+        // SAFETY: socket() just returned this fd and nothing else owns it.
+        let client = unsafe { OwnedFd::from_raw_fd(fd) };
+        set_buffer(fd, libc::SO_RCVBUF, bytes)?;
+        set_buffer(fd, libc::SO_SNDBUF, bytes)?;
+        let to = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: addr.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*addr.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        // SAFETY: `to` is a valid sockaddr_in of the size given.
+        let connected = unsafe {
+            libc::connect(
+                fd,
+                (&to as *const libc::sockaddr_in).cast(),
+                size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        anyhow::ensure!(connected == 0, "connect: {}", io::Error::last_os_error());
+        let (server, _) = listener.accept().context("accept")?;
+        set_buffer(server.as_raw_fd(), libc::SO_SNDBUF, bytes)?;
+        Ok(Channel {
+            client: End::socket(client),
+            server: End::socket(server),
+        })
+    }
+
     /// Two UDP sockets on 127.0.0.1 connected to each other.
     pub fn udp() -> anyhow::Result<Self> {
         let a = UdpSocket::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
@@ -90,6 +131,22 @@ impl Channel {
             server: End::socket(b),
         })
     }
+}
+
+/// Sets a socket's SO_SNDBUF or SO_RCVBUF (the kernel caps it at its wmem_max / rmem_max).
+fn set_buffer(fd: RawFd, option: libc::c_int, bytes: i32) -> anyhow::Result<()> {
+    // SAFETY: a valid int option value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&bytes as *const i32).cast(),
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    anyhow::ensure!(r == 0, "setsockopt: {}", io::Error::last_os_error());
+    Ok(())
 }
 
 /// A pipe, both ends close-on-exec: (read end, write end).
@@ -140,4 +197,43 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer(fd: RawFd, option: libc::c_int) -> i32 {
+        let (mut value, mut len) = (0i32, size_of::<i32>() as libc::socklen_t);
+        // SAFETY: an int out-buffer of the size given.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&mut value as *mut i32).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(r, 0, "{}", io::Error::last_os_error());
+        value
+    }
+
+    #[test]
+    fn bw_tcp_sockets_get_lmbench_buffers_and_carry_data() {
+        let default = Channel::tcp().unwrap();
+        let sized = Channel::tcp_with_buffers(1 << 20).unwrap();
+        // The kernel doubles what was asked (for its own overhead), capped by the sysctls:
+        // either way the sized buffers differ from the autotuned defaults.
+        for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+            assert_ne!(
+                buffer(sized.client.rx(), option),
+                buffer(default.client.rx(), option)
+            );
+        }
+        write_all(sized.server.tx(), b"lmbench").unwrap();
+        let mut got = [0u8; 7];
+        assert!(read_exact(sized.client.rx(), &mut got).unwrap());
+        assert_eq!(&got, b"lmbench");
+    }
 }
