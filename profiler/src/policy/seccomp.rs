@@ -1,0 +1,225 @@
+//! `--policy seccomp:FILE`: a seccomp filter given as a list of syscalls and two actions, as
+//! JSON:
+//!
+//! ```json
+//! { "default_action": "errno", "action": "allow",
+//!   "syscalls": ["read", "write", "openat", "close", "newfstatat", "exit_group"] }
+//! ```
+//!
+//! The listed syscalls get `action` (default `allow`), every other one `default_action`: an
+//! allow-list with `"default_action": "errno"`, a deny-list with `"default_action": "allow",
+//! "action": "errno"`. Actions: `allow`, `errno` (EPERM), `errno:N`, `log`, `trap`,
+//! `kill_thread`, `kill_process`. Names are this architecture's syscall names.
+//!
+//! The filter is built with seccompiler. The measuring harness needs a few calls of its own
+//! (the tracking window's gate ioctl, only on its invalid fd; futex; exit; memory management),
+//! so an allow-list allows those too, and says so in its summary.
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use serde::Deserialize;
+use syscalls::Sysno;
+
+/// What the harness itself calls while the filter is in force (besides the gate).
+const HARNESS_SYSCALLS: &[Sysno] = &[
+    Sysno::futex,
+    Sysno::exit,
+    Sysno::exit_group,
+    Sysno::mmap,
+    Sysno::munmap,
+    Sysno::mremap,
+    Sysno::madvise,
+    Sysno::brk,
+    Sysno::rt_sigprocmask,
+    Sysno::sched_yield,
+    Sysno::clock_gettime,
+];
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeccompPolicy {
+    default_action: String,
+    #[serde(default = "allow")]
+    action: String,
+    syscalls: Vec<String>,
+}
+
+fn allow() -> String {
+    "allow".into()
+}
+
+impl SeccompPolicy {
+    pub fn from_json(text: &str) -> Result<SeccompPolicy> {
+        let policy: SeccompPolicy = serde_json::from_str(text).context("not a seccomp filter")?;
+        let default = action(&policy.default_action).context("default_action")?;
+        let listed = action(&policy.action).context("action")?;
+        if default == listed {
+            bail!(
+                "default_action and action are both '{}': the filter would do nothing",
+                policy.action
+            );
+        }
+        policy.numbers()?;
+        Ok(policy)
+    }
+
+    /// `allow for 4 syscalls, errno otherwise; +12 allowed for the harness`.
+    pub fn summary(&self) -> String {
+        let harness = if self.adds_harness_rules() {
+            format!("; +{} allowed for the harness", HARNESS_SYSCALLS.len() + 1)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} for {} syscall{}, {} otherwise{harness}",
+            self.action,
+            self.syscalls.len(),
+            if self.syscalls.len() == 1 { "" } else { "s" },
+            self.default_action
+        )
+    }
+
+    pub fn record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "default_action": self.default_action,
+            "action": self.action,
+            "syscalls": self.syscalls,
+        })
+    }
+
+    /// The filter compiles for this architecture.
+    pub fn check(&self) -> Result<()> {
+        self.program().map(drop)
+    }
+
+    /// Installs the filter on the calling thread (seccompiler sets no_new_privs first).
+    pub fn apply(&self) -> Result<()> {
+        seccompiler::apply_filter(&self.program()?).context("seccomp(SET_MODE_FILTER)")
+    }
+
+    /// An allow-list must let the harness work; a deny-list leaves it alone anyway.
+    fn adds_harness_rules(&self) -> bool {
+        action(&self.action).ok() == Some(SeccompAction::Allow)
+    }
+
+    fn numbers(&self) -> Result<Vec<i64>> {
+        self.syscalls
+            .iter()
+            .map(|name| {
+                name.parse::<Sysno>()
+                    .map(|s| s.id() as i64)
+                    .map_err(|_| anyhow::anyhow!("unknown syscall '{name}' on this architecture"))
+            })
+            .collect()
+    }
+
+    fn program(&self) -> Result<BpfProgram> {
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = self
+            .numbers()?
+            .into_iter()
+            .map(|n| (n, Vec::new()))
+            .collect();
+        if self.adds_harness_rules() {
+            for s in HARNESS_SYSCALLS {
+                rules.entry(s.id() as i64).or_default();
+            }
+            // The gate's ioctl on its invalid fd; an ioctl the user listed stays unconditional.
+            if let std::collections::btree_map::Entry::Vacant(e) =
+                rules.entry(Sysno::ioctl.id() as i64)
+            {
+                let fd = profiler_common::GATE_FD as i32 as u32;
+                let on_gate_fd = SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    u64::from(fd),
+                )?;
+                e.insert(vec![SeccompRule::new(vec![on_gate_fd])?]);
+            }
+        }
+        let filter = SeccompFilter::new(
+            rules,
+            action(&self.default_action)?,
+            action(&self.action)?,
+            target_arch()?,
+        )
+        .context("build the filter")?;
+        filter.try_into().context("compile the filter")
+    }
+}
+
+fn action(name: &str) -> Result<SeccompAction> {
+    Ok(match name {
+        "allow" => SeccompAction::Allow,
+        "errno" => SeccompAction::Errno(libc::EPERM as u32),
+        "log" => SeccompAction::Log,
+        "trap" => SeccompAction::Trap,
+        "kill_thread" => SeccompAction::KillThread,
+        "kill_process" => SeccompAction::KillProcess,
+        other => match other.strip_prefix("errno:").map(str::parse::<u32>) {
+            Some(Ok(n)) if n > 0 && n < 4096 => SeccompAction::Errno(n),
+            _ => bail!(
+                "unknown action '{other}'; valid: allow, errno, errno:N (1-4095), log, trap, \
+                 kill_thread, kill_process"
+            ),
+        },
+    })
+}
+
+fn target_arch() -> Result<TargetArch> {
+    std::env::consts::ARCH.try_into().map_err(|_| {
+        anyhow::anyhow!(
+            "seccomp filters are not supported on {}",
+            std::env::consts::ARCH
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allow_list_parses_and_compiles_with_the_harness_rules() {
+        let p = SeccompPolicy::from_json(
+            r#"{"default_action": "errno", "syscalls": ["read", "write", "openat", "close"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.summary(),
+            format!(
+                "allow for 4 syscalls, errno otherwise; +{} allowed for the harness",
+                HARNESS_SYSCALLS.len() + 1
+            )
+        );
+        p.check().unwrap();
+        assert!(p.program().unwrap().len() > 10);
+    }
+
+    #[test]
+    fn a_deny_list_adds_nothing() {
+        let p = SeccompPolicy::from_json(
+            r#"{"default_action": "allow", "action": "errno:38", "syscalls": ["getppid"]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.summary(), "errno:38 for 1 syscall, allow otherwise");
+        assert_eq!(action(&p.action).unwrap(), SeccompAction::Errno(38));
+    }
+
+    #[test]
+    fn malformed_filters_say_what_is_wrong() {
+        let err = |s: &str| format!("{:#}", SeccompPolicy::from_json(s).unwrap_err());
+        assert!(err("[]").contains("not a seccomp filter"));
+        assert!(
+            err(r#"{"default_action": "deny", "syscalls": []}"#).contains("unknown action 'deny'")
+        );
+        assert!(err(r#"{"default_action": "errno:0", "syscalls": []}"#).contains("errno:N"));
+        assert!(err(r#"{"default_action": "errno", "syscalls": ["opne"]}"#)
+            .contains("unknown syscall 'opne'"));
+        assert!(err(r#"{"default_action": "allow", "syscalls": []}"#).contains("would do nothing"));
+    }
+}
