@@ -1,21 +1,16 @@
 //! The qemu test guest: `cargo xtask vm -- COMMAND` boots a stock kernel (by default the Debian
 //! kernel `linux-image-amd64` points to) with an initramfs-only root filesystem and runs COMMAND
 //! in it as root; `cargo xtask vm-test` runs the `guest` integration tests that way.
-mod archive;
-mod initramfs;
-mod kernel;
-mod qemu;
 mod test;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use hookprof_guest::{Accel, BootOptions, Log, Machine, Outcome, Payload, TcgThreads};
 
 pub use test::{vm_test, VmTestArgs};
 
-/// The guest's LSM stack: the Debian default without tomoyo, with bpf for the BPF LSM tests.
-const DEFAULT_LSM: &str = "lockdown,capability,landlock,yama,apparmor,bpf";
 const DEFAULT_TIMEOUT_S: u64 = 900;
 /// `boot`'s exit code when the guest kernel panicked (a soft lockup panics it).
 pub const GUEST_PANICKED: i32 = 125;
@@ -39,10 +34,10 @@ pub struct BootArgs {
     pub share: Option<PathBuf>,
     /// Accelerator: auto uses KVM only where it can boot a stock kernel.
     #[arg(long, value_enum, default_value_t)]
-    pub accel: qemu::Accel,
+    pub accel: Accel,
     /// Under TCG: one host thread for all vCPUs, or one each.
     #[arg(long, value_enum, default_value_t)]
-    pub tcg_threads: qemu::TcgThreads,
+    pub tcg_threads: TcgThreads,
     /// Boot without `quiet`: every kernel message on the console.
     #[arg(long)]
     pub verbose: bool,
@@ -77,7 +72,7 @@ pub fn vm(args: &VmArgs) -> Result<i32> {
             _ => bail!("--env {e:?}: expected VAR=VALUE"),
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut payload = initramfs::Payload::default();
+    let mut payload = Payload::default();
     let command = payload.add_command(&args.command)?;
     for bin in &args.bins {
         payload.add_file(bin)?;
@@ -89,25 +84,28 @@ pub fn vm(args: &VmArgs) -> Result<i32> {
 /// (124 on timeout, 130 on Ctrl-C, 125 when the guest kernel panicked).
 fn boot(
     args: &BootArgs,
-    payload: initramfs::Payload,
+    payload: Payload,
     command: &[String],
     env: &[(String, String)],
 ) -> Result<i32> {
-    let lsm = args.lsm.as_deref().unwrap_or(DEFAULT_LSM);
-    qemu::check_lsm(lsm)?;
-    let cache = cache_dir()?;
-    let kernel = kernel::resolve(args.kernel.as_deref(), &cache)?;
-    println!(
-        "xtask vm: kernel {} ({})",
-        kernel.name,
-        kernel.image.display()
-    );
-    let base = initramfs::base(&kernel, &cache)?;
+    let log = Log::stdout("xtask vm");
+    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
+    let options = BootOptions {
+        lsm: args
+            .lsm
+            .clone()
+            .unwrap_or_else(|| hookprof_guest::DEFAULT_LSM.to_string()),
+        accel: args.accel,
+        tcg_threads: args.tcg_threads,
+        timeout: Duration::from_secs(timeout),
+        verbose: args.verbose,
+        log: log.clone(),
+        stop: hookprof_guest::stop_on_signals()?,
+    };
+    hookprof_guest::check_lsm(&options.lsm)?;
+    let machine = Machine::prepare(args.kernel.as_deref(), &log)?;
 
-    // Everything of this run lives here and is removed on return.
     let work = tempfile::Builder::new().prefix("hookprof-vm-").tempdir()?;
-    let initrd = work.path().join("initrd");
-    payload.write_initrd(&base, command, env, &initrd)?;
     let share = match &args.share {
         Some(dir) => {
             std::fs::create_dir_all(dir)
@@ -120,71 +118,35 @@ fn boot(
             dir
         }
     };
-    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
-    let outcome = qemu::run(&qemu::Guest {
-        image: &kernel.image,
-        initrd: &initrd,
-        share: &share,
-        lsm,
-        accel: args.accel,
-        tcg_threads: args.tcg_threads,
-        timeout: Duration::from_secs(timeout),
-        verbose: args.verbose,
-    })?;
-    Ok(match outcome {
-        qemu::Outcome::Exited(code) => {
-            println!("xtask vm: command exited with {code}");
-            code
-        }
-        qemu::Outcome::TimedOut => {
-            eprintln!("xtask vm: error: guest still running after {timeout} s: killed it");
-            124
-        }
-        qemu::Outcome::Interrupted => {
-            eprintln!("xtask vm: interrupted: killed the guest");
-            130
-        }
-        qemu::Outcome::Panicked => {
-            eprintln!(
-                "xtask vm: error: the guest kernel panicked (its stack is on the console above)"
-            );
-            GUEST_PANICKED
-        }
-        qemu::Outcome::NoExitCode => {
-            bail!("the guest stopped without reporting the command's exit code (see its console above)")
-        }
-    })
-}
-
-/// `$HOOKPROF_VM_CACHE`, else `$XDG_CACHE_HOME/hookprof-vm`, else `~/.cache/hookprof-vm`.
-fn cache_dir() -> Result<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = if let Some(d) = var("HOOKPROF_VM_CACHE") {
-        PathBuf::from(d)
-    } else if let Some(d) = var("XDG_CACHE_HOME") {
-        PathBuf::from(d).join("hookprof-vm")
-    } else if let Some(home) = var("HOME") {
-        PathBuf::from(home).join(".cache/hookprof-vm")
-    } else {
-        bail!("no cache directory: set HOOKPROF_VM_CACHE");
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    Ok(dir)
+    Ok(
+        match machine.boot(&options, payload, command, env, &share)? {
+            Outcome::Exited(code) => {
+                println!("xtask vm: command exited with {code}");
+                code
+            }
+            Outcome::TimedOut => {
+                eprintln!("xtask vm: error: guest still running after {timeout} s: killed it");
+                124
+            }
+            Outcome::Interrupted => {
+                eprintln!("xtask vm: interrupted: killed the guest");
+                130
+            }
+            Outcome::Panicked => {
+                eprintln!(
+                    "xtask vm: error: the guest kernel panicked (its stack is on the console above)"
+                );
+                GUEST_PANICKED
+            }
+            Outcome::NoExitCode => {
+                bail!("the guest stopped without reporting the command's exit code (see its console above)")
+            }
+        },
+    )
 }
 
 fn valid_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// A short hex digest, for cache keys.
-fn short_hash(data: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(data))
-}
-
-/// The first 8 bytes of a digest in hex: plenty to tell cache entries apart.
-fn hex(digest: &[u8]) -> String {
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

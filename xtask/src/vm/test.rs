@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{initramfs::Payload, BootArgs};
+use hookprof_guest::Payload;
+
+use super::BootArgs;
 
 #[derive(clap::Args, Default)]
 pub struct VmTestArgs {
@@ -47,7 +49,7 @@ fn boot_with_tests(boot: &BootArgs, tests: &std::path::Path, test_args: &[String
     let mut payload = Payload::default();
     let hookprof = payload.add_file(&crate::hookprof_bin())?;
     // The safety tests count BPF objects with bpftool, as on the host.
-    let bpftool = super::initramfs::which("bpftool")
+    let bpftool = hookprof_guest::which("bpftool")
         .context("bpftool not found (package bpftool): run cargo xtask setup")?;
     payload.add_file(&bpftool)?;
     let mut command = vec![payload.add_file(tests)?, "--test-threads=1".to_string()];

@@ -1,11 +1,10 @@
 //! Boots the guest under qemu, streams its serial console to stdout, and stops it on the
 //! guest's power-off, on a timeout or on Ctrl-C.
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -38,16 +37,13 @@ pub enum TcgThreads {
     Multi,
 }
 
+use crate::{BootOptions, Log};
+
 pub struct Guest<'a> {
     pub image: &'a Path,
     pub initrd: &'a Path,
     pub share: &'a Path,
-    pub lsm: &'a str,
-    pub accel: Accel,
-    pub tcg_threads: TcgThreads,
-    pub timeout: Duration,
-    /// Boot without `quiet`: every kernel message on the console.
-    pub verbose: bool,
+    pub options: &'a BootOptions,
 }
 
 pub enum Outcome {
@@ -62,12 +58,13 @@ pub enum Outcome {
 }
 
 pub fn run(g: &Guest) -> Result<Outcome> {
-    let kvm = match g.accel {
+    let (o, log) = (g.options, &g.options.log);
+    let kvm = match o.accel {
         Accel::Kvm => true,
         Accel::Tcg => false,
         Accel::Auto => {
             let (usable, why) = kvm_usable();
-            println!("xtask vm: {}", why);
+            log.say(why);
             usable
         }
     };
@@ -75,9 +72,9 @@ pub fn run(g: &Guest) -> Result<Outcome> {
     // the stuck CPUs' stacks even under `quiet`, and panic=-1 ends qemu (-no-reboot) at once.
     let mut append = format!(
         "console=ttyS0 panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 lsm={}",
-        g.lsm
+        o.lsm
     );
-    if !g.verbose {
+    if !o.verbose {
         append += " quiet";
     }
     let mut qemu = Command::new(QEMU);
@@ -87,7 +84,7 @@ pub fn run(g: &Guest) -> Result<Outcome> {
     if kvm {
         qemu.args(["-accel", "kvm", "-cpu", "host"]);
     } else {
-        let thread = match g.tcg_threads {
+        let thread = match o.tcg_threads {
             TcgThreads::Single => "tcg,thread=single",
             TcgThreads::Multi => "tcg,thread=multi",
         };
@@ -109,48 +106,46 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        // Ctrl-C reaches xtask alone; it stops qemu itself and cleans up.
+        // Ctrl-C reaches our process alone; it stops qemu itself and cleans up.
         .process_group(0);
-    // SAFETY: prctl is async-signal-safe; it makes qemu die with xtask, even on SIGKILL.
+    // SAFETY: prctl is async-signal-safe; it makes qemu die with us, even on SIGKILL.
     unsafe {
         qemu.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
     }
-    println!(
-        "xtask vm: {QEMU} ({}), lsm={}, timeout {} s",
+    log.say(format_args!(
+        "{QEMU} ({}), lsm={}, timeout {} s",
         if kvm { "kvm" } else { "tcg" },
-        g.lsm,
-        g.timeout.as_secs()
-    );
-
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+        o.lsm,
+        o.timeout.as_secs()
+    ));
     let _ = std::fs::remove_file(g.share.join(EXIT_FILE));
     let start = Instant::now();
     let mut child = qemu.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
-            anyhow::anyhow!("{QEMU} not found: run `cargo xtask setup` (package qemu-system-x86)")
+            anyhow::anyhow!(
+                "{QEMU} not found: install package qemu-system-x86 (`cargo xtask setup` does)"
+            )
         }
         _ => anyhow::Error::new(e).context(format!("start {QEMU}")),
     })?;
     let console = child.stdout.take().context("qemu stdout")?;
-    let reader = std::thread::spawn(move || stream_console(console));
+    let console_log = log.clone();
+    let reader = std::thread::spawn(move || stream_console(console, &console_log));
 
     let outcome = loop {
         if let Some(status) = child.try_wait()? {
             if !status.success() {
-                println!("xtask vm: {QEMU} exited with {status}");
+                log.say(format_args!("{QEMU} exited with {status}"));
             }
             break None;
         }
-        if stop.load(Ordering::Relaxed) {
+        if o.stop.load(Ordering::Relaxed) {
             break Some(Outcome::Interrupted);
         }
-        if start.elapsed() >= g.timeout {
+        if start.elapsed() >= o.timeout {
             break Some(Outcome::TimedOut);
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -160,7 +155,10 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         let _ = child.wait();
     }
     let console = reader.join().unwrap_or_default();
-    println!("xtask vm: guest ran {:.1} s", start.elapsed().as_secs_f64());
+    log.say(format_args!(
+        "guest ran {:.1} s",
+        start.elapsed().as_secs_f64()
+    ));
     if let Some(o) = outcome {
         return Ok(o);
     }
@@ -184,21 +182,18 @@ struct ConsoleEnd {
     panicked: bool,
 }
 
-/// Copies the console to stdout line by line, watching for the exit code marker and a panic.
-fn stream_console(console: impl std::io::Read) -> ConsoleEnd {
+/// Copies the console to the log line by line, watching for the exit code marker and a panic.
+fn stream_console(console: impl std::io::Read, log: &Log) -> ConsoleEnd {
     let mut reader = BufReader::new(console);
     let mut line = Vec::new();
     let mut end = ConsoleEnd::default();
-    let stdout = std::io::stdout();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => return end,
             Ok(_) => {}
         }
-        let mut out = stdout.lock();
-        let _ = out.write_all(&line);
-        let _ = out.flush();
+        log.raw(&line);
         let text = String::from_utf8_lossy(&line);
         if let Some(rest) = text.trim().strip_prefix(EXIT_MARKER) {
             end.exit_code = rest.parse().ok();
@@ -209,7 +204,7 @@ fn stream_console(console: impl std::io::Read) -> ConsoleEnd {
 
 /// KVM works only with hardware virtualisation behind it: a /dev/kvm that opens is not enough
 /// (e.g. kvm-pvm cannot boot a stock kernel), so the CPU flags must show VMX or SVM too.
-fn kvm_usable() -> (bool, String) {
+pub fn kvm_usable() -> (bool, String) {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let hw = cpuinfo
         .lines()

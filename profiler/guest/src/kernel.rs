@@ -8,6 +8,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::Log;
+
 /// The meta package whose dependency names the current versioned kernel package.
 const DEFAULT_PACKAGE: &str = "linux-image-amd64";
 
@@ -20,24 +22,43 @@ pub struct Kernel {
     pub modules: Option<PathBuf>,
 }
 
-pub fn resolve(spec: Option<&str>, cache: &Path) -> Result<Kernel> {
+/// What `running` names: this host's own kernel.
+pub const RUNNING: &str = "running";
+
+pub fn resolve(spec: Option<&str>, cache: &Path, log: &Log) -> Result<Kernel> {
     let spec = spec.unwrap_or(DEFAULT_PACKAGE);
-    if spec.contains('/') || Path::new(spec).exists() {
-        from_path(Path::new(spec), cache)
+    if spec == RUNNING {
+        from_path(&running_image()?, cache, log)
+    } else if spec.contains('/') || Path::new(spec).exists() {
+        from_path(Path::new(spec), cache, log)
     } else {
-        from_package(spec, cache)
+        from_package(spec, cache, log)
     }
 }
 
-fn from_path(path: &Path, cache: &Path) -> Result<Kernel> {
+/// `/boot/vmlinuz-<release of the running kernel>`.
+fn running_image() -> Result<PathBuf> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("read /proc/sys/kernel/osrelease")?;
+    let image = Path::new("/boot").join(format!("vmlinuz-{}", release.trim()));
+    if !image.is_file() {
+        bail!(
+            "kernel `running`: {} does not exist on this host; pass that kernel's package or image path instead",
+            image.display()
+        );
+    }
+    Ok(image)
+}
+
+fn from_path(path: &Path, cache: &Path, log: &Log) -> Result<Kernel> {
     let data =
         std::fs::read(path).with_context(|| format!("read kernel image {}", path.display()))?;
     let name = path.display().to_string();
     let modules = modules_for(path);
     if modules.is_none() {
-        println!(
-            "xtask vm: no modules found for {name}: the 9p share works only if the kernel has it built in"
-        );
+        log.say(format_args!(
+            "no modules found for {name}: the 9p share works only if the kernel has it built in"
+        ));
     }
     if data.starts_with(b"\x7fELF") {
         return Ok(Kernel {
@@ -49,8 +70,8 @@ fn from_path(path: &Path, cache: &Path) -> Result<Kernel> {
     // Keyed on the content, so a rebuilt image at the same path is extracted again.
     let dir = cache
         .join("kernels")
-        .join(format!("file-{}", super::short_hash(&data)));
-    let image = vmlinux(&data, path, &dir)?;
+        .join(format!("file-{}", crate::short_hash(&data)));
+    let image = vmlinux(&data, path, &dir, log)?;
     Ok(Kernel {
         name,
         image,
@@ -74,7 +95,7 @@ fn modules_for(image: &Path) -> Option<PathBuf> {
         .find(|d| d.is_dir())
 }
 
-fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
+fn from_package(package: &str, cache: &Path, log: &Log) -> Result<Kernel> {
     let package = versioned_package(package)?;
     let version = candidate_version(&package)?;
     let dir = cache
@@ -82,8 +103,8 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
         .join(format!("{package}_{}", version.replace(':', "%3a")));
     let root = dir.join("root");
     if !root.exists() {
-        let deb = download(&package, &version, &cache.join("debs"))?;
-        println!("xtask vm: unpacking {}", deb.display());
+        let deb = download(&package, &version, &cache.join("debs"), log)?;
+        log.say(format_args!("unpacking {}", deb.display()));
         std::fs::create_dir_all(&dir)?;
         // Unpacked beside and renamed when complete: an interrupted unpack is redone, and
         // concurrent runs (other worktrees share the cache) never see half a tree.
@@ -104,7 +125,7 @@ fn from_package(package: &str, cache: &Path) -> Result<Kernel> {
     } else {
         let data = std::fs::read(&vmlinuz)
             .with_context(|| format!("read {} (from {package})", vmlinuz.display()))?;
-        vmlinux(&data, &vmlinuz, &dir)?
+        vmlinux(&data, &vmlinuz, &dir, log)?
     };
     Ok(Kernel {
         name: format!("{package} {version}"),
@@ -151,14 +172,14 @@ fn apt_cache(args: &[&str], package: &str) -> Result<String> {
 }
 
 /// `apt-get download`s the package once into `debs/`.
-fn download(package: &str, version: &str, debs: &Path) -> Result<PathBuf> {
+fn download(package: &str, version: &str, debs: &Path, log: &Log) -> Result<PathBuf> {
     let deb = debs.join(format!("{package}_{}.deb", version.replace(':', "%3a")));
     if deb.exists() {
         return Ok(deb);
     }
     std::fs::create_dir_all(debs)?;
     let tmp = tempfile::tempdir_in(debs)?;
-    println!("xtask vm: apt-get download {package}={version}");
+    log.say(format_args!("apt-get download {package}={version}"));
     run(Command::new("apt-get")
         .arg("download")
         .arg("-q")
@@ -173,7 +194,7 @@ fn download(package: &str, version: &str, debs: &Path) -> Result<PathBuf> {
 
 /// Extracts the XZ-compressed ELF vmlinux from a bzImage into `dir/vmlinux`; falls back to the
 /// bzImage itself (slower boot) when it holds no XZ payload.
-fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path) -> Result<PathBuf> {
+fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path, log: &Log) -> Result<PathBuf> {
     const XZ_MAGIC: &[u8] = b"\xfd7zXZ\x00";
     let out = dir.join("vmlinux");
     if out.exists() {
@@ -185,10 +206,10 @@ fn vmlinux(bzimage: &[u8], path: &Path, dir: &Path) -> Result<PathBuf> {
         .filter(|(_, w)| *w == XZ_MAGIC)
         .find_map(|(i, _)| unxz(&bzimage[i..]).filter(|elf| elf.starts_with(b"\x7fELF")));
     let Some(elf) = elf else {
-        println!(
-            "xtask vm: no XZ-compressed vmlinux in {}: booting it as a bzImage",
+        log.say(format_args!(
+            "no XZ-compressed vmlinux in {}: booting it as a bzImage",
             path.display()
-        );
+        ));
         return Ok(path.to_path_buf());
     };
     std::fs::create_dir_all(dir)?;

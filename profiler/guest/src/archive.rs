@@ -92,7 +92,7 @@ impl Archive {
             h.update((data.len() as u64).to_le_bytes());
             h.update(data);
         }
-        super::hex(&h.finalize())
+        crate::hex(&h.finalize())
     }
 
     pub fn write<W: Write>(&self, mut w: W) -> Result<W> {

@@ -8,8 +8,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use flate2::{write::GzEncoder, Compression};
 
-use super::archive::Archive;
-use super::kernel::Kernel;
+use crate::archive::Archive;
+use crate::kernel::Kernel;
+use crate::Log;
 
 const INIT: &str = include_str!("init.sh");
 const BUSYBOX: &str = "/bin/busybox";
@@ -41,7 +42,7 @@ const RUN_SCRIPT: &str = "/payload/run.sh";
 
 /// The gzip'd base archive for this kernel, built once per distinct content: the file name is a
 /// hash of everything in it (init script, busybox, libraries, modules).
-pub fn base(kernel: &Kernel, cache: &Path) -> Result<PathBuf> {
+pub fn base(kernel: &Kernel, cache: &Path, log: &Log) -> Result<PathBuf> {
     let archive = base_archive(kernel)?;
     let path = cache
         .join("initramfs")
@@ -49,7 +50,7 @@ pub fn base(kernel: &Kernel, cache: &Path) -> Result<PathBuf> {
     if path.exists() {
         return Ok(path);
     }
-    println!("xtask vm: building {}", path.display());
+    log.say(format_args!("building {}", path.display()));
     std::fs::create_dir_all(path.parent().unwrap())?;
     // a unique temporary name: runs in other worktrees share the cache
     let tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap())?;
@@ -110,7 +111,7 @@ fn base_archive(kernel: &Kernel) -> Result<Archive> {
             let data = if plain.exists() {
                 std::fs::read(&plain)?
             } else if xz.exists() {
-                super::kernel::unxz(&std::fs::read(&xz)?)
+                crate::kernel::unxz(&std::fs::read(&xz)?)
                     .with_context(|| format!("decompress {}", xz.display()))?
             } else {
                 continue; // built in, or absent: init says so if the mount fails
