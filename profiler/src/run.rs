@@ -30,15 +30,36 @@ pub enum OutputFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Print the workloads with a one-line description and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Label for this run in reports and comparisons (default: the kernel release).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Write the results JSON to FILE (atomically).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: OutputFormat,
+    /// No progress display.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub baseline: crate::baseline::SaveArgs,
+}
+
+/// What a run measures and how: the options `hookprof ab` hands on to the run in each boot.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct MeasureArgs {
     /// Which workloads to run when --workloads is not given.
     #[arg(long, value_enum, default_value = "default")]
     pub suite: Suite,
     /// Workloads by name, comma-separated (see --list).
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
-    /// Print the workloads with a one-line description and exit.
-    #[arg(long)]
-    pub list: bool,
     /// Kernel functions to time with fentry/fexit: `default` (what each workload calls, found
     /// by a short discovery pass over every security_* hook, task path and active LSM
     /// function; each workload attaches only its own), `all` (every security_* hook, up to
@@ -61,18 +82,6 @@ pub struct RunArgs {
     /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Label for this run in reports and comparisons (default: the kernel release).
-    #[arg(long)]
-    pub label: Option<String>,
-    /// Write the results JSON to FILE (atomically).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
-    /// No progress display.
-    #[arg(short, long)]
-    pub quiet: bool,
     /// Ground truth: a BPF LSM program on HOOK busy-waits NS per call for the whole run
     /// (e.g. file_open=2000). Repeatable. It returns the verdict it was given.
     #[arg(long, value_name = "HOOK=NS", value_parser = parse_inject)]
@@ -90,8 +99,57 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_per_workload: u64,
-    #[command(flatten)]
-    pub baseline: crate::baseline::SaveArgs,
+}
+
+impl MeasureArgs {
+    /// The command-line options that parse back into these, for a run elsewhere.
+    pub fn to_args(&self) -> Vec<String> {
+        // Destructured whole, so a new option cannot be forgotten here.
+        let MeasureArgs {
+            suite,
+            workloads,
+            hooks,
+            probes,
+            samples,
+            min_sample_ms,
+            pin,
+            jobs,
+            inject,
+            stack_noop,
+            user,
+            timeout_per_workload,
+        } = self;
+        let suite = clap::ValueEnum::to_possible_value(suite).expect("every suite has a name");
+        let mut args = vec![
+            "--suite".to_string(),
+            suite.get_name().to_string(),
+            format!("--hooks={}", hooks.join(",")),
+            format!("--probes={}", probes.join(",")),
+            format!("--samples={samples}"),
+            format!("--min-sample-ms={min_sample_ms}"),
+            format!("--timeout-per-workload={timeout_per_workload}"),
+        ];
+        if let Some(w) = workloads {
+            args.push(format!("--workloads={}", w.join(",")));
+        }
+        if !pin.is_empty() {
+            let cpus: Vec<String> = pin.iter().map(usize::to_string).collect();
+            args.push(format!("--pin={}", cpus.join(",")));
+        }
+        if let Some(j) = jobs {
+            args.push(format!("--jobs={j}"));
+        }
+        for (hook, ns) in inject {
+            args.push(format!("--inject={hook}={ns}"));
+        }
+        if *stack_noop {
+            args.push("--stack-noop".into());
+        }
+        if let Some(u) = user {
+            args.push(format!("--user={u}"));
+        }
+        args
+    }
 }
 
 fn parse_inject(s: &str) -> Result<(String, u64), String> {
@@ -110,16 +168,18 @@ fn parse_inject(s: &str) -> Result<(String, u64), String> {
     ))
 }
 
-pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    if args.list {
+pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
+    if run_args.list {
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
+    let output = run_args.output.as_deref();
+    let args = &run_args.measure;
     let specs = workloads::select(args.workloads.as_deref(), args.suite)?;
-    if let Some(out) = &args.output {
+    if let Some(out) = output {
         check_writable(out)?;
     }
-    let baseline = args.baseline.prepare()?;
+    let baseline = run_args.baseline.prepare()?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(&cpu) = args.pin.iter().find(|&&c| c >= cpus) {
         bail!("--pin {cpu}: this machine has CPUs 0-{}", cpus - 1);
@@ -129,7 +189,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    let bar = progress_bar(args.quiet, specs.len());
+    let bar = progress_bar(run_args.quiet, specs.len());
     // Set up before loading, so an interrupt at any point ends the run the same way.
     let mut supervisor = Supervisor::new(
         user,
@@ -175,7 +235,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let overhead = Overhead::measure();
     let mut results = Results {
         schema_version: SCHEMA_VERSION,
-        label: args
+        label: run_args
             .label
             .clone()
             .unwrap_or_else(|| environment.kernel_release.clone()),
@@ -237,11 +297,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     drop(probes); // unloads every program before anything else is printed
     results.environment.profiler_peak_rss_kib = environment::status_kib("VmHWM");
 
-    if let Some(out) = &args.output {
+    if let Some(out) = output {
         crate::results_file::write_atomically(out, results.to_json().as_bytes())
             .with_context(|| format!("write {}", out.display()))?;
     }
-    print_results(&results, args.format);
+    print_results(&results, run_args.format);
     if let Some(baseline) = baseline.filter(|_| results.complete && !results.workloads.is_empty()) {
         let path = baseline.save(&results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
@@ -343,7 +403,7 @@ fn progress_bar(quiet: bool, workloads: usize) -> ProgressBar {
 }
 
 fn recorded_options(
-    args: &RunArgs,
+    args: &MeasureArgs,
     overhead: Overhead,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
     use serde_json::json;
@@ -366,4 +426,43 @@ fn recorded_options(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Measure {
+        #[command(flatten)]
+        measure: MeasureArgs,
+    }
+
+    fn parse(args: &[String]) -> MeasureArgs {
+        Measure::try_parse_from(std::iter::once("run".to_string()).chain(args.iter().cloned()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .measure
+    }
+
+    #[test]
+    fn measure_options_survive_a_trip_through_the_command_line() {
+        let defaults = parse(&[]);
+        assert_eq!(parse(&defaults.to_args()), defaults);
+        let every = MeasureArgs {
+            suite: Suite::Quick,
+            workloads: Some(vec!["null_call".into(), "open_close".into()]),
+            hooks: vec!["security_file_open".into(), "security_file_free".into()],
+            probes: vec!["syscalls".into(), "hooks".into()],
+            samples: 5,
+            min_sample_ms: 2,
+            pin: vec![0, 1],
+            jobs: Some(3),
+            inject: vec![("file_open".into(), 2000), ("task_alloc".into(), 10)],
+            stack_noop: true,
+            user: Some("nobody".into()),
+            timeout_per_workload: 60,
+        };
+        assert_eq!(parse(&every.to_args()), every);
+    }
 }

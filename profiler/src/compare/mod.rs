@@ -42,6 +42,13 @@ pub struct CompareArgs {
     /// $XDG_DATA_HOME/hookprof/baselines, else ~/.local/share/hookprof/baselines].
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub options: CompareOptions,
+}
+
+/// How to judge and show a comparison (shared with `hookprof ab`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareOptions {
     /// Significance level for the Holm-adjusted p-values.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
@@ -54,6 +61,26 @@ pub struct CompareArgs {
     pub fail_on: FailOn,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+impl CompareOptions {
+    /// The criteria, or a one-line error naming the bad option.
+    pub fn criteria(&self) -> anyhow::Result<Criteria> {
+        anyhow::ensure!(
+            self.alpha > 0.0 && self.alpha < 1.0,
+            "--alpha must be between 0 and 1, not {}",
+            self.alpha
+        );
+        anyhow::ensure!(
+            self.threshold >= 0.0 && self.threshold.is_finite(),
+            "--threshold must be a percentage >= 0, not {}",
+            self.threshold
+        );
+        Ok(Criteria {
+            alpha: self.alpha,
+            threshold: self.threshold / 100.0,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -79,20 +106,7 @@ pub enum Format {
 }
 
 pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.alpha > 0.0 && args.alpha < 1.0,
-        "--alpha must be between 0 and 1, not {}",
-        args.alpha
-    );
-    anyhow::ensure!(
-        args.threshold >= 0.0 && args.threshold.is_finite(),
-        "--threshold must be a percentage >= 0, not {}",
-        args.threshold
-    );
-    let criteria = Criteria {
-        alpha: args.alpha,
-        threshold: args.threshold / 100.0,
-    };
+    let criteria = args.options.criteria()?;
     let (old_path, new_path) = match (&args.baseline, args.files.as_slice()) {
         (Some(name), [new]) => {
             let root = baseline::root(args.baseline_dir.as_deref())?;
@@ -104,8 +118,18 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let old = load_side(&old_path)?;
     let new = load_side(&new_path)?;
-    let comparison = compare(&old, &new, &criteria)?;
-    let out = match args.format {
+    print_comparison(&old, &new, &criteria, &args.options)
+}
+
+/// Compares two sides, prints the comparison in the chosen format and returns the exit code.
+pub fn print_comparison(
+    old: &[Results],
+    new: &[Results],
+    criteria: &Criteria,
+    options: &CompareOptions,
+) -> anyhow::Result<ExitCode> {
+    let comparison = compare(old, new, criteria)?;
+    let out = match options.format {
         Format::Text => render_text(&comparison),
         Format::Markdown => render_markdown(&comparison),
         Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
@@ -113,8 +137,8 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Format::Junit => render_junit(&comparison),
     };
     print!("{out}");
-    let code = comparison.exit_code(args.fail_on);
-    if let Some(warning) = comparison.inconclusive_warning(args.fail_on) {
+    let code = comparison.exit_code(options.fail_on);
+    if let Some(warning) = comparison.inconclusive_warning(options.fail_on) {
         eprintln!("hookprof: warning: {warning}");
     }
     Ok(ExitCode::from(code))
