@@ -24,19 +24,6 @@ const GLIBC: &[&str] = &[
     "/lib/x86_64-linux-gnu/libdl.so.2",
     "/lib/x86_64-linux-gnu/librt.so.1",
 ];
-/// virtio-pci and 9p, in dependency order (the package has no modules.dep we could use).
-const MODULES_9P: &[&str] = &[
-    "drivers/virtio/virtio_ring",
-    "drivers/virtio/virtio",
-    "drivers/virtio/virtio_pci_modern_dev",
-    "drivers/virtio/virtio_pci_legacy_dev",
-    "drivers/virtio/virtio_pci",
-    "net/9p/9pnet",
-    "net/9p/9pnet_virtio",
-    "fs/netfs/netfs",
-    "fs/fscache/fscache",
-    "fs/9p/9p",
-];
 /// Where init runs the payload from.
 const RUN_SCRIPT: &str = "/payload/run.sh";
 
@@ -103,21 +90,10 @@ fn base_archive(kernel: &Kernel) -> Result<Archive> {
 
     let mut order = String::new();
     if let Some(dir) = &kernel.modules {
-        for m in MODULES_9P {
-            let name = format!("{}.ko", m.rsplit('/').next().unwrap());
-            let plain = dir.join(format!("{m}.ko"));
-            let xz = dir.join(format!("{m}.ko.xz"));
-            // busybox insmod cannot read compressed modules
-            let data = if plain.exists() {
-                std::fs::read(&plain)?
-            } else if xz.exists() {
-                crate::kernel::unxz(&std::fs::read(&xz)?)
-                    .with_context(|| format!("decompress {}", xz.display()))?
-            } else {
-                continue; // built in, or absent: init says so if the mount fails
-            };
-            a.file(&format!("/lib/modules/{name}"), 0o644, data);
-            order.push_str(&name);
+        for m in crate::modules::for_9p(dir)? {
+            let file = format!("{}.ko", m.name);
+            a.file(&format!("/lib/modules/{file}"), 0o644, m.data);
+            order.push_str(&file);
             order.push('\n');
         }
     }

@@ -7,6 +7,7 @@
 mod archive;
 mod initramfs;
 mod kernel;
+mod modules;
 mod qemu;
 
 use std::fmt::Display;
@@ -54,6 +55,57 @@ impl Log {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let _ = out.write_all(bytes);
         let _ = out.flush();
+    }
+}
+
+/// The guest options a command line offers (`cargo xtask vm`, `hookprof ab`).
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct GuestArgs {
+    /// The guest kernel's `lsm=` list [default: lockdown,capability,landlock,yama,apparmor,bpf].
+    #[arg(long, value_name = "LIST")]
+    pub lsm: Option<String>,
+    /// Accelerator: auto uses KVM only where it can boot a stock kernel.
+    #[arg(long, value_enum, default_value_t)]
+    pub accel: Accel,
+    /// Under TCG: one host thread for all vCPUs, or one each.
+    #[arg(long, value_enum, default_value_t)]
+    pub tcg_threads: TcgThreads,
+    /// Boot without `quiet`: every kernel message on the console.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+impl GuestArgs {
+    /// Checks the options and adds what the caller decides: timeout, log, stop flag.
+    pub fn options(
+        &self,
+        timeout: Duration,
+        log: Log,
+        stop: Arc<AtomicBool>,
+    ) -> Result<BootOptions> {
+        let lsm = self.lsm.clone().unwrap_or_else(|| DEFAULT_LSM.to_string());
+        check_lsm(&lsm)?;
+        Ok(BootOptions {
+            lsm,
+            accel: self.accel,
+            tcg_threads: self.tcg_threads,
+            timeout,
+            verbose: self.verbose,
+            log,
+            stop,
+        })
+    }
+
+    /// Whether the guests will be emulated (TCG), and why.
+    pub fn emulated(&self) -> (bool, String) {
+        match self.accel {
+            Accel::Kvm => (false, "accel kvm (--accel kvm)".into()),
+            Accel::Tcg => (true, "accel tcg (--accel tcg)".into()),
+            Accel::Auto => {
+                let (kvm, why) = kvm_usable();
+                (!kvm, why)
+            }
+        }
     }
 }
 

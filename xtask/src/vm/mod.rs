@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hookprof_guest::{Accel, BootOptions, Log, Machine, Outcome, Payload, TcgThreads};
+use hookprof_guest::{GuestArgs, Log, Machine, Outcome, Payload};
 
 pub use test::{vm_test, VmTestArgs};
 
@@ -18,13 +18,10 @@ pub const GUEST_PANICKED: i32 = 125;
 /// How to boot the guest (shared by `vm` and `vm-test`).
 #[derive(clap::Args, Default, Clone)]
 pub struct BootArgs {
-    /// Kernel: a Debian package name (default: the one linux-image-amd64 depends on) or the
-    /// path of a vmlinux or bzImage.
+    /// Kernel: a Debian package name (default: the one linux-image-amd64 depends on), the
+    /// path of a vmlinux or bzImage, or `running` (this host's kernel, from /boot).
     #[arg(long, value_name = "PKG|PATH")]
     pub kernel: Option<String>,
-    /// The guest kernel's `lsm=` list [default: lockdown,capability,landlock,yama,apparmor,bpf].
-    #[arg(long, value_name = "LIST")]
-    pub lsm: Option<String>,
     /// Kill the guest after this many seconds [default: 900].
     #[arg(long, value_name = "S")]
     pub timeout: Option<u64>,
@@ -32,15 +29,8 @@ pub struct BootArgs {
     /// [default: a fresh temporary directory].
     #[arg(long, value_name = "DIR")]
     pub share: Option<PathBuf>,
-    /// Accelerator: auto uses KVM only where it can boot a stock kernel.
-    #[arg(long, value_enum, default_value_t)]
-    pub accel: Accel,
-    /// Under TCG: one host thread for all vCPUs, or one each.
-    #[arg(long, value_enum, default_value_t)]
-    pub tcg_threads: TcgThreads,
-    /// Boot without `quiet`: every kernel message on the console.
-    #[arg(long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub guest: GuestArgs,
 }
 
 #[derive(clap::Args, Default)]
@@ -90,19 +80,11 @@ fn boot(
 ) -> Result<i32> {
     let log = Log::stdout("xtask vm");
     let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_S);
-    let options = BootOptions {
-        lsm: args
-            .lsm
-            .clone()
-            .unwrap_or_else(|| hookprof_guest::DEFAULT_LSM.to_string()),
-        accel: args.accel,
-        tcg_threads: args.tcg_threads,
-        timeout: Duration::from_secs(timeout),
-        verbose: args.verbose,
-        log: log.clone(),
-        stop: hookprof_guest::stop_on_signals()?,
-    };
-    hookprof_guest::check_lsm(&options.lsm)?;
+    let options = args.guest.options(
+        Duration::from_secs(timeout),
+        log.clone(),
+        hookprof_guest::stop_on_signals()?,
+    )?;
     let machine = Machine::prepare(args.kernel.as_deref(), &log)?;
 
     let work = tempfile::Builder::new().prefix("hookprof-vm-").tempdir()?;

@@ -28,10 +28,8 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     if code == 0 && args.test_args.is_empty() {
         // The tests marked `#[ignore]` need a kernel whose active LSMs leave bpf out: a second,
         // short boot runs just those.
-        let without_bpf = BootArgs {
-            lsm: Some(LSM_WITHOUT_BPF.to_string()),
-            ..args.boot.clone()
-        };
+        let mut without_bpf = args.boot.clone();
+        without_bpf.guest.lsm = Some(LSM_WITHOUT_BPF.to_string());
         code = boot_with_tests(&without_bpf, &tests, &["--ignored".to_string()])?;
     }
     println!(
