@@ -168,6 +168,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
     let garbage = file("garbage.txt", "nothing to see here\n1 2 3\n");
     let missing_dir = dir.path().join("no-such-dir/r.json");
     let missing_dir = missing_dir.to_str().unwrap();
+    let fresh_dir = dir.path().join("ab");
+    let fresh_dir = fresh_dir.to_str().unwrap();
+    let full_dir = dir.path().to_str().unwrap();
+    let kernel = "linux-image-amd64";
     // (arguments, what the message must name)
     let cases: &[(&[&str], &str)] = &[
         (&["run", "--workloads", "no_such_workload"], "null_call"),
@@ -193,6 +197,53 @@ fn bad_input_is_one_line_and_exit_code_2() {
             "no_such_user_hookprof",
         ),
         (&["run", "--no-such-option"], "--no-such-option"),
+        // `ab` checks what it can before it boots anything.
+        (
+            &[
+                "ab",
+                kernel,
+                kernel,
+                "--out-dir",
+                fresh_dir,
+                "--workloads",
+                "no_such",
+            ],
+            "null_call",
+        ),
+        (
+            &[
+                "ab",
+                kernel,
+                kernel,
+                "--out-dir",
+                fresh_dir,
+                "--b-args",
+                "--samples 1",
+            ],
+            "--b-args",
+        ),
+        (
+            &["ab", kernel, kernel, "--out-dir", fresh_dir, "--alpha", "2"],
+            "--alpha",
+        ),
+        (
+            &["ab", kernel, kernel, "--out-dir", full_dir],
+            "already holds files",
+        ),
+        (
+            &[
+                "ab",
+                "no-such-kernel-hookprof",
+                kernel,
+                "--out-dir",
+                fresh_dir,
+            ],
+            "no-such-kernel-hookprof",
+        ),
+        (
+            &["ab", kernel, kernel, "--lsm", "a b", "--out-dir", fresh_dir],
+            "--lsm",
+        ),
         (&["report", &truncated], &truncated),
         (&["report", &other_schema], "schema_version 99"),
         (&["report", &not_json], &not_json),
@@ -212,6 +263,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
         let out = hookprof(args);
         assert_one_line_error(args, &out, names);
     }
+    assert!(
+        !std::path::Path::new(fresh_dir).exists(),
+        "a refused `ab` left its --out-dir behind"
+    );
     // Not root: the message names the missing capability (clean timings need none).
     let out = hookprof_as_nobody(&["run", "--workloads", "null_call"]);
     assert_one_line_error(&["run (as nobody)"], &out, "CAP_SYS_ADMIN");

@@ -1,6 +1,7 @@
 //! hookprof: what a security or task hook costs. lmbench-equivalent workloads run clean and
 //! probed; eBPF programs on syscalls, task tracepoints, `security_*` hooks and each LSM's
 //! functions attribute every operation's time to the paths it takes.
+pub mod ab;
 pub mod attribution;
 pub mod baseline;
 pub mod compare;

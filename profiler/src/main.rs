@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{compare, history, import, inspect, report, run, runner};
+use hookprof::{ab, compare, history, import, inspect, report, run, runner};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -26,6 +26,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Order a series of results by time and find where each metric's level steps.
     History(history::HistoryArgs),
+    /// Boot two kernels in turn under qemu, run the workloads in each boot, and compare them.
+    Ab(Box<ab::AbArgs>),
     /// Print a results file as text, an lmbench summary, markdown, JSON or HTML.
     Report(report::ReportArgs),
     /// Read lmbench summaries or /usr/bin/time logs into results files.
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::History(args) => history::execute(&args),
+        Command::Ab(args) => ab::ab(&args),
         Command::Report(args) => report::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
         Command::Hooks(args) => inspect::hooks(&args),

@@ -28,9 +28,9 @@ enum Cmd {
         args: Vec<String>,
     },
     /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, a short fuzz run
-    /// of the parsers, then the VM tests.
+    /// of the parsers, then the VM tests and the `hookprof ab` tests (which boot guests).
     Test {
-        /// Skip the tests in the qemu guest.
+        /// Skip the tests that boot qemu guests.
         #[arg(long)]
         no_vm: bool,
     },
@@ -77,6 +77,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if code != 0 {
                     bail!("tests in the guest failed (exit code {code})");
                 }
+                test_ab()?;
             }
             println!("xtask: all tests passed");
         }
@@ -137,13 +138,15 @@ fn build_release() -> Result<()> {
 fn test_host() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
-    // --all-targets leaves out `test = false` targets: lint the guest tests explicitly.
+    // --all-targets leaves out `test = false` targets: lint the guest and ab tests explicitly.
     cargo(&[
         "clippy",
         "-p",
         "hookprof-tests",
         "--test",
         "guest",
+        "--test",
+        "ab",
         "--",
         "-D",
         "warnings",
@@ -158,5 +161,21 @@ fn test_host() -> Result<()> {
         "--workspace",
         "--exclude",
         "profiler-ebpf",
+    ])
+}
+
+/// `hookprof ab` end to end: each test boots guests in turn, so one at a time.
+fn test_ab() -> Result<()> {
+    // SAFETY: single-threaded at this point; the variable is read by the test processes.
+    unsafe { std::env::set_var("HOOKPROF_BIN", hookprof_bin()) };
+    cargo(&[
+        "test",
+        "--release",
+        "-p",
+        "hookprof-tests",
+        "--test",
+        "ab",
+        "--",
+        "--test-threads=1",
     ])
 }
