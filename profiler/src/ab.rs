@@ -23,8 +23,8 @@ use crate::{
     after_help = "Kernels: a Debian kernel package (e.g. linux-image-amd64, \
 linux-image-6.12.73+deb12-amd64; downloaded with apt-get, never installed), the path of a \
 vmlinux or bzImage, or `running` (this host's /boot/vmlinuz).\n\n\
-Exit codes: as compare's (0 no regression, 1 regression, 2 bad input, a failed boot or \
-every comparison inconclusive); 130 interrupted."
+Exit codes: as compare's (0 no regression, inconclusive workloads warn; 1 regression; 2 bad \
+input, an error or a failed boot; 3 inconclusive with --fail-on inconclusive); 130 interrupted."
 )]
 pub struct AbArgs {
     /// The baseline kernel.
