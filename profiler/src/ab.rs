@@ -84,8 +84,11 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     let hookprof = SelfCopy::new()?;
     let mut sides = Vec::new();
     for (name, spec, run_args) in [("A", &args.kernel_a, run_a), ("B", &args.kernel_b, run_b)] {
-        let machine = Machine::prepare(Some(spec), &log)
-            .with_context(|| format!("kernel {name} ({spec})"))?;
+        let prepared = Machine::prepare(Some(spec), &log);
+        if options.stop.load(Ordering::Relaxed) {
+            return Ok(interrupted(&args.out_dir)); // apt-get got the Ctrl-C too
+        }
+        let machine = prepared.with_context(|| format!("kernel {name} ({spec})"))?;
         let dir = args.out_dir.join(name.to_lowercase());
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("create --out-dir {}", dir.display()))?;
@@ -105,8 +108,8 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
 
     let total = args.boots * 2;
     for boot in 1..=args.boots {
-        for side in &sides {
-            let n = (boot - 1) * 2 + if side.name == "A" { 1 } else { 2 };
+        for (i, side) in (1..).zip(&sides) {
+            let n = (boot - 1) * 2 + i;
             if options.stop.load(Ordering::Relaxed) {
                 return Ok(interrupted(&args.out_dir));
             }
