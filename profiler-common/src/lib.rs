@@ -11,8 +11,6 @@ pub const HOOK_SLOTS: u32 = 384;
 /// Log2 latency buckets: bucket `b` counts durations `d` with `2^(b-1) <= d < 2^b` ns
 /// (bucket 0 is `d == 0`); the last bucket also takes everything longer.
 pub const HIST_BUCKETS: usize = 32;
-/// Tasks (threads) the scope filter can follow at once.
-pub const MAX_TRACKED_TASKS: u32 = 8192;
 /// BPF LSM program slots per argument count (ground-truth injection and no-op stacking).
 pub const LSM_SLOTS: u32 = 8;
 /// LSM hooks take at most this many arguments (the verdict so far is the next one).
@@ -35,10 +33,17 @@ pub mod event {
     pub const EXEC: u32 = 1;
     /// A tracked task exited.
     pub const EXIT: u32 = 2;
-    /// The tracking map was full when a child should have been added.
+    /// The kernel could not give a task tracking storage (gate or fork): it goes untracked.
     pub const TRACK_FULL: u32 = 3;
+    /// A timed function's exit that did not match its task's innermost open entry (or open
+    /// entries a task still had when it next entered a syscall): counted, never timed.
+    pub const UNMATCHED_EXIT: u32 = 4;
     /// BPF LSM program runs (injection and no-op stacking).
     pub const LSM_RUNS: u32 = 5;
+    /// A timed function entered with the task's stack of open entries full: not timed.
+    pub const STACK_FULL: u32 = 6;
+    /// The owning process called the gate with an unknown command.
+    pub const GATE_MISUSE: u32 = 7;
     pub const COUNT: u32 = 8;
 }
 
@@ -77,29 +82,6 @@ pub fn hist_bucket(ns: u64) -> usize {
     }
 }
 
-/// One timed function's per-CPU state: the entry waiting for its exit beside the tally, so
-/// each side of the pair needs a single map lookup.
-#[derive(Copy, Clone, Debug)]
-#[repr(C)]
-pub struct HookSlot {
-    pub start_ns: u64,
-    /// Thread id that entered; 0 when no entry is waiting.
-    pub tid: u32,
-    pub _pad: u32,
-    pub tally: Tally,
-}
-const _: () = assert!(size_of::<HookSlot>() == 16 + size_of::<Tally>());
-
-/// A syscall entry waiting for its exit, kept per thread (syscalls block and migrate).
-#[derive(Copy, Clone, Debug)]
-#[repr(C)]
-pub struct SyscallStart {
-    pub start_ns: u64,
-    pub nr: u32,
-    pub _pad: u32,
-}
-const _: () = assert!(size_of::<SyscallStart>() == 16);
-
 /// Per LSM program slot: how long to busy-wait (ground-truth injection; 0 = no-op).
 #[derive(Copy, Clone, Debug)]
 #[repr(C)]
@@ -112,8 +94,6 @@ const _: () = assert!(size_of::<LsmSlotConfig>() == 8);
 mod pod {
     // SAFETY: plain-old-data, repr(C), no implicit padding (sizes pinned above).
     unsafe impl aya::Pod for super::Tally {}
-    unsafe impl aya::Pod for super::HookSlot {}
-    unsafe impl aya::Pod for super::SyscallStart {}
     unsafe impl aya::Pod for super::LsmSlotConfig {}
 }
 

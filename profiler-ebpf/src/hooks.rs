@@ -1,47 +1,61 @@
 //! Timed kernel functions: `HOOK_SLOTS` fentry/fexit pairs, each bound to one function at load
-//! time (a `security_*` hook, an LSM's own hook function, or a task path). Entry stamps a per-CPU
-//! slot; exit adds the duration if the same thread is still there (if the task was preempted by
-//! another tracked task or migrated, the call is counted but not timed).
+//! time (a `security_*` hook, an LSM's own hook function, or a task path). Entry pushes a frame
+//! (slot, start) on the task's own stack; exit pops it only if the top frame is its own slot.
+//! A full stack or an exit that does not match is counted (untimed), never timed.
 use aya_ebpf::{
     helpers::bpf_ktime_get_ns,
     macros::{fentry, fexit},
     programs::{FEntryContext, FExitContext},
 };
+use profiler_common::event;
 
 use crate::{
-    maps::{add_duration, HOOKS},
-    scope,
+    maps::{add_duration, count_call, count_event, HOOKS},
+    task_state::{self, Frame},
 };
 
 #[inline(always)]
 fn hook_enter(slot: u32) {
-    let tid = scope::current_tid();
-    if !scope::is_tracked_fast(tid) {
+    let Some(state) = task_state::current() else {
         return;
-    }
-    if let Some(s) = HOOKS.get_ptr_mut(slot) {
-        let s = unsafe { &mut *s };
-        s.tally.calls += 1;
-        s.tid = tid;
-        // Last, so the time this program spent before it is not the function's.
-        s.start_ns = unsafe { bpf_ktime_get_ns() };
-    }
+    };
+    count_call(&HOOKS, slot);
+    let depth = state.depth as usize;
+    let Some(frame) = state.frames.get_mut(depth) else {
+        state.overflowed += 1;
+        count_event(event::STACK_FULL);
+        return;
+    };
+    state.depth = depth as u32 + 1;
+    frame.slot = slot;
+    // Last, so the time this program spent before it is not the function's.
+    frame.start_ns = unsafe { bpf_ktime_get_ns() };
 }
 
 #[inline(always)]
 fn hook_exit(slot: u32) {
-    let now = unsafe { bpf_ktime_get_ns() };
-    let Some(s) = HOOKS.get_ptr_mut(slot) else {
+    let Some(state) = task_state::current() else {
         return;
     };
-    let s = unsafe { &mut *s };
-    // Untracked calls leave no entry: they return before asking who is running.
-    if s.tid == 0 || s.tid != scope::current_tid() {
+    let now = unsafe { bpf_ktime_get_ns() };
+    if state.overflowed > 0 {
+        // The innermost calls exit first: this is one that found the stack full.
+        state.overflowed -= 1;
         return;
     }
-    s.tid = 0;
-    let elapsed = now.wrapping_sub(s.start_ns);
-    add_duration(&mut s.tally, elapsed);
+    let depth = state.depth as usize;
+    let top = match depth.checked_sub(1).and_then(|i| state.frames.get(i)) {
+        Some(&Frame {
+            slot: s, start_ns, ..
+        }) if s == slot => start_ns,
+        // Its entry was never seen (attached mid-call) or another frame is on top.
+        _ => {
+            count_event(event::UNMATCHED_EXIT);
+            return;
+        }
+    };
+    state.depth = depth as u32 - 1;
+    add_duration(&HOOKS, slot, now.wrapping_sub(top));
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.
@@ -54,7 +68,6 @@ pub fn empty_enter(_ctx: FEntryContext) -> u32 {
 pub fn empty_exit(_ctx: FExitContext) -> u32 {
     0
 }
-
 macro_rules! hook_slots {
     ($($slot:literal)*) => { paste::paste! { $(
         #[fentry(function = "security_file_open")]

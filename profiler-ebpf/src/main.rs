@@ -1,14 +1,14 @@
 //! hookprof's kernel side. Entry points are thin; each probe family lives in its own module.
-//! Everything is scoped to the tasks in `TRACKED`, which the workload thread enters through the
-//! gate syscall (see `syscalls`) and which children join at fork.
+//! Everything is scoped to tracked tasks (those with `task_state` storage), which the workload
+//! thread becomes through the gate syscall (see `syscalls`) and which children join at fork.
 #![no_std]
 #![no_main]
 
 mod hooks;
 mod lsm;
 mod maps;
-mod scope;
 mod syscalls;
+mod task_state;
 mod tasks;
 
 #[cfg(not(test))]

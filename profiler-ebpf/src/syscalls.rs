@@ -1,19 +1,20 @@
 //! raw_syscalls sys_enter/sys_exit: calls and enter-to-exit time per syscall number, and the
 //! scope gate through which the workload thread opens and closes its tracking window.
 use aya_ebpf::{
-    helpers::{bpf_ktime_get_ns, bpf_probe_read_kernel},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
     macros::raw_tracepoint,
     programs::RawTracePointContext,
     EbpfContext,
 };
-use profiler_common::{SyscallStart, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
+use profiler_common::{event, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, GATE_OWNER, SYSCALLS, SYSCALL_STARTS},
-    scope,
+    maps::{add_duration, count_call, count_event, GATE_OWNER, SYSCALLS},
+    task_state,
 };
 
-// x86_64 struct pt_regs: the first two syscall arguments.
+// x86_64 struct pt_regs: the first two syscall arguments (user space refuses other
+// architectures before loading).
 const PT_REGS_DI: usize = 112;
 const PT_REGS_SI: usize = 104;
 
@@ -29,6 +30,17 @@ pub fn sys_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// Empty programs on the same tracepoints: the floor calibration compares the pair above with.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn empty_sys_enter(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn empty_sys_exit(_ctx: RawTracePointContext) -> i32 {
+    0
+}
+
 /// sys_enter's raw arguments: (struct pt_regs *regs, long id).
 #[inline(always)]
 fn raw_args(ctx: &RawTracePointContext) -> (*const u8, i64) {
@@ -39,31 +51,49 @@ fn raw_args(ctx: &RawTracePointContext) -> (*const u8, i64) {
 #[inline(always)]
 fn on_sys_enter(ctx: &RawTracePointContext) {
     let (regs, nr) = raw_args(ctx);
-    let tid = scope::current_tid();
-    if nr == SYS_IOCTL && handle_gate(regs, tid) {
+    if nr == SYS_IOCTL && handle_gate(regs) {
         return;
     }
-    let tracked = scope::is_tracked(tid);
-    scope::note_syscall_entry(tid, tracked);
-    if nr < 0 || nr >= MAX_SYSCALLS as i64 || !tracked {
+    let Some(state) = task_state::current() else {
         return;
-    }
-    if let Some(t) = SYSCALLS.get_ptr_mut(nr as u32) {
-        unsafe { (*t).calls += 1 }
-    }
-    let start = SyscallStart {
-        start_ns: unsafe { bpf_ktime_get_ns() },
-        nr: nr as u32,
-        _pad: 0,
     };
-    let _ = SYSCALL_STARTS.insert(&tid, &start, 0);
+    // No timed function is open when a task enters a syscall from user space: frames left
+    // over lost their exit (a probe attached or detached mid-call), so they are dropped.
+    if state.depth != 0 || state.overflowed != 0 {
+        count_event(event::UNMATCHED_EXIT);
+        state.depth = 0;
+        state.overflowed = 0;
+    }
+    if nr < 0 || nr >= MAX_SYSCALLS as i64 {
+        state.syscall_open = 0;
+        return;
+    }
+    count_call(&SYSCALLS, nr as u32);
+    state.syscall_nr = nr as u32;
+    state.syscall_open = 1;
+    // Last, so the time this program spent before it is not the syscall's.
+    state.syscall_start_ns = unsafe { bpf_ktime_get_ns() };
+}
+
+#[inline(always)]
+fn on_sys_exit() {
+    let Some(state) = task_state::current() else {
+        return;
+    };
+    if state.syscall_open == 0 {
+        return;
+    }
+    let now = unsafe { bpf_ktime_get_ns() };
+    state.syscall_open = 0;
+    let elapsed = now.wrapping_sub(state.syscall_start_ns);
+    add_duration(&SYSCALLS, state.syscall_nr, elapsed);
 }
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
-fn handle_gate(regs: *const u8, tid: u32) -> bool {
+fn handle_gate(regs: *const u8) -> bool {
     let owner = GATE_OWNER.get(0).copied().unwrap_or(0);
-    if owner == 0 || (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32 != owner {
+    if owner == 0 || (bpf_get_current_pid_tgid() >> 32) as u32 != owner {
         return false;
     }
     // The fd is an int: compare its low 32 bits, however the caller extended it.
@@ -73,27 +103,13 @@ fn handle_gate(regs: *const u8, tid: u32) -> bool {
     }
     match unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_SI) as *const u64) } {
         Ok(GATE_OPEN) => {
-            scope::track(tid);
-            scope::note_syscall_entry(tid, true);
+            if !task_state::track_current() {
+                count_event(event::TRACK_FULL);
+            }
         }
-        Ok(GATE_CLOSE) => {
-            scope::untrack(tid);
-            scope::note_syscall_entry(tid, false);
-        }
-        _ => {}
+        Ok(GATE_CLOSE) => task_state::untrack_current(),
+        // The owner called the gate with a command it does not have.
+        _ => count_event(event::GATE_MISUSE),
     }
     true
-}
-
-#[inline(always)]
-fn on_sys_exit() {
-    let now = unsafe { bpf_ktime_get_ns() };
-    let tid = scope::current_tid();
-    let Some(start) = (unsafe { SYSCALL_STARTS.get(&tid) }).copied() else {
-        return;
-    };
-    let _ = SYSCALL_STARTS.remove(&tid);
-    if let Some(t) = SYSCALLS.get_ptr_mut(start.nr) {
-        add_duration(unsafe { &mut *t }, now.wrapping_sub(start.start_ns));
-    }
 }

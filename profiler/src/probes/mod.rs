@@ -111,9 +111,9 @@ impl Probes {
     pub fn load(plan: &ProbePlan, kernel: &KernelBtf) -> Result<Probes> {
         raise_memlock_limit();
         raise_open_files_limit();
-        let pid_offset = kernel.member_offset("task_struct", "pid")?;
         let ebpf = EbpfLoader::new()
-            .override_global("TASK_PID_OFFSET", &pid_offset, true)
+            // The per-task state map is task storage, which only the programs use.
+            .allow_unsupported_maps()
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
         let btf = aya_btf()?;
@@ -135,10 +135,10 @@ impl Probes {
                 ("fork", "sched_process_fork"),
                 ("exec", "sched_process_exec"),
                 ("exit", "sched_process_exit"),
-                ("free", "sched_process_free"),
             ] {
-                // tp_btf is cheaper; raw_tracepoint works on kernels that refuse it.
-                if !probes.load_tp_btf(&format!("{name}_btf"), tp) {
+                // tp_btf is cheaper; raw_tracepoint works on kernels that refuse it (except
+                // for fork, which needs the child as a BTF pointer).
+                if !probes.load_tp_btf(&format!("{name}_btf"), tp) && name != "fork" {
                     probes.load_raw(&format!("{name}_raw"), tp);
                 }
             }

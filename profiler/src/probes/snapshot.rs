@@ -4,7 +4,7 @@ use aya::{
     maps::{MapData, PerCpuArray},
     Ebpf,
 };
-use profiler_common::{event, HookSlot, Tally, HIST_BUCKETS, MAX_SYSCALLS};
+use profiler_common::{event, Tally, HIST_BUCKETS, MAX_SYSCALLS};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -20,7 +20,7 @@ impl Snapshot {
     pub fn read(ebpf: &Ebpf, hook_slots: u32) -> anyhow::Result<Snapshot> {
         Ok(Snapshot {
             syscalls: read_tallies(ebpf, "SYSCALLS", MAX_SYSCALLS)?,
-            hooks: read_hook_tallies(ebpf, hook_slots)?,
+            hooks: read_tallies(ebpf, "HOOKS", hook_slots)?,
             events: read_counters(ebpf, "EVENTS", event::COUNT)?,
         })
     }
@@ -86,18 +86,6 @@ fn read_tallies(ebpf: &Ebpf, name: &str, len: u32) -> anyhow::Result<Vec<Tally>>
                 .get(&i, 0)?
                 .iter()
                 .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t)))
-        })
-        .collect()
-}
-
-fn read_hook_tallies(ebpf: &Ebpf, len: u32) -> anyhow::Result<Vec<Tally>> {
-    let array: PerCpuArray<&MapData, HookSlot> = PerCpuArray::try_from(map(ebpf, "HOOKS")?)?;
-    (0..len)
-        .map(|i| {
-            Ok(array
-                .get(&i, 0)?
-                .iter()
-                .fold(Tally::ZERO, |acc, s| tally_sum(&acc, &s.tally)))
         })
         .collect()
 }

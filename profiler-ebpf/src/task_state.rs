@@ -1,0 +1,91 @@
+//! Per-task timing state in task-local storage. A task is tracked exactly when it has an entry:
+//! the gate creates it for the workload thread, fork creates it for a tracked task's children,
+//! and the kernel frees it with the task. One lookup on the current task (never creating)
+//! answers "is this task tracked?" and hands over its open syscall and its stack of open timed
+//! functions, so every exit is matched with its own task's entry at its own nesting level.
+use aya_ebpf::{
+    bindings::{task_struct, BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE},
+    helpers::{bpf_get_current_task_btf, bpf_task_storage_delete, bpf_task_storage_get},
+};
+
+/// Timed functions a task can have open at once (a syscall's hook, the LSM functions under it,
+/// a task path and the hooks it calls); deeper calls are counted, never timed.
+pub const MAX_DEPTH: usize = 8;
+
+/// One open timed function.
+#[derive(Copy, Clone)]
+#[repr(C)]
+pub struct Frame {
+    pub start_ns: u64,
+    pub slot: u32,
+    pub _pad: u32,
+}
+
+#[repr(C)]
+pub struct TaskState {
+    pub syscall_start_ns: u64,
+    pub syscall_nr: u32,
+    /// 1 while a counted syscall is open (zero-initialised storage has none).
+    pub syscall_open: u32,
+    /// Frames in use.
+    pub depth: u32,
+    /// Entries made while the stack was full: their exits come first and are not timed.
+    pub overflowed: u32,
+    pub frames: [Frame; MAX_DEPTH],
+}
+
+/// A BTF-defined map (libbpf's `.maps` convention: each field's pointee carries a setting).
+/// Task storage needs BTF for its key and value, which the legacy `maps` section cannot give.
+#[repr(C)]
+pub struct TaskStorageDef {
+    r#type: *const [i32; 29], // BPF_MAP_TYPE_TASK_STORAGE
+    map_flags: *const [i32; BPF_F_NO_PREALLOC as usize],
+    key: *const i32,
+    value: *const TaskState,
+}
+// SAFETY: never dereferenced; the pointers only carry types for BTF.
+unsafe impl Sync for TaskStorageDef {}
+
+#[unsafe(link_section = ".maps")]
+#[unsafe(no_mangle)]
+static TASK_STATE: TaskStorageDef = TaskStorageDef {
+    r#type: core::ptr::null(),
+    map_flags: core::ptr::null(),
+    key: core::ptr::null(),
+    value: core::ptr::null(),
+};
+
+#[inline(always)]
+fn map() -> *mut core::ffi::c_void {
+    &TASK_STATE as *const TaskStorageDef as *mut core::ffi::c_void
+}
+
+#[inline(always)]
+fn lookup(task: *mut task_struct, flags: u64) -> Option<&'static mut TaskState> {
+    let p = unsafe { bpf_task_storage_get(map(), task, core::ptr::null_mut(), flags) };
+    unsafe { (p as *mut TaskState).as_mut() }
+}
+
+/// The current task's state if it is tracked: the one helper call an untracked task pays.
+#[inline(always)]
+pub fn current() -> Option<&'static mut TaskState> {
+    lookup(unsafe { bpf_get_current_task_btf() }, 0)
+}
+
+/// Starts tracking `task` (or restarts it with nothing open); None if storage is exhausted.
+#[inline(always)]
+pub fn track(task: *mut task_struct) -> Option<&'static mut TaskState> {
+    let state = lookup(task, BPF_LOCAL_STORAGE_GET_F_CREATE as u64)?;
+    state.syscall_open = 0;
+    state.depth = 0;
+    state.overflowed = 0;
+    Some(state)
+}
+
+pub fn track_current() -> bool {
+    track(unsafe { bpf_get_current_task_btf() }).is_some()
+}
+
+pub fn untrack_current() {
+    unsafe { bpf_task_storage_delete(map(), bpf_get_current_task_btf()) };
+}
