@@ -1,7 +1,7 @@
 //! Kernel-level tests that need fentry/fexit and the BPF LSM: run in the qemu guest by
 //! `cargo xtask vm-test` (this target has `test = false`, so host test runs leave it out).
 use aya::programs::{FEntry, FExit};
-use aya::{Btf, Ebpf};
+use aya::{Btf, EbpfLoader};
 use hookprof::results::{PathKind, Results};
 use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
@@ -27,7 +27,11 @@ fn hook_slot_attaches_to_security_file_open() {
     require_guest();
     require_root();
     let btf = Btf::from_sys_fs().expect("kernel BTF (/sys/kernel/btf/vmlinux)");
-    let mut ebpf = Ebpf::load(hookprof::ebpf_object()).expect("load hookprof's eBPF object");
+    // aya has no type for the task storage map; the programs use it, user space never does.
+    let mut ebpf = EbpfLoader::new()
+        .allow_unsupported_maps()
+        .load(hookprof::ebpf_object())
+        .expect("load hookprof's eBPF object");
 
     let enter: &mut FEntry = ebpf
         .program_mut("hook_enter_0")

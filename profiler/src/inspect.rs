@@ -193,29 +193,48 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1} ns"));
+    let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"));
     println!("calibration on {} (getppid):", cal.function);
-    println!("  getppid, nothing attached       {:.1} ns", cal.bare_ns);
+    println!("  getppid, nothing attached          {:.1} ns", cal.bare_ns);
     println!(
-        "  syscall probes add              {:.1} ns per syscall",
-        cal.syscall_probes_ns
+        "  empty raw_tracepoint pair adds     {:.1} ns per syscall (the floor)",
+        cal.empty_syscall_pair_ns
     );
     println!(
-        "  empty fentry/fexit pair adds    {}",
+        "  syscall probes add                 {:.1} ns per tracked syscall ({} the floor)",
+        cal.syscall_probes_ns,
+        ratio((cal.empty_syscall_pair_ns > 0.0)
+            .then(|| cal.syscall_probes_ns / cal.empty_syscall_pair_ns))
+    );
+    println!(
+        "  syscall probes add                 {:.1} ns per untracked syscall",
+        cal.untracked_syscall_ns
+    );
+    println!(
+        "  empty fentry/fexit pair adds       {}",
         ns(cal.empty_pair_ns)
     );
     println!(
-        "  timed fentry/fexit pair adds    {}",
-        ns(cal.timed_pair_ns)
+        "  timed fentry/fexit pair adds       {} ({} the empty pair)",
+        ns(cal.timed_pair_ns),
+        ratio(cal.timed_over_empty)
     );
-    if let Some(r) = cal.timed_over_empty {
-        println!("  timed / empty                   {r:.2}x");
-    }
-    println!("  probe time inside each call     {}", ns(cal.self_ns));
+    println!("  probe time inside each call        {}", ns(cal.self_ns));
     if let Some(why) = &cal.refused {
         println!("  pairs refused: {why}");
     }
     for (program, avg) in &cal.kernel_run_ns {
-        println!("  kernel stats: {program:<14} {avg:.1} ns per run");
+        println!("  kernel stats: {program:<16} {avg:.1} ns per run");
     }
+    let timed = format!("hook_enter_{}", crate::probes::USER_SLOTS);
+    let timed_exit = format!("hook_exit_{}", crate::probes::USER_SLOTS);
+    println!(
+        "  kernel stats: syscall probes {} the empty pair, timed pair {} the empty pair",
+        ratio(cal.kernel_ratio(
+            ["sys_enter", "sys_exit"],
+            ["empty_sys_enter", "empty_sys_exit"]
+        )),
+        ratio(cal.kernel_ratio([&timed, &timed_exit], ["empty_enter", "empty_exit"]))
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -52,8 +52,14 @@ pub struct Calibration {
     pub function: String,
     /// getppid with nothing attached, ns per call.
     pub bare_ns: f64,
-    /// What the syscall probes (sys_enter/sys_exit with timing) add to one syscall.
+    /// The floor: what empty raw_tracepoint programs on sys_enter/sys_exit add to one syscall.
+    #[serde(default)]
+    pub empty_syscall_pair_ns: f64,
+    /// What the syscall probes (sys_enter/sys_exit with timing) add to a tracked syscall.
     pub syscall_probes_ns: f64,
+    /// What the syscall probes add to a syscall of an untracked task (the rest of the machine).
+    #[serde(default)]
+    pub untracked_syscall_ns: f64,
     /// What an empty fentry/fexit pair adds to one call.
     pub empty_pair_ns: Option<f64>,
     /// What hookprof's timed pair adds to one call.
@@ -63,10 +69,26 @@ pub struct Calibration {
     /// The duration the timed pair reports for the (nearly empty) function: how much of the
     /// probe's own cost lands inside every measured call.
     pub self_ns: Option<f64>,
-    /// Kernel BPF statistics: average run time per invocation of each program, ns.
+    /// Kernel BPF statistics, from a pass of their own (they slow every program down, so the
+    /// timed loops above run without them): average run time per invocation of each program.
     pub kernel_run_ns: Vec<(String, f64)>,
     /// Why the pair figures are missing, if they are.
     pub refused: Option<String>,
+}
+
+impl Calibration {
+    /// Kernel run time of a pair of programs relative to another pair, by the kernel's stats.
+    pub fn kernel_ratio(&self, pair: [&str; 2], floor: [&str; 2]) -> Option<f64> {
+        let run_ns = |program: &str| {
+            self.kernel_run_ns
+                .iter()
+                .find(|(name, _)| name == program)
+                .map(|&(_, ns)| ns)
+        };
+        let sum = |names: [&str; 2]| Some(run_ns(names[0])? + run_ns(names[1])?);
+        let floor = sum(floor)?;
+        (floor > 0.0).then_some(sum(pair)? / floor)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,10 +1,12 @@
 //! The probes' own cost on this kernel, measured on getppid (a syscall with a trivial body):
-//! the same loop with nothing attached, with the syscall probes, with an empty fentry/fexit
-//! pair added on the syscall's function, and with a timed pair instead. Rounds alternate (each
+//! the same loop with nothing attached, with empty raw_tracepoint programs on sys_enter and
+//! sys_exit (the floor), with the syscall probes on an untracked and on a tracked task, and with
+//! an empty or a timed fentry/fexit pair added on the syscall's function. Rounds alternate (each
 //! starting with the next mode) and medians are kept, so drift hits every mode alike. The
-//! kernel's own BPF run-time statistics are read beside them as a cross-check. It borrows the
-//! run's loaded probes for a moment and leaves them as they were. The loops run in the runner
-//! (the gate owner), through the `GetppidLoop` its caller passes in.
+//! kernel's BPF run-time statistics slow every program down, so they are read in a pass of their
+//! own afterwards, never while the loops are timed. It borrows the run's loaded probes for a
+//! moment and leaves them as they were. The loops run in the runner (the gate owner), through
+//! the `GetppidLoop` its caller passes in.
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -23,6 +25,26 @@ const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
 const LOOP_TIME: Duration = Duration::from_millis(10);
 
+/// Programs on sys_enter/sys_exit.
+const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
+const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
+const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
+
+/// One way of running the loop: what is attached, and whether the loop's thread is tracked.
+struct Mode {
+    programs: Vec<String>,
+    tracked: bool,
+}
+
+impl Mode {
+    fn new(programs: &[&[&str]], tracked: bool) -> Mode {
+        Mode {
+            programs: programs.concat().iter().map(|p| p.to_string()).collect(),
+            tracked,
+        }
+    }
+}
+
 pub fn calibrate(
     probes: &mut Probes,
     kernel: &KernelBtf,
@@ -32,13 +54,18 @@ pub fn calibrate(
         .iter()
         .find(|f| kernel.has_function(f))
         .context("no getppid function in this kernel's BTF to calibrate on")?;
-    let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
     let mut cal = Calibration {
         function: function.to_string(),
         ..Default::default()
     };
     let first_new = probes.attachments.len();
     let refusals_before = probes.refused.len();
+    anyhow::ensure!(
+        probes.load_raw(EMPTY_SYSCALL_PAIR[0], "sys_enter")
+            && probes.load_raw(EMPTY_SYSCALL_PAIR[1], "sys_exit"),
+        "the kernel refused empty raw_tracepoint programs on sys_enter/sys_exit"
+    );
+    let raw_refusals = probes.refused.len();
     let pair_loaded = probes
         .load_pair(CALIBRATION_SLOT, &Target::top(function), false)
         .is_ok()
@@ -46,7 +73,7 @@ pub fn calibrate(
     if !pair_loaded {
         cal.refused = probes
             .refused
-            .get(refusals_before)
+            .get(raw_refusals)
             .map(|r| format!("{} {}: {}", r.kind, r.target, r.reason));
     }
     let measured = measure(probes, pair_loaded, &mut cal, getppid_loop);
@@ -69,19 +96,20 @@ fn measure(
     cal: &mut Calibration,
     getppid_loop: &mut GetppidLoop,
 ) -> Result<()> {
-    let timed_enter = format!("hook_enter_{CALIBRATION_SLOT}");
-    let timed_exit = format!("hook_exit_{CALIBRATION_SLOT}");
-    let syscalls = vec!["sys_enter", "sys_exit"];
-    let mut modes: Vec<Vec<&str>> = vec![vec![], syscalls.clone()];
+    let timed_pair = [
+        format!("hook_enter_{CALIBRATION_SLOT}"),
+        format!("hook_exit_{CALIBRATION_SLOT}"),
+    ];
+    let timed_pair = [timed_pair[0].as_str(), timed_pair[1].as_str()];
+    let mut modes = vec![
+        Mode::new(&[], false),
+        Mode::new(&[&EMPTY_SYSCALL_PAIR], false),
+        Mode::new(&[&SYSCALL_PAIR], false),
+        Mode::new(&[&SYSCALL_PAIR], true),
+    ];
     if pair_loaded {
-        modes.push([syscalls.as_slice(), &["empty_enter", "empty_exit"]].concat());
-        modes.push(
-            [
-                syscalls.as_slice(),
-                &[timed_enter.as_str(), timed_exit.as_str()],
-            ]
-            .concat(),
-        );
+        modes.push(Mode::new(&[&SYSCALL_PAIR, &EMPTY_PAIR], true));
+        modes.push(Mode::new(&[&SYSCALL_PAIR, &timed_pair], true));
     }
     let calls = calls_for(LOOP_TIME, getppid_loop)?;
     let before = probes.snapshot()?;
@@ -90,20 +118,18 @@ fn measure(
         // Each round starts one mode later, so what follows a detach (the kernel freeing a
         // trampoline, say) lands on every mode in turn, not always on the same one.
         for k in 0..modes.len() {
-            let mode = (round + k) % modes.len();
-            let programs = &modes[mode];
-            probes.attach_only(programs)?;
-            let t = getppid_loop(calls, true);
-            probes.detach()?;
-            times[mode].push(t?);
+            let i = (round + k) % modes.len();
+            times[i].push(run_mode(probes, &modes[i], calls, getppid_loop)?);
         }
     }
     let median: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     cal.bare_ns = median[0];
-    cal.syscall_probes_ns = median[1] - median[0];
+    cal.empty_syscall_pair_ns = median[1] - median[0];
+    cal.untracked_syscall_ns = median[2] - median[0];
+    cal.syscall_probes_ns = median[3] - median[0];
     if pair_loaded {
-        let empty = median[2] - median[1];
-        let timed = median[3] - median[1];
+        let empty = median[4] - median[3];
+        let timed = median[5] - median[3];
         cal.empty_pair_ns = Some(empty);
         cal.timed_pair_ns = Some(timed);
         cal.timed_over_empty = (empty > 0.0).then(|| timed / empty);
@@ -111,6 +137,15 @@ fn measure(
         let pair = &after.since(&before).hooks[CALIBRATION_SLOT];
         cal.self_ns = (pair.timed > 0).then(|| pair.total_ns as f64 / pair.timed as f64);
     }
+    // The statistics pass: every program at once, each one's run time read on its own.
+    let everything: Vec<&[&str]> = if pair_loaded {
+        vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR, &EMPTY_PAIR, &timed_pair]
+    } else {
+        vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR]
+    };
+    let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
+    run_mode(probes, &Mode::new(&everything, true), calls, getppid_loop)?;
+    drop(stats);
     for (name, program) in probes.ebpf.programs() {
         let Ok(info) = program.info() else { continue };
         if info.run_count() > 0 {
@@ -120,6 +155,20 @@ fn measure(
     }
     cal.kernel_run_ns.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(())
+}
+
+/// ns per getppid call in `mode`.
+fn run_mode(
+    probes: &mut Probes,
+    mode: &Mode,
+    calls: u32,
+    getppid_loop: &mut GetppidLoop,
+) -> Result<f64> {
+    let programs: Vec<&str> = mode.programs.iter().map(String::as_str).collect();
+    probes.attach_only(&programs)?;
+    let t = getppid_loop(calls, mode.tracked);
+    probes.detach()?;
+    t
 }
 
 impl Probes {
