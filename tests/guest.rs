@@ -60,6 +60,10 @@ fn hook_slot_attaches_to_security_file_open() {
 #[path = "guest_safety.rs"]
 mod safety;
 
+/// Per-task timing state with threads and forks on both vCPUs.
+#[path = "guest_timing.rs"]
+mod timing;
+
 /// The catalog says fentry, fexit and BPF LSM programs work on this kernel.
 #[test]
 fn hooks_reports_fentry_fexit_and_lsm_available() {

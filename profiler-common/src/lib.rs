@@ -57,16 +57,20 @@ pub struct Tally {
     pub timed: u64,
     /// Sum of the matched durations, in ns.
     pub total_ns: u64,
+    /// Probed calls (timed functions) the same task made inside the matched durations: each
+    /// added its pair's cost to them, which the corrected figures take out.
+    pub nested: u64,
     /// Log2 histogram of the matched durations.
     pub hist: [u64; HIST_BUCKETS],
 }
-const _: () = assert!(size_of::<Tally>() == 8 * (3 + HIST_BUCKETS));
+const _: () = assert!(size_of::<Tally>() == 8 * (4 + HIST_BUCKETS));
 
 impl Tally {
     pub const ZERO: Tally = Tally {
         calls: 0,
         timed: 0,
         total_ns: 0,
+        nested: 0,
         hist: [0; HIST_BUCKETS],
     };
 }

@@ -11,7 +11,7 @@ use profiler_common::event;
 
 use crate::{
     maps::{add_duration, count_call, count_event, HOOKS},
-    task_state::{self, Frame},
+    task_state,
 };
 
 #[inline(always)]
@@ -20,16 +20,20 @@ fn hook_enter(slot: u32) {
         return;
     };
     count_call(&HOOKS, slot);
-    let depth = state.depth as usize;
-    let Some(frame) = state.frames.get_mut(depth) else {
+    // Counted even when the stack is full: this call's probes still run inside its callers.
+    state.entries += 1;
+    let (depth, entries) = (state.depth as usize, state.entries);
+    let Some(frame) = state.frame(depth) else {
         state.overflowed += 1;
         count_event(event::STACK_FULL);
         return;
     };
-    state.depth = depth as u32 + 1;
     frame.slot = slot;
+    frame.entries = entries;
+    let start_ns: *mut u64 = &mut frame.start_ns;
+    state.depth = depth as u32 + 1;
     // Last, so the time this program spent before it is not the function's.
-    frame.start_ns = unsafe { bpf_ktime_get_ns() };
+    unsafe { *start_ns = bpf_ktime_get_ns() };
 }
 
 #[inline(always)]
@@ -37,17 +41,15 @@ fn hook_exit(slot: u32) {
     let Some(state) = task_state::current() else {
         return;
     };
-    let now = unsafe { bpf_ktime_get_ns() };
     if state.overflowed > 0 {
         // The innermost calls exit first: this is one that found the stack full.
         state.overflowed -= 1;
         return;
     }
+    let now = unsafe { bpf_ktime_get_ns() };
     let depth = state.depth as usize;
-    let top = match depth.checked_sub(1).and_then(|i| state.frames.get(i)) {
-        Some(&Frame {
-            slot: s, start_ns, ..
-        }) if s == slot => start_ns,
+    let (start_ns, entries) = match state.frame(depth.wrapping_sub(1)) {
+        Some(f) if f.slot == slot => (f.start_ns, f.entries),
         // Its entry was never seen (attached mid-call) or another frame is on top.
         _ => {
             count_event(event::UNMATCHED_EXIT);
@@ -55,7 +57,8 @@ fn hook_exit(slot: u32) {
         }
     };
     state.depth = depth as u32 - 1;
-    add_duration(&HOOKS, slot, now.wrapping_sub(top));
+    let nested = state.entries.wrapping_sub(entries);
+    add_duration(&HOOKS, slot, now.wrapping_sub(start_ns), nested);
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.

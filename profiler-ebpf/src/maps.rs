@@ -41,15 +41,16 @@ pub fn count_call(map: &PerCpuArray<Tally>, index: u32) {
     }
 }
 
-/// Adds one matched duration to a path's tally.
+/// Adds one matched duration, with the probed calls nested inside it, to a path's tally.
 #[inline(always)]
-pub fn add_duration(map: &PerCpuArray<Tally>, index: u32, ns: u64) {
+pub fn add_duration(map: &PerCpuArray<Tally>, index: u32, ns: u64, nested: u64) {
     let Some(t) = map.get_ptr_mut(index) else {
         return;
     };
     let t = unsafe { &mut *t };
     t.timed += 1;
     t.total_ns += ns;
+    t.nested += nested;
     let b = profiler_common::hist_bucket(ns);
     // The explicit bound keeps the verifier sure of the index.
     if b < t.hist.len() {

@@ -71,6 +71,7 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     count_call(&SYSCALLS, nr as u32);
     state.syscall_nr = nr as u32;
     state.syscall_open = 1;
+    state.syscall_entries = state.entries;
     // Last, so the time this program spent before it is not the syscall's.
     state.syscall_start_ns = unsafe { bpf_ktime_get_ns() };
 }
@@ -86,7 +87,8 @@ fn on_sys_exit() {
     let now = unsafe { bpf_ktime_get_ns() };
     state.syscall_open = 0;
     let elapsed = now.wrapping_sub(state.syscall_start_ns);
-    add_duration(&SYSCALLS, state.syscall_nr, elapsed);
+    let nested = state.entries.wrapping_sub(state.syscall_entries);
+    add_duration(&SYSCALLS, state.syscall_nr, elapsed, nested);
 }
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.

@@ -17,13 +17,20 @@ pub const MAX_DEPTH: usize = 8;
 #[repr(C)]
 pub struct Frame {
     pub start_ns: u64,
+    /// The task's `entries` when this call was entered (itself included).
+    pub entries: u64,
     pub slot: u32,
     pub _pad: u32,
 }
 
 #[repr(C)]
 pub struct TaskState {
+    /// Timed-function entries this task has made, ever: the difference between two readings is
+    /// how many probed calls ran in between.
+    pub entries: u64,
     pub syscall_start_ns: u64,
+    /// `entries` when the open syscall was entered.
+    pub syscall_entries: u64,
     pub syscall_nr: u32,
     /// 1 while a counted syscall is open (zero-initialised storage has none).
     pub syscall_open: u32,
@@ -54,6 +61,21 @@ static TASK_STATE: TaskStorageDef = TaskStorageDef {
     key: core::ptr::null(),
     value: core::ptr::null(),
 };
+
+impl TaskState {
+    /// The frame at `index`, if within the stack.
+    #[inline(always)]
+    pub fn frame(&mut self, index: usize) -> Option<&mut Frame> {
+        // Reloaded from the stack, so the compiler cannot move the bounds check onto a copy
+        // of the index (the verifier would then see an unbounded access).
+        let index = unsafe { core::ptr::read_volatile(&index) };
+        if index < MAX_DEPTH {
+            Some(&mut self.frames[index])
+        } else {
+            None
+        }
+    }
+}
 
 #[inline(always)]
 fn map() -> *mut core::ffi::c_void {

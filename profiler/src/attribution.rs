@@ -1,6 +1,230 @@
-//! Arithmetic on attribution rows shared by the reports and `compare`: which rows add up without
-//! counting a nanosecond twice, and what is left of an operation outside them.
-use crate::results::{AttributionRow, PathKind, Unit};
+//! Where each operation's time goes, in one place: counter deltas become rows (calls per op,
+//! ns per call and per op, share of the clean op) per syscall and per timed kernel function,
+//! raw and corrected for the probes' own cost in the same pass; and the arithmetic the reports
+//! and `compare` share on those rows (which rows add up without counting a nanosecond twice,
+//! and what is left of an operation outside them).
+use std::collections::BTreeMap;
+
+use profiler_common::{event, Tally};
+
+use crate::{
+    probes::{tally_sum, Snapshot, Target},
+    results::{AttributionRow, PathKind, Unit},
+};
+
+/// The probes' own cost, from calibration, that corrected figures take out. Every timed
+/// duration holds, besides the work itself, the part of its own pair that runs inside it
+/// (`self_ns`, for timed functions) and one whole pair (`pair_ns`) per probed call the same
+/// task made inside it (counted by the programs, so syscall rows are corrected too).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Correction {
+    pub self_ns: f64,
+    pub pair_ns: f64,
+}
+
+impl Correction {
+    /// From a calibration with pair figures; a noisy calibration can come out negative, and a
+    /// probe never costs less than nothing.
+    pub fn from_calibration(cal: &crate::results::Calibration) -> Option<Correction> {
+        Some(Correction {
+            self_ns: cal.self_ns.unwrap_or(0.0).max(0.0),
+            pair_ns: cal.timed_pair_ns?.max(0.0),
+        })
+    }
+}
+
+/// The counters of one probed sample and how many ops it ran.
+pub struct ProbedSample {
+    pub delta: Snapshot,
+    pub ops: u64,
+}
+
+pub struct Attribution {
+    pub rows: Vec<AttributionRow>,
+    pub events_per_op: BTreeMap<String, f64>,
+}
+
+/// `functions[slot]` is what hook slot `slot` timed (None for an unused slot).
+pub fn attribute(
+    samples: &[ProbedSample],
+    functions: &[Option<Target>],
+    clean_ns_per_op: f64,
+    correction: Option<Correction>,
+) -> Attribution {
+    let total_ops: u64 = samples.iter().map(|s| s.ops).sum();
+    let mut rows = Vec::new();
+    for (slot, target) in functions.iter().enumerate() {
+        let Some(target) = target else { continue };
+        let per_sample: Vec<&Tally> = samples.iter().map(|s| &s.delta.hooks[slot]).collect();
+        // A probed function stays in the table even at zero calls: that is a finding too.
+        let kind = function_kind(target);
+        let mut r = row(
+            kind,
+            &target.function,
+            &per_sample,
+            samples,
+            total_ops,
+            clean_ns_per_op,
+            correction,
+        );
+        r.parent = target.parent.clone();
+        r.lsm = target.lsm.clone();
+        rows.push(r);
+    }
+    let syscalls = samples.first().map_or(0, |s| s.delta.syscalls.len());
+    for nr in 0..syscalls {
+        let per_sample: Vec<&Tally> = samples.iter().map(|s| &s.delta.syscalls[nr]).collect();
+        if per_sample.iter().all(|t| t.calls == 0) {
+            continue;
+        }
+        rows.push(row(
+            PathKind::Syscall,
+            &syscall_name(nr),
+            &per_sample,
+            samples,
+            total_ops,
+            clean_ns_per_op,
+            correction,
+        ));
+    }
+    add_dispatch(&mut rows);
+    rows.sort_by(|a, b| {
+        a.kind
+            .cmp(&b.kind)
+            .then(b.ns_per_op.total_cmp(&a.ns_per_op))
+    });
+
+    let event_total = |index: u32| {
+        samples
+            .iter()
+            .map(|s| s.delta.events[index as usize])
+            .sum::<u64>()
+    };
+    let mut events_per_op = BTreeMap::new();
+    for (name, index) in [
+        ("fork", event::FORK),
+        ("exec", event::EXEC),
+        ("exit", event::EXIT),
+    ] {
+        events_per_op.insert(
+            name.to_string(),
+            event_total(index) as f64 / total_ops.max(1) as f64,
+        );
+    }
+    let lost = event_total(event::TRACK_FULL);
+    if lost > 0 {
+        events_per_op.insert(
+            "untracked_children".into(),
+            lost as f64 / total_ops.max(1) as f64,
+        );
+    }
+    Attribution {
+        rows,
+        events_per_op,
+    }
+}
+
+/// A hook with LSM rows under it gets its own dispatch cost: its corrected time less its LSM
+/// functions' (leaves, whose corrected time is all their own).
+fn add_dispatch(rows: &mut [AttributionRow]) {
+    let children_ns: Vec<Option<f64>> = rows
+        .iter()
+        .map(|outer| {
+            let mut children = rows
+                .iter()
+                .filter(|r| r.parent.as_deref() == Some(outer.name.as_str()))
+                .peekable();
+            children.peek()?;
+            Some(children.map(|c| c.corrected_ns_per_op).sum())
+        })
+        .collect();
+    for (row, children_ns) in rows.iter_mut().zip(children_ns) {
+        if let (PathKind::Hook, Some(ns)) = (row.kind, children_ns) {
+            row.dispatch_ns_per_op = Some(row.corrected_ns_per_op - ns);
+        }
+    }
+}
+
+fn function_kind(target: &Target) -> PathKind {
+    if target.lsm.is_some() {
+        PathKind::Lsm
+    } else if target.function.starts_with("security_") {
+        PathKind::Hook
+    } else {
+        PathKind::TaskPath
+    }
+}
+
+pub fn syscall_name(nr: usize) -> String {
+    syscalls::Sysno::new(nr).map_or_else(|| format!("syscall_{nr}"), |s| s.name().to_string())
+}
+
+fn ns_per_call(t: &Tally) -> f64 {
+    if t.timed == 0 {
+        0.0
+    } else {
+        t.total_ns as f64 / t.timed as f64
+    }
+}
+
+/// A tally's ns per timed call with the probes' own cost taken out (never below zero).
+fn corrected_ns_per_call(t: &Tally, kind: PathKind, correction: Option<Correction>) -> f64 {
+    let Some(c) = correction.filter(|_| t.timed > 0) else {
+        return ns_per_call(t);
+    };
+    let own = if kind == PathKind::Syscall {
+        0.0
+    } else {
+        c.self_ns
+    };
+    let probes_ns = t.timed as f64 * own + t.nested as f64 * c.pair_ns;
+    ((t.total_ns as f64 - probes_ns) / t.timed as f64).max(0.0)
+}
+
+fn row(
+    kind: PathKind,
+    name: &str,
+    per_sample: &[&Tally],
+    samples: &[ProbedSample],
+    total_ops: u64,
+    clean_ns_per_op: f64,
+    correction: Option<Correction>,
+) -> AttributionRow {
+    let total = per_sample
+        .iter()
+        .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
+    let calls_per_op = total.calls as f64 / total_ops.max(1) as f64;
+    let ns_per_op = calls_per_op * ns_per_call(&total);
+    let samples_ns_per_op = per_sample
+        .iter()
+        .zip(samples)
+        .map(|(t, s)| t.calls as f64 / s.ops.max(1) as f64 * ns_per_call(t))
+        .collect();
+    let mut histogram = total.hist.to_vec();
+    while histogram.last() == Some(&0) {
+        histogram.pop();
+    }
+    AttributionRow {
+        kind,
+        name: name.to_string(),
+        parent: None,
+        lsm: None,
+        calls_per_op,
+        ns_per_call: ns_per_call(&total),
+        ns_per_op,
+        corrected_ns_per_call: corrected_ns_per_call(&total, kind, correction),
+        corrected_ns_per_op: calls_per_op * corrected_ns_per_call(&total, kind, correction),
+        dispatch_ns_per_op: None,
+        share: if clean_ns_per_op > 0.0 {
+            ns_per_op / clean_ns_per_op
+        } else {
+            0.0
+        },
+        untimed_calls: total.calls - total.timed,
+        histogram,
+        samples_ns_per_op,
+    }
+}
 
 /// One operation's time in nanoseconds, for metrics that are a time per operation.
 pub fn op_ns(unit: Unit, value: f64) -> Option<f64> {
@@ -78,9 +302,139 @@ pub fn residual_ns(op_ns: f64, rows: &[AttributionRow]) -> Option<(Level, f64)> 
 
 #[cfg(test)]
 mod tests {
+    use profiler_common::MAX_SYSCALLS;
+
     use super::*;
 
-    fn row(kind: PathKind, name: &str, ns: f64) -> AttributionRow {
+    fn sample(ops: u64, getppid_calls: u64, ns: u64, hook_calls: u64) -> ProbedSample {
+        let mut syscalls = vec![Tally::ZERO; MAX_SYSCALLS as usize];
+        syscalls[110] = Tally {
+            calls: getppid_calls,
+            timed: getppid_calls,
+            total_ns: ns,
+            ..Tally::ZERO
+        };
+        let hooks = vec![Tally {
+            calls: hook_calls,
+            timed: hook_calls,
+            total_ns: hook_calls * 100,
+            ..Tally::ZERO
+        }];
+        let mut events = vec![0; event::COUNT as usize];
+        events[event::FORK as usize] = ops;
+        ProbedSample {
+            delta: Snapshot {
+                syscalls,
+                hooks,
+                events,
+            },
+            ops,
+        }
+    }
+
+    #[test]
+    fn per_op_figures_pool_all_samples() {
+        let samples = [sample(100, 100, 5000, 0), sample(300, 300, 15000, 0)];
+        let a = attribute(
+            &samples,
+            &[Some(Target::top("security_file_open"))],
+            100.0,
+            None,
+        );
+        let getppid = a
+            .rows
+            .iter()
+            .find(|r| r.name == "getppid")
+            .expect("getppid row");
+        assert_eq!(getppid.kind, PathKind::Syscall);
+        assert!((getppid.calls_per_op - 1.0).abs() < 1e-12);
+        assert!((getppid.ns_per_call - 50.0).abs() < 1e-12);
+        assert!((getppid.share - 0.5).abs() < 1e-12);
+        assert_eq!(getppid.samples_ns_per_op, vec![50.0, 50.0]);
+        // The probed hook is listed even though it was never called.
+        let hook = a
+            .rows
+            .iter()
+            .find(|r| r.name == "security_file_open")
+            .expect("hook row");
+        assert_eq!((hook.kind, hook.calls_per_op), (PathKind::Hook, 0.0));
+        assert!((a.events_per_op["fork"] - 1.0).abs() < 1e-12);
+    }
+
+    fn timed(total_ns: u64, nested: u64) -> Tally {
+        Tally {
+            calls: 1,
+            timed: 1,
+            total_ns,
+            nested,
+            ..Tally::ZERO
+        }
+    }
+
+    #[test]
+    fn corrected_rows_take_out_each_call_s_own_probe_and_every_nested_pair() {
+        // One open per op: openat runs security_file_open, which runs two LSM functions.
+        let mut syscalls = vec![Tally::ZERO; MAX_SYSCALLS as usize];
+        syscalls[257] = timed(3000, 3);
+        let hooks = vec![timed(1000, 2), timed(400, 0), timed(100, 0)];
+        let sample = ProbedSample {
+            delta: Snapshot {
+                syscalls,
+                hooks,
+                events: vec![0; event::COUNT as usize],
+            },
+            ops: 1,
+        };
+        let lsm = |function: &str, lsm: &str| Target {
+            function: function.into(),
+            parent: Some("security_file_open".into()),
+            lsm: Some(lsm.into()),
+        };
+        let functions = [
+            Some(Target::top("security_file_open")),
+            Some(lsm("apparmor_file_open", "apparmor")),
+            Some(lsm("bpf_lsm_file_open", "bpf")),
+        ];
+        let correction = Correction {
+            self_ns: 10.0,
+            pair_ns: 50.0,
+        };
+        let a = attribute(&[sample], &functions, 5000.0, Some(correction));
+        let corrected = |name: &str| {
+            let r = a.rows.iter().find(|r| r.name == name).expect(name);
+            (r.ns_per_call, r.corrected_ns_per_call)
+        };
+        assert_eq!(corrected("security_file_open"), (1000.0, 890.0));
+        assert_eq!(corrected("apparmor_file_open"), (400.0, 390.0));
+        assert_eq!(corrected("bpf_lsm_file_open"), (100.0, 90.0));
+        // A syscall row loses the three pairs inside it, not a pair of its own.
+        assert_eq!(corrected("openat"), (3000.0, 2850.0));
+        // 890 inclusive - 390 - 90 under it = 410 of the hook's own dispatch.
+        let hook = a.rows.iter().find(|r| r.name == "security_file_open");
+        assert_eq!(hook.and_then(|r| r.dispatch_ns_per_op), Some(410.0));
+        // Without a calibration the corrected figures are the raw ones.
+        let raw = attribute(&[], &functions, 5000.0, None);
+        assert!(raw
+            .rows
+            .iter()
+            .all(|r| r.corrected_ns_per_call == r.ns_per_call));
+    }
+
+    #[test]
+    fn unused_syscalls_are_left_out() {
+        let a = attribute(
+            &[sample(10, 0, 0, 5)],
+            &[Some(Target::top("security_file_open"))],
+            1000.0,
+            None,
+        );
+        assert_eq!(a.rows.len(), 1);
+        assert!((a.rows[0].ns_per_op - 50.0).abs() < 1e-12);
+    }
+
+    // Row arithmetic shared by the reports.
+
+    fn plain_row(kind: PathKind, name: &str, ns: f64) -> AttributionRow {
         AttributionRow {
             kind,
             name: name.into(),
@@ -102,10 +456,10 @@ mod tests {
     #[test]
     fn hooks_are_the_top_level_when_probed_and_lsm_rows_are_not_added_again() {
         let rows = vec![
-            row(PathKind::Syscall, "openat", 3000.0),
-            row(PathKind::Hook, "security_file_open", 400.0),
-            row(PathKind::Lsm, "apparmor_file_open", 380.0),
-            row(PathKind::Hook, "security_file_free", 100.0),
+            plain_row(PathKind::Syscall, "openat", 3000.0),
+            plain_row(PathKind::Hook, "security_file_open", 400.0),
+            plain_row(PathKind::Lsm, "apparmor_file_open", 380.0),
+            plain_row(PathKind::Hook, "security_file_free", 100.0),
         ];
         assert_eq!(residual_ns(5000.0, &rows), Some((Level::Hooks, 4500.0)));
         assert_eq!(
@@ -117,7 +471,7 @@ mod tests {
 
     #[test]
     fn per_sample_values_win_over_the_single_figure() {
-        let mut r = row(PathKind::Hook, "h", 10.0);
+        let mut r = plain_row(PathKind::Hook, "h", 10.0);
         r.samples_ns_per_op = vec![1.0, 3.0];
         assert_eq!(ns_per_op(&r), 2.0);
         assert_eq!(op_ns(Unit::Microseconds, 2.5), Some(2500.0));

@@ -203,8 +203,10 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
     println!(
         "  syscall probes add                 {:.1} ns per tracked syscall ({} the floor)",
         cal.syscall_probes_ns,
-        ratio((cal.empty_syscall_pair_ns > 0.0)
-            .then(|| cal.syscall_probes_ns / cal.empty_syscall_pair_ns))
+        ratio(
+            (cal.empty_syscall_pair_ns > 0.0)
+                .then(|| cal.syscall_probes_ns / cal.empty_syscall_pair_ns)
+        )
     );
     println!(
         "  syscall probes add                 {:.1} ns per untracked syscall",

@@ -8,7 +8,6 @@ pub mod compare;
 pub mod discovery;
 pub mod environment;
 pub mod history;
-pub mod hook_costs;
 pub mod import;
 pub mod inspect;
 pub mod lmbench;

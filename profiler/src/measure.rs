@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::{
-    hook_costs::{attribute, ProbedSample},
+    attribution::{attribute, ProbedSample},
     probes::Probes,
     results::{ExtraMetric, WorkloadFailure, WorkloadResult},
     runner::{protocol::Extra, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
@@ -134,6 +134,7 @@ pub fn measure(
                 &taken.probed,
                 &p.focused_functions(),
                 mean(&taken.clean_ns_per_op),
+                p.correction(),
             );
             result.attribution = a.rows;
             result.events_per_op = a.events_per_op;

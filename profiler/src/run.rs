@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{
-    environment, hook_costs,
+    environment,
     measure::{self, Overhead, SamplingOptions},
     probe_setup::{load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
@@ -267,18 +267,13 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             &progress,
         );
         let interrupted = outcome.interrupted;
-        let mut result = outcome.result;
+        let result = outcome.result;
         if let Some(failure) = &result.failure {
             supervisor.warn(&format!(
                 "workload {} failed in {}: {}",
                 spec.name, failure.phase, failure.error
             ));
             results.complete = false;
-        }
-        // A noisy calibration can come out negative; a probe never costs less than nothing.
-        if let Some(pair) = results.calibration.as_ref().and_then(|c| c.timed_pair_ns) {
-            let pair = pair.max(0.0);
-            hook_costs::correct_nesting(&mut result.attribution, pair);
         }
         if !result.clean.is_empty() || result.failure.is_some() {
             results.workloads.push(result);

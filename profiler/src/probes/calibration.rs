@@ -87,6 +87,7 @@ pub fn calibrate(
         probes.hooks.pop();
     }
     measured?;
+    probes.correction = crate::attribution::Correction::from_calibration(&cal);
     Ok(cal)
 }
 

@@ -32,7 +32,10 @@ pub use self::{
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
 };
-use crate::results::{ProbeRecord, ProbeReport, Refusal};
+use crate::{
+    attribution::Correction,
+    results::{ProbeRecord, ProbeReport, Refusal},
+};
 
 /// What to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +96,8 @@ pub struct Probes {
     focus: Option<Vec<String>>,
     /// The kernel's BTF as aya needs it (see `aya_btf`).
     btf: &'static aya::Btf,
+    /// The probes' own cost, once calibrated.
+    correction: Option<Correction>,
 }
 
 /// The kernel's BTF as aya needs it, parsed once per process: it is slow under emulation, and
@@ -109,6 +114,7 @@ fn aya_btf() -> Result<&'static aya::Btf> {
 impl Probes {
     /// Loads every program of the plan; refusals are recorded, not fatal.
     pub fn load(plan: &ProbePlan, kernel: &KernelBtf) -> Result<Probes> {
+        supported_architecture(std::env::consts::ARCH)?;
         raise_memlock_limit();
         raise_open_files_limit();
         let ebpf = EbpfLoader::new()
@@ -125,6 +131,7 @@ impl Probes {
             lsm_programs: Vec::new(),
             focus: None,
             btf,
+            correction: None,
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -425,6 +432,11 @@ impl Probes {
         Snapshot::read(&self.ebpf, self.hooks.len() as u32)
     }
 
+    /// What corrected figures take out of each timed duration (None until calibrated).
+    pub fn correction(&self) -> Option<Correction> {
+        self.correction
+    }
+
     /// Timed functions by slot (None for a slot whose pair was refused).
     pub fn hook_functions(&self) -> &[Option<Target>] {
         &self.hooks
@@ -502,6 +514,17 @@ fn detach_one(ebpf: &mut Ebpf, program: &str, link: Link) -> Result<()> {
     Ok(())
 }
 
+/// The syscall programs know x86_64's syscall numbers and `struct pt_regs` layout; elsewhere
+/// they would count nothing, so hookprof refuses to load them.
+fn supported_architecture(arch: &str) -> Result<()> {
+    anyhow::ensure!(
+        arch == "x86_64",
+        "hookprof's probes support x86_64 only (this is {arch}): they read x86_64 syscall \
+         numbers and registers; use --probes none for clean timings"
+    );
+    Ok(())
+}
+
 /// Every loaded program and every link is an fd: a full set of slots needs over 1,500.
 fn raise_open_files_limit() {
     let mut limit = libc::rlimit {
@@ -527,4 +550,17 @@ fn raise_memlock_limit() {
     };
     // SAFETY: a valid rlimit; failure only matters on old kernels, where load reports it.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_architectures_are_refused_in_one_line() {
+        assert!(supported_architecture("x86_64").is_ok());
+        let e = supported_architecture("aarch64").unwrap_err().to_string();
+        assert!(e.contains("x86_64 only (this is aarch64)"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
 }

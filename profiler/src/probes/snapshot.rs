@@ -56,6 +56,7 @@ pub fn tally_since(now: &Tally, earlier: &Tally) -> Tally {
         calls: now.calls - earlier.calls,
         timed: now.timed - earlier.timed,
         total_ns: now.total_ns - earlier.total_ns,
+        nested: now.nested - earlier.nested,
         hist,
     }
 }
@@ -69,6 +70,7 @@ pub fn tally_sum(a: &Tally, b: &Tally) -> Tally {
         calls: a.calls + b.calls,
         timed: a.timed + b.timed,
         total_ns: a.total_ns + b.total_ns,
+        nested: a.nested + b.nested,
         hist,
     }
 }

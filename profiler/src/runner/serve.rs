@@ -7,7 +7,7 @@ use std::{
     io::{self, BufRead, BufReader, Write},
     os::fd::{AsRawFd, FromRawFd},
     process::ExitCode,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{anyhow, Context, Result};
