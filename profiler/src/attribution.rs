@@ -111,12 +111,17 @@ pub fn attribute(
             event_total(index) as f64 / total_ops.max(1) as f64,
         );
     }
-    let lost = event_total(event::TRACK_FULL);
-    if lost > 0 {
-        events_per_op.insert(
-            "untracked_children".into(),
-            lost as f64 / total_ops.max(1) as f64,
-        );
+    // Diagnostics: listed only when they happened.
+    for (name, index) in [
+        ("untracked_children", event::TRACK_FULL),
+        ("unmatched_exits", event::UNMATCHED_EXIT),
+        ("stack_full", event::STACK_FULL),
+        ("gate_misuse", event::GATE_MISUSE),
+    ] {
+        let n = event_total(index);
+        if n > 0 {
+            events_per_op.insert(name.into(), n as f64 / total_ops.max(1) as f64);
+        }
     }
     Attribution {
         rows,
@@ -418,6 +423,15 @@ mod tests {
             .rows
             .iter()
             .all(|r| r.corrected_ns_per_call == r.ns_per_call));
+    }
+
+    #[test]
+    fn diagnostics_are_listed_per_op_only_when_they_happened() {
+        let mut s = sample(10, 0, 0, 5);
+        s.delta.events[event::UNMATCHED_EXIT as usize] = 2;
+        let a = attribute(&[s], &[], 1000.0, None);
+        assert_eq!(a.events_per_op.get("unmatched_exits"), Some(&0.2));
+        assert_eq!(a.events_per_op.get("stack_full"), None);
     }
 
     #[test]
