@@ -51,7 +51,7 @@ run_loop() { # run_loop TRACE: ns per call, with bpftrace on the loop's pid if T
     pid=$!
     exec 3> "$dir/go"
     if [ "$1" = 1 ]; then
-        bpftrace "$dir/syscalls.bt" "$pid" > "$dir/bt.out" 2>&1 &
+        bpftrace -B line "$dir/syscalls.bt" "$pid" > "$dir/bt.out" 2>&1 &
         bt=$!
         until grep -q Attaching "$dir/bt.out" 2>/dev/null; do sleep 0.2; done
         sleep 0.5
