@@ -4,7 +4,10 @@
 //! with its own task's entry, so no timed call can last longer than the sample it ran in.
 use std::time::Instant;
 
-use hookprof::probes::{gate, KernelBtf, ProbePlan, Probes, Target};
+use hookprof::{
+    probes::{KernelBtf, ProbePlan, Probes, Target},
+    scope::gate,
+};
 use hookprof_tests::{require_guest, require_root};
 use profiler_common::event;
 
