@@ -158,9 +158,10 @@ fn sample(
     progress: Progress,
     (result, taken, phase): (&mut WorkloadResult, &mut Taken, &mut String),
 ) -> Result<Wait<()>> {
+    // The scratch directory is bound first, so it is dropped last: after the workload.
     let Wait::Done(Started {
-        mut workload,
         _scratch,
+        mut workload,
     }) = start(
         spec,
         options,
