@@ -308,21 +308,7 @@ impl Drop for Hookprof {
     }
 }
 
-/// The children of process `pid`.
-pub fn children_of(pid: i32) -> Vec<i32> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten();
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<i32>>()
-        })
-        .collect()
-}
+pub use hookprof::runner::children_of;
 
 fn group_members(pgid: i32) -> String {
     let mut members = Vec::new();

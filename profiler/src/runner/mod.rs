@@ -10,7 +10,7 @@ mod workload;
 
 pub use self::{
     credentials::Credentials,
-    supervisor::Supervisor,
+    supervisor::{children_of, Supervisor},
     workload::{RemoteWorkload, WorkloadSetup},
 };
 

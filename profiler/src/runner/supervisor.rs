@@ -299,7 +299,7 @@ fn signal_name(sig: i32) -> String {
 /// it forked, reparented here.
 fn kill_orphans() {
     for _ in 0..100 {
-        let orphans = children();
+        let orphans = children_of(std::process::id() as libc::pid_t);
         if orphans.is_empty() {
             return;
         }
@@ -313,9 +313,12 @@ fn kill_orphans() {
     }
 }
 
-/// This process's children, from every thread's /proc children list.
-fn children() -> Vec<libc::pid_t> {
-    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+/// The children of process `pid`, from every thread's /proc children list (a child belongs
+/// to the thread that forked it).
+pub fn children_of(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
     tasks
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
