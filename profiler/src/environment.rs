@@ -32,7 +32,11 @@ pub fn detect() -> Environment {
 
 /// A `kB` field of /proc/self/status (VmHWM: the peak resident set), in KiB.
 pub fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// A `FIELD:   123 kB` line of a /proc status text, in KiB.
+pub fn status_field_kib(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))

@@ -331,3 +331,23 @@ pub struct AttributionRow {
     #[serde(default)]
     pub samples_ns_per_op: Vec<f64>,
 }
+
+impl Results {
+    /// The `--policy` the workloads ran under, one summary per policy joined by "; ": "none"
+    /// for a hookprof run without one, "" when the source cannot say (imports).
+    pub fn policy_summary(&self) -> String {
+        let summaries: Vec<&str> = self
+            .options
+            .get("policy")
+            .and_then(|p| p.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("summary").and_then(|s| s.as_str()))
+            .collect();
+        match (summaries.is_empty(), self.source == "hookprof") {
+            (false, _) => summaries.join("; "),
+            (true, true) => "none".into(),
+            (true, false) => String::new(),
+        }
+    }
+}

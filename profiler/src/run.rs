@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::{
     environment,
     measure::{self, Overhead, SamplingOptions},
+    policy::Policy,
     probe_setup::{load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
     results::{LsmProgramRecord, Results, SCHEMA_VERSION},
@@ -49,6 +50,22 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub baseline: crate::baseline::SaveArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Run the workloads under a security policy, which the runner takes on (after --user's
+    /// credentials) before it sets up any workload: landlock:FILE (a JSON ruleset),
+    /// seccomp:FILE (a JSON syscall filter) or apparmor:PROFILE (a loaded profile).
+    /// Repeatable. The formats are in the README ("Measuring a policy").
+    #[arg(long, value_name = "KIND:SPEC", value_parser = parse_policy)]
+    pub policy: Vec<Policy>,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s).map_err(|e| format!("{e:#}"))
 }
 
 /// What a run measures and how: the options `hookprof ab` hands on to the run in each boot.
@@ -199,6 +216,11 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
+    let policies = &run_args.policy.policy;
+    for policy in policies {
+        policy.check(&environment.active_lsms)?;
+    }
+    supervisor.confine(policies.clone());
     let options = SamplingOptions {
         samples: args.samples as usize,
         min_sample: Duration::from_millis(args.min_sample_ms),
@@ -242,7 +264,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         complete: true,
         source: "hookprof".into(),
         environment,
-        options: recorded_options(args, overhead),
+        options: recorded_options(args, policies, overhead),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
         calibration,
@@ -399,6 +421,7 @@ fn progress_bar(quiet: bool, workloads: usize) -> ProgressBar {
 
 fn recorded_options(
     args: &MeasureArgs,
+    policies: &[Policy],
     overhead: Overhead,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
     use serde_json::json;
@@ -415,6 +438,10 @@ fn recorded_options(
         ("inject", json!(args.inject)),
         ("stack_noop", json!(args.stack_noop)),
         ("timeout_per_workload", json!(args.timeout_per_workload)),
+        (
+            "policy",
+            json!(policies.iter().map(Policy::record).collect::<Vec<_>>()),
+        ),
         ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]

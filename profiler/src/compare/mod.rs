@@ -468,11 +468,12 @@ pub fn compare(
 
 fn environment_differences(old: &[Results], new: &[Results]) -> Vec<EnvironmentDifference> {
     type Field = (&'static str, fn(&Results) -> String);
-    let fields: [Field; 4] = [
+    let fields: [Field; 5] = [
         ("kernel", |r| r.environment.kernel_release.clone()),
         ("CPU", |r| r.environment.cpu_model.clone()),
         ("LSMs", |r| r.environment.active_lsms.join(",")),
         ("lockdown", |r| r.environment.lockdown.clone()),
+        ("policy", Results::policy_summary),
     ];
     let distinct = |side: &[Results], f: fn(&Results) -> String| {
         let mut values: Vec<String> = Vec::new();
@@ -566,6 +567,26 @@ mod tests {
         r.label = label.into();
         r.workloads[0].clean = clean.to_vec();
         r
+    }
+
+    #[test]
+    fn a_policy_on_one_side_is_an_environment_difference() {
+        let old = sample_results();
+        let mut new = sample_results();
+        new.options.insert(
+            "policy".into(),
+            serde_json::json!([{ "kind": "landlock", "summary": "landlock (2 layers, 15 rules)" }]),
+        );
+        let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+        let d = c.environment.iter().find(|d| d.field == "policy").unwrap();
+        assert_eq!(
+            (d.old.as_slice(), d.new.as_slice()),
+            (
+                &["none".to_string()][..],
+                &["landlock (2 layers, 15 rules)".to_string()][..]
+            )
+        );
+        assert!(render_text(&c).contains("policy: none -> landlock (2 layers, 15 rules)"));
     }
 
     #[test]

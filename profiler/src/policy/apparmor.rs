@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 
 const PROFILES: &str = "/sys/kernel/security/apparmor/profiles";
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AppArmorProfile(String);
 
 impl AppArmorProfile {

@@ -23,20 +23,20 @@ use landlock::{
     Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, ABI,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::OneOrMany;
 
 /// The newest ABI whose filesystem rights this file names; `all` means these.
 const KNOWN_ABI: ABI = ABI::V5;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LandlockRuleset {
     layers: Vec<Layer>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Layer {
     handled: OneOrMany,
@@ -44,7 +44,7 @@ struct Layer {
     allow: Vec<Rule>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Rule {
     path: String,

@@ -10,14 +10,15 @@ mod apparmor;
 mod landlock;
 mod seccomp;
 
-use std::{fmt, path::Path};
+use std::{fmt, os::fd::RawFd, path::Path};
 
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
 
 pub use self::{apparmor::AppArmorProfile, landlock::LandlockRuleset, seccomp::SeccompPolicy};
 
-/// One `--policy KIND:SPEC`.
-#[derive(Debug, Clone, PartialEq)]
+/// One `--policy KIND:SPEC`, parsed (it travels to the runner as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Policy {
     Landlock(LandlockRuleset),
     Seccomp(SeccompPolicy),
@@ -76,11 +77,12 @@ impl Policy {
     }
 
     /// Puts the calling thread (and whatever it forks from now on) under the policy. Landlock
-    /// and seccomp confine the calling thread only, so the profiler's other threads stay free.
-    pub fn apply(&self) -> Result<()> {
+    /// and seccomp confine the calling thread only. `harness_fds` are the pipes the caller
+    /// keeps talking to its supervisor over, which a seccomp allow-list lets through.
+    pub fn apply(&self, harness_fds: &[RawFd]) -> Result<()> {
         match self {
             Policy::Landlock(r) => r.apply(),
-            Policy::Seccomp(s) => s.apply(),
+            Policy::Seccomp(s) => s.apply(harness_fds),
             Policy::AppArmor(p) => p.apply(),
         }
         .with_context(|| format!("apply --policy {self}"))
@@ -110,7 +112,7 @@ impl fmt::Display for Policy {
 }
 
 /// Accepts `"x"` or `["x", "y"]` where a list of names is expected.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 enum OneOrMany {
     One(String),
@@ -144,6 +146,33 @@ mod tests {
         let p = Policy::parse("apparmor:hookprof-test").unwrap();
         assert_eq!(p.to_string(), "apparmor (hookprof-test)");
         assert_eq!(p.record()["kind"], "apparmor");
+    }
+
+    /// The runner gets its policies as JSON: each kind must come back the same.
+    #[test]
+    fn policies_survive_the_trip_to_the_runner() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        };
+        let landlock = file(
+            "l.json",
+            r#"{"layers": [{"handled": ["read_file", "write"], "allow": [{"path": "/tmp", "access": "all"}]}]}"#,
+        );
+        let seccomp = file(
+            "s.json",
+            r#"{"default_action": "errno:38", "syscalls": ["read", "getppid"]}"#,
+        );
+        let policies = vec![
+            Policy::parse(&format!("landlock:{landlock}")).unwrap(),
+            Policy::parse(&format!("seccomp:{seccomp}")).unwrap(),
+            Policy::parse("apparmor:hookprof-test").unwrap(),
+        ];
+        let json = serde_json::to_string(&policies).unwrap();
+        let back: Vec<Policy> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, policies);
     }
 
     #[test]

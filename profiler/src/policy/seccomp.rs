@@ -11,21 +11,29 @@
 //! "action": "errno"`. Actions: `allow`, `errno` (EPERM), `errno:N`, `log`, `trap`,
 //! `kill_thread`, `kill_process`. Names are this architecture's syscall names.
 //!
-//! The filter is built with seccompiler. The measuring harness needs a few calls of its own
-//! (the tracking window's gate ioctl, only on its invalid fd; futex; exit; memory management),
-//! so an allow-list allows those too, and says so in its summary.
-use std::collections::BTreeMap;
+//! The filter is built with seccompiler. The measuring harness (the runner) needs a few calls
+//! of its own between samples: reads and writes on its pipes to the profiler and on its peak
+//! RSS files (only on those fds), the tracking window's gate ioctl (only on its invalid fd), the calibration's getppid,
+//! pinning, memory management and exit. An allow-list allows those too, and says so in its
+//! summary; without them the runner could not take a second sample.
+use std::{
+    collections::{btree_map::Entry, BTreeMap},
+    os::fd::RawFd,
+};
 
 use anyhow::{bail, Context, Result};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use syscalls::Sysno;
 
-/// What the harness itself calls while the filter is in force (besides the gate).
+/// What the harness itself calls while the filter is in force (besides its pipes and the
+/// gate).
 const HARNESS_SYSCALLS: &[Sysno] = &[
+    Sysno::getppid,
+    Sysno::sched_setaffinity,
     Sysno::futex,
     Sysno::exit,
     Sysno::exit_group,
@@ -39,7 +47,7 @@ const HARNESS_SYSCALLS: &[Sysno] = &[
     Sysno::clock_gettime,
 ];
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeccompPolicy {
     default_action: String,
@@ -67,10 +75,10 @@ impl SeccompPolicy {
         Ok(policy)
     }
 
-    /// `allow for 4 syscalls, errno otherwise; +12 allowed for the harness`.
+    /// `allow for 4 syscalls, errno otherwise; +17 allowed for the harness`.
     pub fn summary(&self) -> String {
         let harness = if self.adds_harness_rules() {
-            format!("; +{} allowed for the harness", HARNESS_SYSCALLS.len() + 1)
+            format!("; +{} allowed for the harness", HARNESS_SYSCALLS.len() + 4)
         } else {
             String::new()
         };
@@ -93,12 +101,13 @@ impl SeccompPolicy {
 
     /// The filter compiles for this architecture.
     pub fn check(&self) -> Result<()> {
-        self.program().map(drop)
+        self.program(&[]).map(drop)
     }
 
-    /// Installs the filter on the calling thread (seccompiler sets no_new_privs first).
-    pub fn apply(&self) -> Result<()> {
-        seccompiler::apply_filter(&self.program()?).context("seccomp(SET_MODE_FILTER)")
+    /// Installs the filter on the calling thread (seccompiler sets no_new_privs first); an
+    /// allow-list lets the harness read and write `harness_fds`.
+    pub fn apply(&self, harness_fds: &[RawFd]) -> Result<()> {
+        seccompiler::apply_filter(&self.program(harness_fds)?).context("seccomp(SET_MODE_FILTER)")
     }
 
     /// An allow-list must let the harness work; a deny-list leaves it alone anyway.
@@ -117,7 +126,7 @@ impl SeccompPolicy {
             .collect()
     }
 
-    fn program(&self) -> Result<BpfProgram> {
+    fn program(&self, harness_fds: &[RawFd]) -> Result<BpfProgram> {
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = self
             .numbers()?
             .into_iter()
@@ -127,19 +136,11 @@ impl SeccompPolicy {
             for s in HARNESS_SYSCALLS {
                 rules.entry(s.id() as i64).or_default();
             }
-            // The gate's ioctl on its invalid fd; an ioctl the user listed stays unconditional.
-            if let std::collections::btree_map::Entry::Vacant(e) =
-                rules.entry(Sysno::ioctl.id() as i64)
-            {
-                let fd = profiler_common::GATE_FD as i32 as u32;
-                let on_gate_fd = SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    u64::from(fd),
-                )?;
-                e.insert(vec![SeccompRule::new(vec![on_gate_fd])?]);
-            }
+            let gate_fd = [profiler_common::GATE_FD as RawFd];
+            allow_on_fds(&mut rules, Sysno::ioctl, &gate_fd)?;
+            allow_on_fds(&mut rules, Sysno::read, harness_fds)?;
+            allow_on_fds(&mut rules, Sysno::write, harness_fds)?;
+            allow_on_fds(&mut rules, Sysno::pread64, harness_fds)?;
         }
         let filter = SeccompFilter::new(
             rules,
@@ -150,6 +151,32 @@ impl SeccompPolicy {
         .context("build the filter")?;
         filter.try_into().context("compile the filter")
     }
+}
+
+/// Allows `call` when its first argument is one of `fds`; a call the user listed stays
+/// allowed on every fd.
+fn allow_on_fds(
+    rules: &mut BTreeMap<i64, Vec<SeccompRule>>,
+    call: Sysno,
+    fds: &[RawFd],
+) -> Result<()> {
+    let Entry::Vacant(entry) = rules.entry(call.id() as i64) else {
+        return Ok(());
+    };
+    if fds.is_empty() {
+        return Ok(());
+    }
+    let on_fd = |fd: RawFd| {
+        let arg0 = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            fd as u32 as u64,
+        )?;
+        SeccompRule::new(vec![arg0])
+    };
+    entry.insert(fds.iter().map(|&fd| on_fd(fd)).collect::<Result<_, _>>()?);
+    Ok(())
 }
 
 fn action(name: &str) -> Result<SeccompAction> {
@@ -193,11 +220,13 @@ mod tests {
             p.summary(),
             format!(
                 "allow for 4 syscalls, errno otherwise; +{} allowed for the harness",
-                HARNESS_SYSCALLS.len() + 1
+                HARNESS_SYSCALLS.len() + 4
             )
         );
         p.check().unwrap();
-        assert!(p.program().unwrap().len() > 10);
+        let without_pipes = p.program(&[]).unwrap().len();
+        assert!(without_pipes > 10);
+        assert!(p.program(&[3, 4]).unwrap().len() > without_pipes);
     }
 
     #[test]

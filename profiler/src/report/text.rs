@@ -45,6 +45,10 @@ pub(crate) fn environment_line(r: &Results) -> String {
     if !e.cpu_model.is_empty() {
         let _ = write!(line, ", CPU {} x{}", e.cpu_model, e.cpus);
     }
+    let policy = r.policy_summary();
+    if !policy.is_empty() && policy != "none" {
+        let _ = write!(line, ", policy {policy}");
+    }
     let _ = write!(line, " ({}: {})", r.source, r.label);
     if !r.complete {
         line.push_str(", INCOMPLETE: the run was interrupted");

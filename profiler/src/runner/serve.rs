@@ -5,7 +5,7 @@
 use std::{
     fs::File,
     io::{self, BufRead, BufReader, Write},
-    os::fd::{AsRawFd, FromRawFd},
+    os::fd::{AsRawFd, FromRawFd, RawFd},
     process::ExitCode,
     time::Duration,
 };
@@ -17,6 +17,7 @@ use super::{
     protocol::{Extra, Reply, Request},
 };
 use crate::{
+    policy::Policy,
     scope::with_window,
     workloads::{self, Workload, WorkloadOptions},
 };
@@ -36,10 +37,27 @@ pub struct RunnerArgs {
     uid: Option<u32>,
     #[arg(long, requires = "uid")]
     gid: Option<u32>,
+    /// The `--policy` list as JSON: applied after the credentials, before any request is
+    /// served, so every workload runs under it.
+    #[arg(long, value_parser = parse_policies, default_value = "[]")]
+    policies: PolicyList,
+}
+
+#[derive(Debug, Clone)]
+struct PolicyList(Vec<Policy>);
+
+fn parse_policies(json: &str) -> Result<PolicyList, String> {
+    serde_json::from_str(json)
+        .map(PolicyList)
+        .map_err(|e| e.to_string())
 }
 
 impl RunnerArgs {
-    pub fn command_line(parent: u32, user: Option<Credentials>) -> Vec<String> {
+    pub fn command_line(
+        parent: u32,
+        user: Option<Credentials>,
+        policies: &[Policy],
+    ) -> Vec<String> {
         let mut args = vec!["__runner".into(), "--parent".into(), parent.to_string()];
         if let Some(user) = user {
             args.extend([
@@ -48,6 +66,10 @@ impl RunnerArgs {
                 "--gid".into(),
                 user.gid.to_string(),
             ]);
+        }
+        if !policies.is_empty() {
+            let json = serde_json::to_string(policies).expect("policies serialize");
+            args.extend(["--policies".into(), json]);
         }
         args
     }
@@ -67,15 +89,20 @@ pub fn main(args: &RunnerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Every request of a runner that could not start fails with the reason.
-    let started = start(args);
+    // Every request of a runner that could not start (or take on its policy) fails with the
+    // reason: it never serves unconfined.
+    // Opened before any policy, which may deny opening files.
+    let peak_rss = PeakRss::open();
+    let mut harness_fds = vec![requests.as_raw_fd(), replies.as_raw_fd()];
+    harness_fds.extend(peak_rss.fds());
+    let started = start(args, &harness_fds);
     let mut hosted: Option<Hosted> = None;
     for line in BufReader::new(requests).lines() {
         let Ok(line) = line else { break };
         let reply = match (&started, serde_json::from_str::<Request>(&line)) {
             (Err(e), _) => Err(anyhow!("the runner could not start: {e:#}")),
             (Ok(()), Err(e)) => Err(anyhow!("bad request {line:?}: {e}")),
-            (Ok(()), Ok(request)) => serve(request, &mut hosted),
+            (Ok(()), Ok(request)) => serve(request, &mut hosted, &peak_rss),
         };
         let reply = reply.unwrap_or_else(|e| Reply::Failed {
             error: format!("{e:#}"),
@@ -108,8 +135,9 @@ fn take_stdio() -> io::Result<(File, File)> {
     Ok(unsafe { (File::from_raw_fd(pipes[0]), File::from_raw_fd(pipes[1])) })
 }
 
-/// Dies with the supervisor and takes on `--user`'s credentials.
-fn start(args: &RunnerArgs) -> Result<()> {
+/// Dies with the supervisor, takes on `--user`'s credentials, then the policies (`harness_fds`,
+/// the pipes to the supervisor and the peak RSS files, stay usable under a seccomp allow-list).
+fn start(args: &RunnerArgs, harness_fds: &[RawFd]) -> Result<()> {
     die_with_parent(args.parent)?;
     if let (Some(uid), Some(gid)) = (args.uid, args.gid) {
         credentials::become_user(Credentials { uid, gid })?;
@@ -118,6 +146,19 @@ fn start(args: &RunnerArgs) -> Result<()> {
         die_with_parent(args.parent)?;
         // SAFETY: prctl with plain integer arguments.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
+    }
+    if !args.policies.0.is_empty() {
+        // A policy may kill the runner (a seccomp filter's kill action): that is the
+        // workload's error, not a crash to leave a core file for.
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit with a valid rlimit.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+    }
+    for policy in &args.policies.0 {
+        policy.apply(harness_fds)?;
     }
     Ok(())
 }
@@ -134,7 +175,7 @@ fn die_with_parent(parent: u32) -> Result<()> {
     Ok(())
 }
 
-fn serve(request: Request, hosted: &mut Option<Hosted>) -> Result<Reply> {
+fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> Result<Reply> {
     Ok(match request {
         Request::Create {
             workload,
@@ -149,7 +190,7 @@ fn serve(request: Request, hosted: &mut Option<Hosted>) -> Result<Reply> {
             if let Some(&cpu) = pin.first() {
                 workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
             }
-            reset_peak_rss();
+            peak_rss.reset();
             let options = WorkloadOptions {
                 scratch_dir,
                 pin,
@@ -187,7 +228,7 @@ fn serve(request: Request, hosted: &mut Option<Hosted>) -> Result<Reply> {
         Request::Drop => {
             *hosted = None;
             Reply::Dropped {
-                peak_rss_kib: peak_rss_kib(),
+                peak_rss_kib: peak_rss.kib(),
             }
         }
         Request::GetppidLoop { calls, tracked } => Reply::GetppidLoop {
@@ -229,11 +270,42 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Starts the peak RSS (VmHWM) afresh for the next workload.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
+/// The runner's peak resident set (VmHWM), through files opened once: a policy may deny
+/// opening them later, and a seccomp allow-list lets only these fds through.
+struct PeakRss {
+    clear_refs: Option<File>,
+    status: Option<File>,
 }
 
-fn peak_rss_kib() -> Option<u64> {
-    crate::environment::status_kib("VmHWM")
+impl PeakRss {
+    fn open() -> PeakRss {
+        PeakRss {
+            clear_refs: File::options()
+                .write(true)
+                .open("/proc/self/clear_refs")
+                .ok(),
+            status: File::open("/proc/self/status").ok(),
+        }
+    }
+
+    fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        [&self.clear_refs, &self.status]
+            .into_iter()
+            .flatten()
+            .map(|f| f.as_raw_fd())
+    }
+
+    /// Starts the peak afresh for the next workload.
+    fn reset(&self) {
+        if let Some(mut f) = self.clear_refs.as_ref() {
+            let _ = f.write_all(b"5");
+        }
+    }
+
+    fn kib(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0; 8192];
+        let n = self.status.as_ref()?.read_at(&mut buf, 0).ok()?;
+        crate::environment::status_field_kib(&String::from_utf8_lossy(&buf[..n]), "VmHWM")
+    }
 }

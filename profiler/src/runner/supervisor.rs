@@ -25,6 +25,7 @@ use super::{
     serve::RunnerArgs,
     Wait,
 };
+use crate::policy::Policy;
 
 /// How often the progress display is redrawn while a request is under way.
 const TICK: Duration = Duration::from_millis(100);
@@ -48,6 +49,8 @@ pub struct Supervisor {
     signals: Signals,
     runner: Option<RunnerProcess>,
     user: Option<Credentials>,
+    /// `--policy`: every runner takes these on before it serves.
+    policies: Vec<Policy>,
     timeout: Duration,
     /// When the current workload (or discovery burst) must be done.
     deadline: Option<Instant>,
@@ -84,11 +87,17 @@ impl Supervisor {
             signals,
             runner: None,
             user,
+            policies: Vec::new(),
             timeout,
             deadline: None,
             bar,
             interrupted: false,
         })
+    }
+
+    /// Every runner started from now on puts itself under `policies` before it serves.
+    pub fn confine(&mut self, policies: Vec<Policy>) {
+        self.policies = policies;
     }
 
     /// True once Ctrl-C or SIGTERM came: every request from then on ends as interrupted.
@@ -127,7 +136,11 @@ impl Supervisor {
         let _entered = self.rt.enter();
         // The same binary, executed afresh: none of this process's memory or fds comes along.
         let mut child = Command::new("/proc/self/exe")
-            .args(RunnerArgs::command_line(std::process::id(), self.user))
+            .args(RunnerArgs::command_line(
+                std::process::id(),
+                self.user,
+                &self.policies,
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
