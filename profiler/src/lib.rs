@@ -22,6 +22,7 @@ pub mod run;
 pub mod runner;
 pub mod scope;
 pub mod scratch;
+pub mod stat;
 pub mod stats;
 pub mod workloads;
 

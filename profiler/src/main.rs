@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{ab, compare, history, import, inspect, report, run, runner};
+use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// Run the workloads clean and probed, and attribute each operation's time.
     Run(Box<run::RunArgs>),
+    /// Run a command N times clean and probed, and attribute each run's time over its whole
+    /// process tree: `hookprof stat [OPTIONS] -- CMD [ARGS...]`.
+    Stat(Box<stat::StatArgs>),
     /// Compare two result sets (files or directories) with statistics and hook attribution.
     Compare(compare::CompareArgs),
     /// Order a series of results by time and find where each metric's level steps.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Runner(args) => return runner::serve::main(&args),
         Command::Run(args) => run::run(&args),
+        Command::Stat(args) => stat::stat(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::History(args) => history::execute(&args),
         Command::Ab(args) => ab::ab(&args),

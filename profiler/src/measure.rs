@@ -14,7 +14,7 @@ use crate::{
     results::{ExtraMetric, WorkloadFailure, WorkloadResult},
     runner::{protocol::Extra, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
     scratch,
-    workloads::{Metric, WorkloadSpec},
+    workloads::{command::CommandLine, Metric, WorkloadSpec},
 };
 
 #[derive(Debug, Clone)]
@@ -25,6 +25,10 @@ pub struct SamplingOptions {
     pub jobs: Option<usize>,
     /// Run the workloads with these credentials (`--user`); the profiler keeps its own.
     pub user: Option<Credentials>,
+    /// Untimed samples before the first timed one.
+    pub warmup: usize,
+    /// `stat`'s command, for its workload.
+    pub command: Option<CommandLine>,
 }
 
 /// What the timing itself costs, measured once per run and taken out of every sample.
@@ -185,8 +189,10 @@ fn sample(
         return Ok(Wait::Interrupted);
     };
     *phase = "warm-up".into();
-    if let Wait::Interrupted = workload.run(ops, false).context("warm-up")? {
-        return Ok(Wait::Interrupted);
+    for _ in 0..options.warmup {
+        if let Wait::Interrupted = workload.run(ops, false).context("warm-up")? {
+            return Ok(Wait::Interrupted);
+        }
     }
     result.iterations = ops;
 
@@ -259,6 +265,7 @@ pub fn start<'s>(
         scratch_dir: scratch.path().to_path_buf(),
         pin: options.pin.clone(),
         jobs: options.jobs,
+        command: options.command.clone(),
         tracked,
     };
     let pid = supervisor.runner_pid()?;

@@ -19,7 +19,7 @@ use crate::{
     probes::Probes,
     results::{LsmProgramRecord, Results, SCHEMA_VERSION},
     runner::{Credentials, Supervisor, Wait},
-    workloads::{self, Suite},
+    workloads::{self, command::CommandLine, Suite, WorkloadSpec},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -185,14 +185,37 @@ fn parse_inject(s: &str) -> Result<(String, u64), String> {
     ))
 }
 
+/// What a run measures: its workloads (or `stat`'s command) and how many samples each takes.
+pub struct Plan {
+    pub specs: Vec<&'static WorkloadSpec>,
+    /// Timed samples per pass (clean and probed each).
+    pub samples: u32,
+    /// Untimed samples before them.
+    pub warmup: u32,
+    /// `stat`'s command, the one workload in `specs`.
+    pub command: Option<CommandLine>,
+}
+
 pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     if run_args.list {
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
+    let args = &run_args.measure;
+    let plan = Plan {
+        specs: workloads::select(args.workloads.as_deref(), args.suite)?,
+        samples: args.samples,
+        warmup: 1,
+        command: None,
+    };
+    measure_plan(run_args, &plan)
+}
+
+/// Measures `plan` with `run_args`' options, then writes and prints the results.
+pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
     let output = run_args.output.as_deref();
     let args = &run_args.measure;
-    let specs = workloads::select(args.workloads.as_deref(), args.suite)?;
+    let specs = &plan.specs;
     if let Some(out) = output {
         check_writable(out)?;
     }
@@ -222,11 +245,13 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     }
     supervisor.confine(policies.clone());
     let options = SamplingOptions {
-        samples: args.samples as usize,
+        samples: plan.samples as usize,
         min_sample: Duration::from_millis(args.min_sample_ms),
         pin: args.pin.clone(),
         jobs: args.jobs,
         user,
+        warmup: plan.warmup as usize,
+        command: plan.command.clone(),
     };
     let (mut probes, calibration, focus) = match kinds {
         Some(kinds) => {
@@ -235,7 +260,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
                 hooks: &args.hooks,
                 inject: &args.inject,
                 stack_noop: args.stack_noop,
-                specs: &specs,
+                specs,
                 options: &options,
                 active_lsms: &environment.active_lsms,
                 bar: &bar,
@@ -264,7 +289,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         complete: true,
         source: "hookprof".into(),
         environment,
-        options: recorded_options(args, policies, overhead),
+        options: recorded_options(args, plan, policies, overhead),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
         calibration,
@@ -421,16 +446,24 @@ fn progress_bar(quiet: bool, workloads: usize) -> ProgressBar {
 
 fn recorded_options(
     args: &MeasureArgs,
+    plan: &Plan,
     policies: &[Policy],
     overhead: Overhead,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
     use serde_json::json;
+    let command = plan.command.as_ref().map(|c| {
+        [
+            ("command", json!(c.argv)),
+            ("prepare", json!(c.prepare)),
+            ("warmup", json!(plan.warmup)),
+        ]
+    });
     [
         ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
         ("workloads", json!(args.workloads)),
         ("hooks", json!(args.hooks)),
         ("probes", json!(args.probes)),
-        ("samples", json!(args.samples)),
+        ("samples", json!(plan.samples)),
         ("min_sample_ms", json!(args.min_sample_ms)),
         ("pin", json!(args.pin)),
         ("jobs", json!(args.jobs)),
@@ -446,6 +479,7 @@ fn recorded_options(
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]
     .into_iter()
+    .chain(command.into_iter().flatten())
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }

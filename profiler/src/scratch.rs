@@ -36,6 +36,18 @@ impl Drop for Scratch {
 
 /// A fresh scratch directory for `workload`, owned by `user` if given.
 pub fn create(workload: &str, user: Option<Credentials>) -> Result<Scratch> {
+    // `stat`'s workloads are command lines: keep a short, path-safe part of the name.
+    let workload: String = workload
+        .chars()
+        .take(32)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{workload}-{}-", std::process::id()))
         .rand_bytes(RANDOM_LEN)

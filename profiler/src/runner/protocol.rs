@@ -4,14 +4,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::Unit;
+use crate::{results::Unit, workloads::command::CommandLine};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Request {
     /// Creates the workload (inside the tracking window if `tracked`, so helper processes
-    /// it forks are followed), pinned to `pin[0]`.
+    /// it forks are followed), pinned to `pin[0]`: the registry's workload of that name, or
+    /// with `command`, `stat`'s runs of that command.
     Create {
         workload: String,
+        command: Option<CommandLine>,
         scratch_dir: PathBuf,
         pin: Vec<usize>,
         jobs: Option<usize>,

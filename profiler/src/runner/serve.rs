@@ -179,14 +179,21 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
     Ok(match request {
         Request::Create {
             workload,
+            command,
             scratch_dir,
             pin,
             jobs,
             tracked,
         } => {
             *hosted = None;
-            let spec = workloads::find(&workload)
-                .with_context(|| format!("no workload named {workload}"))?;
+            let create = match &command {
+                Some(_) => workloads::command::create,
+                None => {
+                    workloads::find(&workload)
+                        .with_context(|| format!("no workload named {workload}"))?
+                        .create
+                }
+            };
             if let Some(&cpu) = pin.first() {
                 workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
             }
@@ -195,8 +202,9 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
                 scratch_dir,
                 pin,
                 jobs,
+                command,
             };
-            let created = with_window(tracked, || (spec.create)(&options))
+            let created = with_window(tracked, || create(&options))
                 .with_context(|| format!("set up {workload}"))?;
             let ops_per_round = created.ops_per_round();
             *hosted = Some(Hosted {

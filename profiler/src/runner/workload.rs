@@ -7,13 +7,15 @@ use super::{
     protocol::{Extra, Reply, Request},
     Supervisor, Wait,
 };
-use crate::workloads::WorkloadSpec;
+use crate::workloads::{command::CommandLine, WorkloadSpec};
 
 /// How a workload is to be set up.
 pub struct WorkloadSetup {
     pub scratch_dir: PathBuf,
     pub pin: Vec<usize>,
     pub jobs: Option<usize>,
+    /// `stat`'s command, for its workload.
+    pub command: Option<CommandLine>,
     /// Set-up runs inside the tracking window, so the helper processes it forks are followed.
     pub tracked: bool,
 }
@@ -37,6 +39,7 @@ impl<'s> RemoteWorkload<'s> {
         let runner_pid = supervisor.runner_pid()?;
         let request = Request::Create {
             workload: spec.name.into(),
+            command: setup.command,
             scratch_dir: setup.scratch_dir,
             pin: setup.pin,
             jobs: setup.jobs,

@@ -14,6 +14,7 @@ use crate::results::Unit;
 mod bandwidth;
 mod build;
 mod channel;
+pub mod command;
 mod ctxsw;
 mod fs;
 mod ipc;
@@ -111,6 +112,8 @@ pub struct WorkloadOptions {
     pub pin: Vec<usize>,
     /// `make -j` for `build`.
     pub jobs: Option<usize>,
+    /// `stat`'s command, for its workload.
+    pub command: Option<command::CommandLine>,
 }
 
 /// One extra metric of a run (build: user, system, cpu_percent).
@@ -299,6 +302,7 @@ pub(crate) mod tests {
             scratch_dir: dir.to_path_buf(),
             pin: Vec::new(),
             jobs: None,
+            command: None,
         }
     }
 

@@ -1,0 +1,47 @@
+//! `hookprof stat [OPTIONS] -- CMD [ARGS...]`: the perf-stat / hyperfine habit with hookprof's
+//! attribution. The runner runs CMD `--runs` times clean and as often probed, interleaved, one
+//! run a sample, after `--warmup` untimed runs; the probes count its whole process tree. The
+//! results are a run's results with one workload named after the command, so `report`,
+//! `compare` and baselines read them unchanged.
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::{
+    run::{self, Plan, RunArgs},
+    workloads::command::CommandLine,
+};
+
+#[derive(clap::Args, Debug)]
+pub struct StatArgs {
+    /// Runs of the command per pass (clean and probed each).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    pub runs: u32,
+    /// Untimed runs before the first timed one.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// A shell command run before each run of CMD (warm-up runs included), neither timed nor
+    /// attributed: to reset state, drop caches, remove output.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The command to measure, with its arguments.
+    #[arg(last = true, required = true, value_name = "CMD",
+          conflicts_with_all = ["workloads", "suite", "list", "samples"])]
+    pub command: Vec<String>,
+}
+
+pub fn stat(args: &StatArgs) -> Result<ExitCode> {
+    let command = CommandLine {
+        argv: args.command.clone(),
+        prepare: args.prepare.clone(),
+    };
+    let plan = Plan {
+        specs: vec![command.spec()],
+        samples: args.runs,
+        warmup: args.warmup,
+        command: Some(command),
+    };
+    run::measure_plan(&args.run, &plan)
+}

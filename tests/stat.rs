@@ -1,0 +1,120 @@
+//! `hookprof stat -- CMD` on the running kernel: the command's whole process tree is
+//! attributed, run by run, in results that `report` and `compare` read like a run's.
+use hookprof::results::Results;
+use hookprof_tests::{assert_near, hookprof, require_root, row, workload};
+
+/// sh starts two background children and waits: per run, three processes are forked (sh
+/// itself, by the launch, and its two children), three exec and three exit.
+#[test]
+fn stat_attributes_a_forking_commands_whole_process_tree_per_run() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stat.json");
+    let marks = dir.path().join("marks");
+    let prepare = format!("echo prepared >> {}", marks.display());
+    let command = "/bin/true & /bin/true & wait";
+    let o = hookprof(&[
+        "stat",
+        "--runs",
+        "3",
+        "--prepare",
+        &prepare,
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        command,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = Results::load(&out).unwrap();
+    let name = format!("/bin/sh -c {command}");
+    let w = workload(&r, &name);
+    assert_eq!((w.clean.len(), w.probed.len(), w.iterations), (3, 3, 1));
+    for event in ["fork", "exec", "exit"] {
+        assert_near(
+            &format!("{event} events/run"),
+            w.events_per_op[event],
+            3.0,
+            0.01,
+        );
+    }
+    assert_near("execve calls/run", row(w, "execve").calls_per_op, 3.0, 0.01);
+    assert!(
+        row(w, "wait4").calls_per_op >= 2.0,
+        "sh and the launcher wait"
+    );
+    // --prepare ran before the warm-up and before every clean and probed run, and none of its
+    // processes was counted.
+    let prepared = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(prepared.lines().count(), 1 + 3 + 3, "{prepared}");
+    assert_eq!(
+        r.options["command"],
+        serde_json::json!(["/bin/sh", "-c", command])
+    );
+
+    // The file is an ordinary results file: report reads it, compare pairs it with itself.
+    let o = hookprof(&["report", out.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&name));
+    let o = hookprof(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("{name}\n  old: ")), "{text}");
+}
+
+#[test]
+fn stat_of_a_failing_or_missing_command_is_one_line_and_exit_2() {
+    for command in [&["/bin/false"][..], &["/nonexistent/command"]] {
+        let args = [
+            &["stat", "--probes", "none", "--runs", "2", "--"][..],
+            command,
+        ]
+        .concat();
+        let o = hookprof(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{command:?}: {e}");
+        assert!(
+            e.contains(&format!("workload {} failed", command[0])),
+            "{command:?}: {e}"
+        );
+        assert!(
+            e.lines().all(|l| l.starts_with("hookprof: ")),
+            "{command:?}: {e}"
+        );
+    }
+    for run_only in ["--workloads=null_call", "--samples=3", "--list"] {
+        let o = hookprof(&["stat", run_only, "--", "/bin/true"]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{run_only}: {e}");
+        assert!(e.contains("cannot be used with"), "{run_only}: {e}");
+        assert_eq!(e.lines().count(), 1, "{run_only}: {e}");
+    }
+}
+
+/// The command runs under `--policy`: reading a file outside the ruleset fails it, and only
+/// with the policy (its stdio, /dev/null, is opened under the policy too).
+#[test]
+fn stat_runs_the_command_under_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"layers": [{"handled": ["read_file"], "allow": [
+            {"path": "/usr", "access": "read_file"}, {"path": "/dev/null", "access": "read_file"}]}]}"#,
+    )
+    .unwrap();
+    let policy = format!("--policy=landlock:{}", rules.display());
+    let cat = ["--", "/bin/cat", "/etc/passwd"];
+    let o = hookprof(&[&["stat", "--probes", "none", "--runs", "2", "-q"][..], &cat].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = hookprof(
+        &[
+            &["stat", "--probes", "none", "--runs", "2", &policy][..],
+            &cat,
+        ]
+        .concat(),
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("'/bin/cat /etc/passwd' failed"), "{e}");
+}
