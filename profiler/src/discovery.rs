@@ -123,7 +123,7 @@ pub fn discover(
                 }
             }
         }
-        probes.detach()?;
+        probes.detach();
     }
     Ok(Wait::Done(found))
 }

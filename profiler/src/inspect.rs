@@ -68,7 +68,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
         };
         let mut probes = Probes::load(&plan, &kernel)?;
         let attached = probes.attach();
-        probes.detach()?;
+        probes.detach();
         attached.context("attach the loaded probes")?;
         if i == 0 {
             lsm = lsm_availability(&mut probes, &kernel, &active_lsms);
@@ -138,11 +138,11 @@ fn lsm_availability(probes: &mut Probes, kernel: &KernelBtf, active_lsms: &[Stri
     if !active_lsms.iter().any(|l| l == "bpf") {
         return "refused: bpf is not in the active LSM list (add it to lsm= on the kernel command line)".into();
     }
-    match probes
-        .attach_lsm(kernel, "file_open", 0)
-        .and_then(|()| probes.detach_lsm())
-    {
-        Ok(()) => "available".into(),
+    match probes.attach_lsm(kernel, "file_open", 0) {
+        Ok(()) => {
+            probes.detach_lsm();
+            "available".into()
+        }
         Err(e) => format!("refused: {e:#}"),
     }
 }

@@ -287,7 +287,7 @@ fn attached<T>(probes: Option<&mut Probes>, pid: u32, f: impl FnOnce() -> Result
     p.set_gate_owner(pid)?;
     p.attach()?;
     let out = f();
-    p.detach()?;
+    p.detach();
     out
 }
 

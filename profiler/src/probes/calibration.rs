@@ -79,7 +79,7 @@ pub fn calibrate(
     let measured = measure(probes, pair_loaded, &mut cal, getppid_loop);
     // Put the run's probes back as they were: these programs must not ride along (they stay
     // loaded, never attached, until the object is dropped).
-    probes.detach()?;
+    probes.detach();
     probes.attachments.truncate(first_new);
     probes.refused.truncate(refusals_before);
     probes.hooks.truncate(CALIBRATION_SLOT);
@@ -168,7 +168,7 @@ fn run_mode(
     let programs: Vec<&str> = mode.programs.iter().map(String::as_str).collect();
     probes.attach_only(&programs)?;
     let t = getppid_loop(calls, mode.tracked);
-    probes.detach()?;
+    probes.detach();
     t
 }
 

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use aya::{
     maps::Array,
-    programs::{lsm::LsmLinkId, Lsm},
+    programs::{links::FdLink, Lsm},
 };
 use profiler_common::{LsmSlotConfig, LSM_MAX_ARGS, LSM_SLOTS};
 
@@ -15,7 +15,8 @@ pub struct LsmProgram {
     pub hook: String,
     pub busy_ns: u64,
     program: String,
-    link: Option<LsmLinkId>,
+    /// Owned: dropping it detaches the program.
+    link: Option<FdLink>,
 }
 
 /// The LSM hook a `security_*` function calls, as the BPF LSM names it: mostly the same name
@@ -65,7 +66,10 @@ impl Probes {
             .program_mut(&program)
             .context("no such LSM program")?
             .try_into()?;
-        let attached = p.load(hook, self.btf).and_then(|()| p.attach());
+        let attached = p
+            .load(hook, self.btf)
+            .and_then(|()| p.attach())
+            .and_then(|id| p.take_link(id));
         let link = match attached {
             Ok(link) => link,
             Err(e) => {
@@ -80,7 +84,7 @@ impl Probes {
             hook: hook.into(),
             busy_ns,
             program,
-            link: Some(link),
+            link: Some(link.into()),
         });
         Ok(())
     }
@@ -98,17 +102,9 @@ impl Probes {
     }
 
     /// Detaches every ground-truth program (also done when the object is dropped).
-    pub fn detach_lsm(&mut self) -> Result<()> {
+    pub fn detach_lsm(&mut self) {
         for p in &mut self.lsm_programs {
-            if let Some(link) = p.link.take() {
-                let prog: &mut Lsm = self
-                    .ebpf
-                    .program_mut(&p.program)
-                    .context("LSM program")?
-                    .try_into()?;
-                prog.detach(link)?;
-            }
+            p.link = None;
         }
-        Ok(())
     }
 }

@@ -1,0 +1,124 @@
+//! Attaching and detaching the loaded programs. Each attachment owns its aya link: dropping it
+//! detaches the program, so nothing outlives `Probes` (or a `detach`).
+use anyhow::{Context, Result};
+use aya::programs::{links::FdLink, BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
+
+use super::{refusal, Attachment, Kind, Probes};
+use crate::results::Refusal;
+
+impl Probes {
+    /// Attaches every loaded program, of the timed functions only those in focus (a no-op for
+    /// programs already attached).
+    pub fn attach(&mut self) -> Result<()> {
+        let focus = self.focus.take();
+        let attached = self.attach_where(|a| {
+            !matches!(a.kind, Kind::FEntry | Kind::FExit)
+                || focus.as_ref().is_none_or(|f| f.contains(&a.target))
+        });
+        self.focus = focus;
+        attached
+    }
+
+    /// From the next `attach` on, time only `functions` (None: every loaded function).
+    pub fn focus(&mut self, functions: Option<Vec<String>>) {
+        self.focus = functions;
+    }
+
+    /// Attaches only the named programs (calibration compares subsets). The list keeps its
+    /// order, so calibration can drop what it added from the end.
+    pub(super) fn attach_only(&mut self, programs: &[&str]) -> Result<()> {
+        self.attach_where(|a| programs.contains(&a.program.as_str()))
+    }
+
+    fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
+        let mut unattachable: Vec<Refusal> = Vec::new();
+        for a in &mut self.attachments {
+            if a.link.is_some() || !chosen(a) {
+                continue;
+            }
+            let program = self
+                .ebpf
+                .program_mut(&a.program)
+                .with_context(|| format!("program {} vanished", a.program))?;
+            match attach_one(program, a) {
+                Ok(link) => a.link = Some(link),
+                // A function can be in BTF and load, yet not attach (an __init function the
+                // kernel has freed): its pair is refused and the rest go on.
+                Err(e) if matches!(a.kind, Kind::FEntry | Kind::FExit) => {
+                    let mut refusal = refusal::refusal(a.kind.name(), &a.target, &e);
+                    refusal.reason = format!(
+                        "loads but does not attach (code the kernel freed after boot?): {}",
+                        refusal.reason
+                    );
+                    unattachable.push(refusal);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
+                }
+            }
+        }
+        for refusal in unattachable {
+            self.drop_function(refusal);
+        }
+        Ok(())
+    }
+
+    /// Forgets a timed function the kernel would not attach: its programs are detached and
+    /// never attached again, its slot goes empty, and the refusal is recorded for the pair.
+    fn drop_function(&mut self, refusal: Refusal) {
+        let target = refusal.target.clone();
+        // Dropping an attachment drops its link, which detaches it.
+        self.attachments
+            .retain(|a| !(matches!(a.kind, Kind::FEntry | Kind::FExit) && a.target == target));
+        for slot in self.hooks.iter_mut() {
+            if slot.as_ref().is_some_and(|t| t.function == target) {
+                *slot = None;
+            }
+        }
+        if self.refused.iter().any(|r| r.target == target) {
+            return;
+        }
+        for kind in ["fentry", "fexit"] {
+            self.refused.push(Refusal {
+                kind: kind.into(),
+                ..refusal.clone()
+            });
+        }
+    }
+
+    /// Detaches every attached program; they stay loaded for the next attach.
+    pub fn detach(&mut self) {
+        for a in &mut self.attachments {
+            a.link = None;
+        }
+    }
+}
+
+/// Attaches `program` where `a` says, and takes the link from aya: the caller owns it.
+fn attach_one(
+    program: &mut aya::programs::Program,
+    a: &Attachment,
+) -> Result<FdLink, ProgramError> {
+    Ok(match a.kind {
+        Kind::RawTracepoint => {
+            let p: &mut RawTracePoint = program.try_into()?;
+            let id = p.attach(&a.target)?;
+            p.take_link(id)?.into()
+        }
+        Kind::TpBtf => {
+            let p: &mut BtfTracePoint = program.try_into()?;
+            let id = p.attach()?;
+            p.take_link(id)?.into()
+        }
+        Kind::FEntry => {
+            let p: &mut FEntry = program.try_into()?;
+            let id = p.attach()?;
+            p.take_link(id)?.into()
+        }
+        Kind::FExit => {
+            let p: &mut FExit = program.try_into()?;
+            let id = p.attach()?;
+            p.take_link(id)?.into()
+        }
+    })
+}
