@@ -105,17 +105,32 @@ pub fn security_hooks(kernel: &KernelBtf) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// The LSM hook names a `security_*` function (or bare hook name) may run: most share its
+/// name, some carry a `_security` suffix it lacks (security_bprm_check runs the
+/// bprm_check_security hooks), one is renamed.
+pub fn hook_names(function: &str) -> [String; 2] {
+    let name = function.strip_prefix("security_").unwrap_or(function);
+    let renamed = match name {
+        "prepare_creds" => "cred_prepare",
+        other => other,
+    };
+    [renamed.to_string(), format!("{name}_security")]
+}
+
 /// The functions the active LSMs run under `hook` (a `security_*` name), in LSM order.
 pub fn lsm_functions(kernel: &KernelBtf, hook: &str, active_lsms: &[String]) -> Vec<Target> {
-    let Some(base) = hook.strip_prefix("security_") else {
+    if !hook.starts_with("security_") {
         return Vec::new();
-    };
+    }
     active_lsms
         .iter()
         .filter_map(|lsm| {
             let prefix = LSM_PREFIXES.iter().find(|(name, _)| name == lsm)?.1;
-            let function = format!("{prefix}{base}");
-            kernel.has_function(&function).then(|| Target {
+            let function = hook_names(hook)
+                .into_iter()
+                .map(|name| format!("{prefix}{name}"))
+                .find(|f| kernel.has_function(f))?;
+            Some(Target {
                 function,
                 parent: Some(hook.into()),
                 lsm: Some(lsm.clone()),

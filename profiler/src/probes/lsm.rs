@@ -24,12 +24,7 @@ pub struct LsmProgram {
 /// file_alloc_security) or renamed (security_prepare_creds -> cred_prepare). None if the
 /// function calls no LSM hook on this kernel.
 pub fn lsm_hook_of(kernel: &KernelBtf, function: &str) -> Option<String> {
-    let name = function.strip_prefix("security_").unwrap_or(function);
-    let renamed = match name {
-        "prepare_creds" => "cred_prepare",
-        other => other,
-    };
-    [renamed.to_string(), format!("{name}_security")]
+    super::catalog::hook_names(function)
         .into_iter()
         .find(|hook| kernel.has_function(&format!("bpf_lsm_{hook}")))
 }

@@ -114,6 +114,18 @@ mod tests {
         assert!(listed
             .iter()
             .any(|t| t.function == "bpf_lsm_file_open" && t.lsm.as_deref() == Some("bpf")));
+        // The hook security_bprm_check runs is named bprm_check_security.
+        let Selection::Listed(listed) = select(&k, &["security_bprm_check".into()], &lsms).unwrap()
+        else {
+            panic!("a list is listed")
+        };
+        assert!(
+            listed
+                .iter()
+                .any(|t| t.function == "bpf_lsm_bprm_check_security"
+                    && t.parent.as_deref() == Some("security_bprm_check")),
+            "{listed:?}"
+        );
     }
 
     #[test]
