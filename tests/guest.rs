@@ -60,6 +60,10 @@ fn hook_slot_attaches_to_security_file_open() {
 #[path = "guest_safety.rs"]
 mod safety;
 
+/// `--policy` with the LSMs the guest has active (Landlock, AppArmor), and `stat`.
+#[path = "guest_policy.rs"]
+mod policy;
+
 /// Per-task timing state with threads and forks on both vCPUs.
 #[path = "guest_timing.rs"]
 mod timing;

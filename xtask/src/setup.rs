@@ -24,6 +24,8 @@ const APT_PACKAGES: &[&str] = &[
     "cpio",
     "lz4",
     "python3",
+    // apparmor_parser, with which the guest's policy tests load a profile
+    "apparmor",
     // the HTML report test renders its pages in a real browser
     "chromium",
 ];

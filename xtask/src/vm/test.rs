@@ -50,6 +50,10 @@ fn boot_with_tests(boot: &BootArgs, tests: &std::path::Path, test_args: &[String
     let bpftool = hookprof_guest::which("bpftool")
         .context("bpftool not found (package bpftool): run cargo xtask setup")?;
     payload.add_file(&bpftool)?;
+    // The policy tests load an AppArmor profile in the guest.
+    let apparmor_parser = hookprof_guest::which("apparmor_parser")
+        .context("apparmor_parser not found (package apparmor): run cargo xtask setup")?;
+    payload.add_file(&apparmor_parser)?;
     let mut command = vec![payload.add_file(tests)?, "--test-threads=1".to_string()];
     command.extend(test_args.iter().cloned());
     let env = [
