@@ -5,8 +5,8 @@ use aya::{Btf, EbpfLoader};
 use hookprof::results::{PathKind, Results};
 use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
-    assert_family_syscalls, assert_near, hookprof, require_guest, require_root, row,
-    run_to_results, workload,
+    assert_family_syscalls, assert_near, assert_parallel_like_one, hookprof, require_guest,
+    require_root, row, run_to_results, workload,
 };
 
 /// The BPF LSM is active, so `lsm/*` programs can attach.
@@ -457,6 +457,37 @@ fn every_workload_runs_and_makes_its_syscalls() {
         .map(|a| a.calls_per_op)
         .sum();
     assert!(syscalls < 0.01, "mem_l1 made {syscalls} syscalls/op");
+}
+
+/// Two copies at once, each in a runner of its own: both runners' windows are tracked, so the
+/// hook rows keep one copy's calls per op, with their times summed over the copies.
+#[test]
+fn parallel_copies_keep_one_copys_hook_calls_per_op() {
+    require_guest();
+    require_root();
+    let args = |parallel: &'static str| {
+        [
+            "--workloads",
+            "open_close",
+            "--hooks",
+            "security_file_open",
+            "--samples",
+            "3",
+            "--min-sample-ms",
+            "5",
+            "--parallel",
+            parallel,
+        ]
+    };
+    let one = run_to_results(&args("1"));
+    let two = run_to_results(&args("2"));
+    assert_parallel_like_one(
+        &one,
+        &two,
+        "open_close",
+        2,
+        &["security_file_open", "openat"],
+    );
 }
 
 /// `--stack-noop` stacks a no-op BPF LSM program on each hook the discovery pass found the

@@ -2,8 +2,8 @@
 //! Probe kinds this kernel refuses (fentry/fexit here) must be reported, never silently absent.
 use hookprof::results::PathKind;
 use hookprof_tests::{
-    assert_family_syscalls, assert_near, hookprof, hookprof_as_nobody, require_root, row,
-    run_to_results, workload, FAMILY_SYSCALLS,
+    assert_family_syscalls, assert_near, assert_parallel_like_one, hookprof, hookprof_as_nobody,
+    require_root, row, run_to_results, workload, FAMILY_SYSCALLS,
 };
 
 #[test]
@@ -40,6 +40,32 @@ fn fork_proc_sees_one_fork_and_one_exit_per_op() {
     assert_near("fork events/op", w.events_per_op["fork"], 1.0, 0.05);
     assert_near("exit events/op", w.events_per_op["exit"], 1.0, 0.05);
     assert_near("wait4 calls/op", row(w, "wait4").calls_per_op, 1.0, 0.05);
+}
+
+/// Two copies of a syscall workload and of a fork workload run at once, each in a runner of its
+/// own; per op they make the calls one copy makes, and the probes time them.
+#[test]
+fn parallel_copies_run_at_once_with_the_calls_of_one() {
+    require_root();
+    let args = |parallel: &'static str| {
+        [
+            "--workloads",
+            "open_close,fork_proc",
+            "--samples",
+            "4",
+            "--min-sample-ms",
+            "20",
+            "--parallel",
+            parallel,
+        ]
+    };
+    let one = run_to_results(&args("1"));
+    let two = run_to_results(&args("2"));
+    assert_parallel_like_one(&one, &two, "open_close", 2, &["openat", "close"]);
+    assert_parallel_like_one(&one, &two, "fork_proc", 2, &["clone", "wait4"]);
+    let fork = workload(&two, "fork_proc");
+    assert_near("fork events/op", fork.events_per_op["fork"], 1.0, 0.05);
+    assert_near("exit events/op", fork.events_per_op["exit"], 1.0, 0.05);
 }
 
 #[test]
@@ -192,6 +218,9 @@ fn bad_input_is_one_line_and_exit_code_2() {
         ),
         (&["run", "--pin", "100000"], "--pin 100000"),
         (&["run", "--samples", "1"], "--samples"),
+        (&["run", "--parallel", "0"], "--parallel"),
+        (&["run", "--parallel", "65"], "--parallel"),
+        (&["run", "--workloads", "build", "--parallel", "2"], "build"),
         (
             &["run", "--user", "no_such_user_hookprof"],
             "no_such_user_hookprof",

@@ -22,6 +22,8 @@ pub const LSM_MAX_ARGS: u32 = 6;
 pub const GATE_FD: i64 = -0x686b70; // "hkp"
 pub const GATE_OPEN: u64 = 0x686b_0001;
 pub const GATE_CLOSE: u64 = 0x686b_0000;
+/// At most this many processes own the gate at once: the runners of `--parallel N`.
+pub const MAX_GATE_OWNERS: u32 = 64;
 /// x86_64 syscall number of ioctl(2).
 pub const SYS_IOCTL: i64 = 16;
 

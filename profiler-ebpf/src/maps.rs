@@ -3,11 +3,12 @@
 use aya_ebpf::{macros::map, maps::PerCpuArray};
 use profiler_common::{event, LsmSlotConfig, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SYSCALLS};
 
-/// The process whose gate calls count (its tgid, at index 0): the runner that does the measured
-/// work. Writable, because a runner that failed is replaced by one with another pid; several
-/// hookprof instances never track each other's threads.
+/// The processes whose gate calls count (tgid -> unused value): the runners that do the
+/// measured work, one per parallel copy. Writable, because a runner that failed is replaced by
+/// one with another pid; several hookprof instances never track each other's threads.
 #[map]
-pub static GATE_OWNER: aya_ebpf::maps::Array<u32> = aya_ebpf::maps::Array::with_max_entries(1, 0);
+pub static GATE_OWNERS: aya_ebpf::maps::HashMap<u32, u8> =
+    aya_ebpf::maps::HashMap::with_max_entries(profiler_common::MAX_GATE_OWNERS, 0);
 
 /// Per syscall number.
 #[map]

@@ -9,7 +9,7 @@ use aya_ebpf::{
 use profiler_common::{event, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, count_call, count_event, GATE_OWNER, SYSCALLS},
+    maps::{add_duration, count_call, count_event, GATE_OWNERS, SYSCALLS},
     task_state,
 };
 
@@ -94,8 +94,9 @@ fn on_sys_exit() {
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
 fn handle_gate(regs: *const u8) -> bool {
-    let owner = GATE_OWNER.get(0).copied().unwrap_or(0);
-    if owner == 0 || (bpf_get_current_pid_tgid() >> 32) as u32 != owner {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: the value is only tested for presence, never read through.
+    if unsafe { GATE_OWNERS.get(&tgid) }.is_none() {
         return false;
     }
     // The fd is an int: compare its low 32 bits, however the caller extended it.

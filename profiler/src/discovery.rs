@@ -136,9 +136,9 @@ fn burst(
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Vec<f64>>> {
     // The probes stay attached for the whole batch: only the runner's gate counts.
-    probes.set_gate_owner(supervisor.runner_pid()?)?;
+    probes.set_gate_owners(&[supervisor.runner_pid()?])?;
     // Bound whole: the scratch directory must outlive the workload.
-    let started = measure::start(spec, options, true, None, supervisor)?;
+    let started = measure::start(spec, options, 1, true, None, supervisor)?;
     let Wait::Done(Started { mut workload, .. }) = started else {
         return Ok(Wait::Interrupted);
     };
@@ -147,13 +147,13 @@ fn burst(
     let t = Instant::now();
     let per_round = workload.ops_per_round();
     let mut ops = whole_rounds(1, per_round);
-    if let Wait::Interrupted = workload.run(ops, true)? {
+    if let Wait::Interrupted = workload.run_slowest(ops, true)? {
         return Ok(Wait::Interrupted);
     }
     if spec.metric != Metric::Seconds {
         let more = (BURST.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9) * ops as f64).ceil();
         let more = whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops), per_round);
-        if let Wait::Interrupted = workload.run(more, true)? {
+        if let Wait::Interrupted = workload.run_slowest(more, true)? {
             return Ok(Wait::Interrupted);
         }
         ops += more;

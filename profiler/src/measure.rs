@@ -11,8 +11,10 @@ use anyhow::{Context, Result};
 use crate::{
     attribution::{attribute, ProbedSample},
     probes::Probes,
-    results::{ExtraMetric, WorkloadFailure, WorkloadResult},
-    runner::{protocol::Extra, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
+    results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
+    runner::{
+        protocol::Extra, CopyRun, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup,
+    },
     scratch,
     workloads::{command::CommandLine, Metric, WorkloadSpec},
 };
@@ -29,6 +31,8 @@ pub struct SamplingOptions {
     pub warmup: usize,
     /// `stat`'s command, for its workload.
     pub command: Option<CommandLine>,
+    /// Copies of each workload that run at once, each in a runner of its own (`--parallel`).
+    pub parallel: usize,
 }
 
 /// What the timing itself costs, measured once per run and taken out of every sample.
@@ -108,6 +112,7 @@ pub fn measure(
         notes: Vec::new(),
         failure: None,
         runner_peak_rss_kib: None,
+        copies: Vec::new(),
     };
     let mut taken = Taken::default();
     let mut phase = String::from("set-up");
@@ -162,13 +167,14 @@ fn sample(
     progress: Progress,
     (result, taken, phase): (&mut WorkloadResult, &mut Taken, &mut String),
 ) -> Result<Wait<()>> {
-    // The scratch directory is bound first, so it is dropped last: after the workload.
+    // The scratch directories are bound first, so they are dropped last: after the workload.
     let Wait::Done(Started {
         _scratch,
         mut workload,
     }) = start(
         spec,
         options,
+        options.parallel,
         probes.is_some(),
         probes.as_deref_mut(),
         supervisor,
@@ -176,15 +182,12 @@ fn sample(
     else {
         return Ok(Wait::Interrupted);
     };
-    let pid = workload.runner_pid();
+    let pids = workload.runner_pids().to_vec();
+    let copies = pids.len();
 
     *phase = "calibration".into();
     let per_round = workload.ops_per_round();
-    let mut run = |ops| {
-        workload
-            .run(ops, false)
-            .map(|w| w.map(|(elapsed, _)| elapsed))
-    };
+    let mut run = |ops| workload.run_slowest(ops, false);
     let Wait::Done(ops) = calibrate(per_round, spec.metric, options.min_sample, &mut run)? else {
         return Ok(Wait::Interrupted);
     };
@@ -195,6 +198,9 @@ fn sample(
         }
     }
     result.iterations = ops;
+    if copies > 1 {
+        result.copies = vec![CopySamples::default(); copies];
+    }
 
     let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
     let total = options.samples;
@@ -205,28 +211,40 @@ fn sample(
             match (probed, probes.as_deref_mut()) {
                 (false, _) => {
                     *phase = format!("sample {} (clean)", i + 1);
-                    let Wait::Done((elapsed, extras)) = workload.run(ops, false)? else {
+                    let Wait::Done(runs) = workload.run(ops, false)? else {
                         return Ok(Wait::Interrupted);
                     };
-                    let elapsed = overhead.take_from(elapsed, ops);
-                    result.clean.push(spec.metric.value(elapsed, ops));
-                    taken
-                        .clean_ns_per_op
-                        .push(elapsed.as_nanos() as f64 / ops as f64);
-                    add_extras(&mut result.extra, extras);
+                    let values =
+                        copy_values(spec, overhead, ops, &runs, &mut taken.clean_ns_per_op);
+                    result.clean.push(over_copies(spec.metric, &values));
+                    for ((copy, run), value) in result.copies.iter_mut().zip(&runs).zip(values) {
+                        copy.clean.push(value);
+                        copy.clean_spans.push([run.start_ns, run.end_ns]);
+                    }
+                    for run in runs {
+                        add_extras(&mut result.extra, run.extras);
+                    }
                 }
                 (true, Some(p)) => {
                     *phase = format!("sample {} (probed)", i + 1);
-                    let Wait::Done((elapsed, _)) =
-                        attached(Some(&mut *p), pid, || workload.run(ops, true))?
+                    let Wait::Done(runs) =
+                        attached(Some(&mut *p), &pids, || workload.run(ops, true))?
                     else {
                         return Ok(Wait::Interrupted);
                     };
-                    let elapsed = overhead.take_from(elapsed, ops);
-                    result.probed.push(spec.metric.value(elapsed, ops));
+                    let values = copy_values(spec, overhead, ops, &runs, &mut Vec::new());
+                    result.probed.push(over_copies(spec.metric, &values));
+                    for ((copy, run), value) in result.copies.iter_mut().zip(&runs).zip(values) {
+                        copy.probed.push(value);
+                        copy.probed_spans.push([run.start_ns, run.end_ns]);
+                    }
                     let now = p.snapshot()?;
                     let delta = now.since(last.as_ref().expect("snapshot taken with probes"));
-                    taken.probed.push(ProbedSample { delta, ops });
+                    // The counters hold every copy's calls: per op is over all copies' ops.
+                    taken.probed.push(ProbedSample {
+                        delta,
+                        ops: ops * copies as u64,
+                    });
                     last = Some(now);
                     assert!(
                         std::env::var_os(PANIC_FOR_TEST).is_none(),
@@ -243,48 +261,93 @@ fn sample(
     Ok(Wait::Done(()))
 }
 
-/// A workload in the runner with its private scratch directory. Fields drop in order: the
-/// workload (and its files) goes before the directory.
-pub struct Started<'s> {
-    pub workload: RemoteWorkload<'s>,
-    pub _scratch: scratch::Scratch,
+/// Each copy's metric of one sample, the timing overhead taken out; each copy's ns per op
+/// goes into `ns_per_op`.
+fn copy_values(
+    spec: &WorkloadSpec,
+    overhead: Overhead,
+    ops: u64,
+    runs: &[CopyRun],
+    ns_per_op: &mut Vec<f64>,
+) -> Vec<f64> {
+    runs.iter()
+        .map(|run| {
+            let elapsed = overhead.take_from(run.elapsed, ops);
+            ns_per_op.push(elapsed.as_nanos() as f64 / ops as f64);
+            spec.metric.value(elapsed, ops)
+        })
+        .collect()
 }
 
-/// Creates the workload's scratch directory and the workload in the runner. With `tracked`,
-/// set-up runs inside the tracking window (with `probes` attached for it, if given), so the
-/// helper processes it forks are followed.
+/// One sample's figure over the copies that ran at once: the mean latency a copy saw, or the
+/// bandwidth they moved together.
+fn over_copies(metric: Metric, values: &[f64]) -> f64 {
+    let sum: f64 = values.iter().sum();
+    match metric {
+        Metric::Bandwidth { .. } => sum,
+        _ => sum / values.len().max(1) as f64,
+    }
+}
+
+/// A workload in the runners (one copy each) with its private scratch directories. Fields drop
+/// in order: the workload (and its files) goes before the directories.
+pub struct Started<'s> {
+    pub workload: RemoteWorkload<'s>,
+    pub _scratch: Vec<scratch::Scratch>,
+}
+
+/// Creates `copies` copies of the workload, each with a scratch directory of its own and, with
+/// `--pin`, CPUs of its own. With `tracked`, set-up runs inside the tracking window (with
+/// `probes` attached for it, if given), so the helper processes it forks are followed.
 pub fn start<'s>(
     spec: &'static WorkloadSpec,
     options: &SamplingOptions,
+    copies: usize,
     tracked: bool,
     probes: Option<&mut Probes>,
     supervisor: &'s mut Supervisor,
 ) -> Result<Wait<Started<'s>>> {
-    let scratch = scratch::create(spec.name, options.user)?;
-    let setup = WorkloadSetup {
-        scratch_dir: scratch.path().to_path_buf(),
-        pin: options.pin.clone(),
-        jobs: options.jobs,
-        command: options.command.clone(),
-        tracked,
-    };
-    let pid = supervisor.runner_pid()?;
-    let created = attached(probes, pid, || {
-        RemoteWorkload::create(supervisor, spec, setup)
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut scratches = Vec::with_capacity(copies);
+    let mut setups = Vec::with_capacity(copies);
+    for copy in 0..copies {
+        let scratch = scratch::create(spec.name, options.user)?;
+        setups.push(WorkloadSetup {
+            scratch_dir: scratch.path().to_path_buf(),
+            pin: copy_pin(&options.pin, copy, cpus),
+            jobs: options.jobs,
+            command: options.command.clone(),
+            tracked,
+        });
+        scratches.push(scratch);
+    }
+    let pids = supervisor.runner_pids(copies)?;
+    let created = attached(probes, &pids, || {
+        RemoteWorkload::create(supervisor, spec, setups)
     })?;
     Ok(match created {
         Wait::Done(workload) => Wait::Done(Started {
             workload,
-            _scratch: scratch,
+            _scratch: scratches,
         }),
         Wait::Interrupted => Wait::Interrupted,
     })
 }
 
-/// Runs `f` with the probes attached, counting the gate calls of the runner `pid`.
-fn attached<T>(probes: Option<&mut Probes>, pid: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+/// The CPUs copy `copy` is pinned to: `--pin`'s, moved up by the copy's number (wrapping
+/// round the machine's CPUs), so copies run on CPUs of their own while there are enough.
+pub fn copy_pin(pin: &[usize], copy: usize, cpus: usize) -> Vec<usize> {
+    pin.iter().map(|cpu| (cpu + copy) % cpus.max(1)).collect()
+}
+
+/// Runs `f` with the probes attached, counting the gate calls of the runners `pids`.
+fn attached<T>(
+    probes: Option<&mut Probes>,
+    pids: &[u32],
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let Some(p) = probes else { return f() };
-    p.set_gate_owner(pid)?;
+    p.set_gate_owners(pids)?;
     p.attach()?;
     let out = f();
     p.detach();

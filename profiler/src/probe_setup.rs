@@ -199,7 +199,7 @@ pub(crate) fn calibrate(
     kernel: &KernelBtf,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Calibration>> {
-    probes.set_gate_owner(supervisor.runner_pid()?)?;
+    probes.set_gate_owners(&[supervisor.runner_pid()?])?;
     supervisor.start_clock();
     let mut getppid_loop = |calls, tracked| supervisor.getppid_loop(calls, tracked);
     let calibrated = calibration::calibrate(probes, kernel, &mut getppid_loop);

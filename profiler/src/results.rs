@@ -76,6 +76,17 @@ pub struct Calibration {
     pub refused: Option<String>,
 }
 
+impl Results {
+    /// How many copies of each workload ran at once (`--parallel`; 1 for older files and
+    /// imports).
+    pub fn parallel(&self) -> u64 {
+        self.options
+            .get("parallel")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1)
+    }
+}
+
 impl Calibration {
     /// Kernel run time of a pair of programs relative to another pair, by the kernel's stats.
     pub fn kernel_ratio(&self, pair: [&str; 2], floor: [&str; 2]) -> Option<f64> {
@@ -263,6 +274,26 @@ pub struct WorkloadResult {
     /// The runner process's peak resident set while it hosted this workload, KiB.
     #[serde(default)]
     pub runner_peak_rss_kib: Option<u64>,
+    /// With `--parallel N` (N > 1), each copy's own samples; `clean` and `probed` above then
+    /// hold per sample the mean over the copies (latency) or their sum (bandwidth).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<CopySamples>,
+}
+
+/// One copy's samples of a workload run with `--parallel`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopySamples {
+    /// The copy's metric without probes attached, one value per sample.
+    pub clean: Vec<f64>,
+    /// The copy's metric with probes attached, one value per sample.
+    #[serde(default)]
+    pub probed: Vec<f64>,
+    /// When each clean sample ran: [start, end] in CLOCK_MONOTONIC ns, the same clock for
+    /// every copy, so the copies' overlap in time can be checked.
+    pub clean_spans: Vec<[u64; 2]>,
+    /// When each probed sample ran, as `clean_spans`.
+    #[serde(default)]
+    pub probed_spans: Vec<[u64; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

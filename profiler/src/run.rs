@@ -11,6 +11,8 @@ use std::{
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use profiler_common::MAX_GATE_OWNERS;
+
 use crate::{
     environment,
     measure::{self, Overhead, SamplingOptions},
@@ -94,8 +96,16 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub min_sample_ms: u64,
     /// Pin the workload to CPU (a second CPU pins the other end of two-process workloads).
+    /// With --parallel, copy i is pinned to CPU (CPU + i) mod the number of CPUs.
     #[arg(long, value_delimiter = ',', num_args = 1..=2)]
     pub pin: Vec<usize>,
+    /// Run N copies of each workload at once, each in a process of its own, every sample
+    /// started together in all of them (lmbench's -P): per-copy latency (or aggregate
+    /// bandwidth) and the attribution summed over the copies, so contention inside a hook
+    /// shows as a higher ns/call than at 1.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_GATE_OWNERS)))]
+    pub parallel: u32,
     /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -130,6 +140,7 @@ impl MeasureArgs {
             samples,
             min_sample_ms,
             pin,
+            parallel,
             jobs,
             inject,
             stack_noop,
@@ -144,6 +155,7 @@ impl MeasureArgs {
             format!("--probes={}", probes.join(",")),
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
+            format!("--parallel={parallel}"),
             format!("--timeout-per-workload={timeout_per_workload}"),
         ];
         if let Some(w) = workloads {
@@ -224,6 +236,17 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
     if let Some(&cpu) = args.pin.iter().find(|&&c| c >= cpus) {
         bail!("--pin {cpu}: this machine has CPUs 0-{}", cpus - 1);
     }
+    if let Some(whole) = specs
+        .iter()
+        .find(|s| args.parallel > 1 && s.metric == workloads::Metric::Seconds)
+    {
+        bail!(
+            "--parallel {}: {} times one whole run with its own parallel jobs (--jobs); \
+             leave it out of a parallel run",
+            args.parallel,
+            whole.name
+        );
+    }
     let kinds = probe_kinds(&args.probes)?;
     if kinds.is_none() && (args.stack_noop || !args.inject.is_empty()) {
         bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
@@ -252,6 +275,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         user,
         warmup: plan.warmup as usize,
         command: plan.command.clone(),
+        parallel: args.parallel as usize,
     };
     let (mut probes, calibration, focus) = match kinds {
         Some(kinds) => {
@@ -466,6 +490,7 @@ fn recorded_options(
         ("samples", json!(plan.samples)),
         ("min_sample_ms", json!(args.min_sample_ms)),
         ("pin", json!(args.pin)),
+        ("parallel", json!(args.parallel)),
         ("jobs", json!(args.jobs)),
         ("user", json!(args.user)),
         ("inject", json!(args.inject)),
@@ -513,6 +538,7 @@ mod tests {
             samples: 5,
             min_sample_ms: 2,
             pin: vec![0, 1],
+            parallel: 4,
             jobs: Some(3),
             inject: vec![("file_open".into(), 2000), ("task_alloc".into(), 10)],
             stack_noop: true,

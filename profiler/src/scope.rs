@@ -1,7 +1,7 @@
 //! Which tasks the probes count: the runner's threads inside their tracking window, and
 //! everything they fork while it is open. The runner opens and closes its window with a gate
-//! ioctl that the sys_enter program intercepts; only the gate owner's calls count (the
-//! supervisor names the current runner with `Probes::set_gate_owner`).
+//! ioctl that the sys_enter program intercepts; only the gate owners' calls count (the
+//! supervisor names the runners, one per parallel copy, with `Probes::set_gate_owners`).
 use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN};
 
 thread_local! {

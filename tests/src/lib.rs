@@ -162,3 +162,69 @@ fn family_syscalls(results: &Results) -> Vec<(&'static str, &'static str, f64, f
         })
         .collect()
 }
+
+/// Checks a `--parallel` run of `workload` against a run of one copy: `copies` copies, each
+/// with all its samples, running at the same time (most samples' spans intersect in all
+/// copies: a busy machine may hold a copy back now and then, copies run one after the other
+/// never intersect), and per op the same calls on `paths` (within 5%) with timed calls.
+pub fn assert_parallel_like_one(
+    one: &Results,
+    many: &Results,
+    name: &str,
+    copies: usize,
+    paths: &[&str],
+) {
+    assert_eq!(many.parallel(), copies as u64, "parallel recorded");
+    assert_eq!(one.parallel(), 1, "parallel recorded");
+    let (w1, w) = (workload(one, name), workload(many, name));
+    assert!(w1.copies.is_empty(), "{name}: one copy records no copies");
+    assert_eq!(w.copies.len(), copies, "{name}: copies recorded");
+    for c in &w.copies {
+        assert_eq!(
+            c.clean.len(),
+            w.clean.len(),
+            "{name}: clean samples per copy"
+        );
+        assert_eq!(
+            c.probed.len(),
+            w.probed.len(),
+            "{name}: probed samples per copy"
+        );
+        assert_eq!(c.clean_spans.len(), c.clean.len(), "{name}: clean spans");
+        assert_eq!(c.probed_spans.len(), c.probed.len(), "{name}: probed spans");
+    }
+    let spans = |copy: &hookprof::results::CopySamples| {
+        copy.clean_spans
+            .iter()
+            .chain(&copy.probed_spans)
+            .copied()
+            .collect::<Vec<[u64; 2]>>()
+    };
+    let per_copy: Vec<Vec<[u64; 2]>> = w.copies.iter().map(spans).collect();
+    let samples = per_copy[0].len();
+    let overlapping = (0..samples)
+        .filter(|&i| {
+            let start = per_copy.iter().map(|s| s[i][0]).max().unwrap();
+            let end = per_copy.iter().map(|s| s[i][1]).min().unwrap();
+            start < end
+        })
+        .count();
+    assert!(
+        samples > 0 && overlapping * 2 > samples,
+        "{name}: only {overlapping} of {samples} samples ran in all {copies} copies at once: {per_copy:?}"
+    );
+    for path in paths {
+        let (r1, r) = (row(w1, path), row(w, path));
+        assert_near(
+            &format!("{name}: {path} calls/op at --parallel {copies} against 1"),
+            r.calls_per_op / r1.calls_per_op,
+            1.0,
+            0.05,
+        );
+        assert!(
+            r.ns_per_call > 0.0,
+            "{name}: {path} ns/call {}",
+            r.ns_per_call
+        );
+    }
+}

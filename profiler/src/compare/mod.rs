@@ -468,12 +468,14 @@ pub fn compare(
 
 fn environment_differences(old: &[Results], new: &[Results]) -> Vec<EnvironmentDifference> {
     type Field = (&'static str, fn(&Results) -> String);
-    let fields: [Field; 5] = [
+    let fields: [Field; 6] = [
         ("kernel", |r| r.environment.kernel_release.clone()),
         ("CPU", |r| r.environment.cpu_model.clone()),
         ("LSMs", |r| r.environment.active_lsms.join(",")),
         ("lockdown", |r| r.environment.lockdown.clone()),
         ("policy", Results::policy_summary),
+        // Copies at once (`--parallel`): a hook's ns/call at N against 1 shows contention.
+        ("parallel copies", |r| r.parallel().to_string()),
     ];
     let distinct = |side: &[Results], f: fn(&Results) -> String| {
         let mut values: Vec<String> = Vec::new();

@@ -149,7 +149,8 @@ pub(super) fn replication_sentence(c: &Comparison) -> String {
 
 fn environment_text(c: &Comparison) -> String {
     if c.environment.is_empty() {
-        return "Environment: no differences in kernel, CPU, LSMs, lockdown or policy\n".into();
+        return "Environment: no differences in kernel, CPU, LSMs, lockdown, policy or parallel copies
+".into();
     }
     let mut out = String::from("Environment differences:\n");
     for d in &c.environment {
@@ -282,7 +283,9 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     if c.environment.is_empty() {
-        out.push_str("Environment: no differences in kernel, CPU, LSMs, lockdown or policy.\n\n");
+        out.push_str("Environment: no differences in kernel, CPU, LSMs, lockdown, policy or parallel copies.
+
+");
     } else {
         out.push_str("**Environment differences**\n\n");
         for d in &c.environment {

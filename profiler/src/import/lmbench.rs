@@ -323,6 +323,7 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                         notes: vec![],
                         failure: None,
                         runner_peak_rss_kib: None,
+                        copies: Vec::new(),
                     }),
                     _ => None,
                 })

@@ -139,6 +139,7 @@ fn into_results(groups: Vec<Group>) -> Vec<Results> {
                 notes: vec![],
                 failure: None,
                 runner_peak_rss_kib: None,
+                copies: Vec::new(),
             });
             r
         })

@@ -94,15 +94,28 @@ pub struct Probes {
 }
 
 impl Probes {
-    /// Makes `tgid` (the runner) the only process whose gate calls open and close tracking
-    /// windows; until then nobody's do.
-    pub fn set_gate_owner(&mut self, tgid: u32) -> Result<()> {
-        let mut owner: aya::maps::Array<_, u32> = aya::maps::Array::try_from(
+    /// Makes `tgids` (the runners, one per parallel copy) the only processes whose gate calls
+    /// open and close tracking windows; until then nobody's do.
+    pub fn set_gate_owners(&mut self, tgids: &[u32]) -> Result<()> {
+        anyhow::ensure!(
+            tgids.len() <= profiler_common::MAX_GATE_OWNERS as usize,
+            "{} runners, at most {} can own the gate",
+            tgids.len(),
+            profiler_common::MAX_GATE_OWNERS
+        );
+        let mut owners: aya::maps::HashMap<_, u32, u8> = aya::maps::HashMap::try_from(
             self.ebpf
-                .map_mut("GATE_OWNER")
-                .context("no GATE_OWNER map")?,
+                .map_mut("GATE_OWNERS")
+                .context("no GATE_OWNERS map")?,
         )?;
-        owner.set(0, tgid, 0).context("set the gate owner")
+        let old: Vec<u32> = owners.keys().collect::<Result<_, _>>()?;
+        for tgid in old.iter().filter(|t| !tgids.contains(t)) {
+            owners.remove(tgid).context("unset a gate owner")?;
+        }
+        for &tgid in tgids {
+            owners.insert(tgid, 1, 0).context("set a gate owner")?;
+        }
+        Ok(())
     }
 
     /// Records refusals met elsewhere (the discovery pass's), so the run's report has them.

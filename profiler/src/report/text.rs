@@ -49,6 +49,9 @@ pub(crate) fn environment_line(r: &Results) -> String {
     if !policy.is_empty() && policy != "none" {
         let _ = write!(line, ", policy {policy}");
     }
+    if r.parallel() > 1 {
+        let _ = write!(line, ", {} copies of each workload at once", r.parallel());
+    }
     let _ = write!(line, " ({}: {})", r.source, r.label);
     if !r.complete {
         line.push_str(", INCOMPLETE: the run was interrupted");
@@ -110,6 +113,27 @@ fn mean_ci(s: &stats::Summary, unit: &str) -> String {
     }
 }
 
+/// Each parallel copy's own mean, and how the figure above combines them.
+fn copies_line(w: &WorkloadResult) -> String {
+    let u = w.unit.symbol();
+    let means: Vec<String> = w
+        .copies
+        .iter()
+        .filter_map(|c| stats::summarize(&c.clean))
+        .map(|s| format!("{} {u}", num(s.mean)))
+        .collect();
+    let combined = if w.unit.higher_is_better() {
+        "the figures above are their sum"
+    } else {
+        "the figures above are their mean"
+    };
+    format!(
+        "  Per copy (mean):       {} ({} copies at once; {combined})\n",
+        means.join(", "),
+        w.copies.len()
+    )
+}
+
 fn workload_block(w: &WorkloadResult) -> String {
     let u = w.unit.symbol();
     let mut out = format!("{} ({})\n", w.name, w.family);
@@ -139,6 +163,9 @@ fn workload_block(w: &WorkloadResult) -> String {
             clean.outliers.mild(),
             clean.outliers.severe()
         );
+    }
+    if !w.copies.is_empty() {
+        out.push_str(&copies_line(w));
     }
     if let Some(probed) = stats::summarize(&w.probed) {
         let overhead = if clean.mean != 0.0 {
@@ -386,6 +413,7 @@ pub(crate) mod tests {
                     notes: vec!["3 calls could not be timed".into()],
                     failure: None,
                     runner_peak_rss_kib: None,
+                    copies: Vec::new(),
                 },
                 WorkloadResult {
                     name: "build".into(),
@@ -404,6 +432,7 @@ pub(crate) mod tests {
                     notes: vec![],
                     failure: None,
                     runner_peak_rss_kib: None,
+                    copies: Vec::new(),
                 },
             ],
         }

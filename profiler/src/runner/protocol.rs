@@ -19,8 +19,13 @@ pub enum Request {
         jobs: Option<usize>,
         tracked: bool,
     },
-    /// Runs `ops` operations of the workload, then lets it settle.
-    Run { ops: u64, tracked: bool },
+    /// Runs `ops` operations of the workload, then lets it settle. With `start_at_ns`
+    /// (CLOCK_MONOTONIC), the run starts at that moment, so parallel copies start together.
+    Run {
+        ops: u64,
+        tracked: bool,
+        start_at_ns: Option<u64>,
+    },
     /// Drops the workload (its files, sockets and helper processes).
     Drop,
     /// `calls` getppid calls in a loop: the probes' calibration.
@@ -36,6 +41,9 @@ pub enum Reply {
     Ran {
         elapsed_ns: u64,
         extras: Vec<Extra>,
+        /// When the run started and ended, CLOCK_MONOTONIC ns (one clock for every runner).
+        start_ns: u64,
+        end_ns: u64,
     },
     /// The runner's peak resident set since the workload was created, in KiB.
     Dropped {

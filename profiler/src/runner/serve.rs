@@ -13,7 +13,9 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 
 use super::{
+    clock_ns,
     credentials::{self, Credentials},
+    monotonic_ns,
     protocol::{Extra, Reply, Request},
 };
 use crate::{
@@ -213,11 +215,20 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
             });
             Reply::Created { ops_per_round }
         }
-        Request::Run { ops, tracked } => {
+        Request::Run {
+            ops,
+            tracked,
+            start_at_ns,
+        } => {
             let hosted = hosted.as_mut().context("no workload to run")?;
             fail_for_test(&hosted.name);
             let w = &mut hosted.workload;
+            if let Some(at) = start_at_ns {
+                sleep_until(at);
+            }
+            let start_ns = monotonic_ns();
             let elapsed = with_window(tracked, || w.run(ops))?;
+            let end_ns = monotonic_ns();
             w.settle()?;
             let extras = w
                 .extras()
@@ -231,6 +242,8 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
             Reply::Ran {
                 elapsed_ns: elapsed.as_nanos() as u64,
                 extras,
+                start_ns,
+                end_ns,
             }
         }
         Request::Drop => {
@@ -269,13 +282,26 @@ fn getppid_loop(calls: u32) -> f64 {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Sleeps until CLOCK_MONOTONIC reads `at_ns` (at once if it is past).
+fn sleep_until(at_ns: u64) {
+    let at = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
     };
-    // SAFETY: a valid timespec; CLOCK_THREAD_CPUTIME_ID exists on every Linux hookprof runs on.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: a valid timespec; a null remainder is allowed with TIMER_ABSTIME. Restarted when
+    // a signal (the workload's own) interrupts it.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &at,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
 }
 
 /// The runner's peak resident set (VmHWM), through files opened once: a policy may deny

@@ -1,8 +1,9 @@
-//! The profiler's side of the runner: it starts the runner process, sends it one request at a
-//! time and waits for the reply in one event loop with the signals (Ctrl-C, SIGTERM), the
-//! workload's deadline (`--timeout-per-workload`) and the progress display. A runner that dies
-//! or overruns the deadline is killed with everything it forked, and the request fails; the
-//! next request gets a fresh runner.
+//! The profiler's side of the runner: it starts the runner processes (one per parallel copy of
+//! a workload), sends them one request each at a time and waits for the replies in one event
+//! loop with the signals (Ctrl-C, SIGTERM), the workload's deadline (`--timeout-per-workload`)
+//! and the progress display. A runner that dies or overruns the deadline is killed with every
+//! other runner and everything they forked, and the request fails; the next request gets fresh
+//! runners.
 use std::{
     pin::pin,
     process::{ExitStatus, Stdio},
@@ -47,7 +48,8 @@ struct Signals {
 pub struct Supervisor {
     rt: Runtime,
     signals: Signals,
-    runner: Option<RunnerProcess>,
+    /// One per parallel copy; the first also serves calibration and discovery.
+    runners: Vec<RunnerProcess>,
     user: Option<Credentials>,
     /// `--policy`: every runner takes these on before it serves.
     policies: Vec<Policy>,
@@ -60,7 +62,8 @@ pub struct Supervisor {
 
 /// How waiting for a reply ended.
 enum Ending {
-    Reply(std::io::Result<Option<String>>),
+    /// Every runner's reply line, or the index of the first runner that hung up.
+    Replies(std::io::Result<Result<Vec<String>, usize>>),
     Interrupted,
     TimedOut,
 }
@@ -85,7 +88,7 @@ impl Supervisor {
         Ok(Supervisor {
             rt,
             signals,
-            runner: None,
+            runners: Vec::new(),
             user,
             policies: Vec::new(),
             timeout,
@@ -119,17 +122,23 @@ impl Supervisor {
         self.bar.suspend(|| eprintln!("hookprof: {line}"));
     }
 
-    /// The pid of the runner (started if there is none): the probes' gate owner.
+    /// The pid of the first runner (started if there is none): the probes' gate owner.
     pub fn runner_pid(&mut self) -> Result<u32> {
-        if self.runner.is_none() {
-            self.runner = Some(self.spawn()?);
-        }
-        Ok(self.runner.as_ref().expect("just started").pid)
+        Ok(self.runner_pids(1)?[0])
     }
 
-    /// True while runner `pid` is still the one serving.
+    /// The pids of the first `n` runners, started as needed: the probes' gate owners.
+    pub fn runner_pids(&mut self, n: usize) -> Result<Vec<u32>> {
+        while self.runners.len() < n {
+            let runner = self.spawn()?;
+            self.runners.push(runner);
+        }
+        Ok(self.runners[..n].iter().map(|r| r.pid).collect())
+    }
+
+    /// True while runner `pid` is still serving.
     pub fn serves(&self, pid: u32) -> bool {
-        self.runner.as_ref().is_some_and(|r| r.pid == pid)
+        self.runners.iter().any(|r| r.pid == pid)
     }
 
     fn spawn(&mut self) -> Result<RunnerProcess> {
@@ -155,30 +164,51 @@ impl Supervisor {
         })
     }
 
-    /// Sends `request` and waits for its reply. A reply that says the request failed is an
-    /// error (the runner stays); a runner that died or overran the deadline is an error too,
-    /// and is gone with everything it forked.
+    /// Sends `request` to the first runner and waits for its reply (see `request_each`).
     pub fn request(&mut self, request: &Request) -> Result<Wait<Reply>> {
+        Ok(self
+            .request_each(std::slice::from_ref(request))?
+            .map(|mut replies| replies.remove(0)))
+    }
+
+    /// Sends `requests[i]` to runner `i`, all before waiting for any reply, then waits for
+    /// every reply: the copies of a parallel workload start together and the next request
+    /// waits for the slowest (a barrier). A reply that says a request failed is an error (the
+    /// runners stay); a runner that died or overran the deadline is an error too, and every
+    /// runner is gone with everything they forked.
+    pub fn request_each(&mut self, requests: &[Request]) -> Result<Wait<Vec<Reply>>> {
         if self.interrupted {
             return Ok(Wait::Interrupted);
         }
-        self.runner_pid()?;
-        let line = serde_json::to_string(request).expect("requests serialize") + "\n";
+        self.runner_pids(requests.len())?;
+        let lines: Vec<String> = requests
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("requests serialize") + "\n")
+            .collect();
         let Supervisor {
             rt,
             signals,
-            runner,
+            runners,
             deadline,
             bar,
             ..
         } = self;
-        let runner = runner.as_mut().expect("started above");
+        let runners = &mut runners[..lines.len()];
         let deadline = *deadline;
         let ending = rt.block_on(async {
             let exchange = async {
-                runner.requests.write_all(line.as_bytes()).await?;
-                runner.requests.flush().await?;
-                runner.replies.next_line().await
+                for (runner, line) in runners.iter_mut().zip(&lines) {
+                    runner.requests.write_all(line.as_bytes()).await?;
+                    runner.requests.flush().await?;
+                }
+                let mut replies = Vec::with_capacity(runners.len());
+                for (i, runner) in runners.iter_mut().enumerate() {
+                    match runner.replies.next_line().await? {
+                        Some(line) => replies.push(line),
+                        None => return Ok(Err(i)),
+                    }
+                }
+                Ok(Ok(replies))
             };
             let overrun = async {
                 match deadline {
@@ -194,24 +224,32 @@ impl Supervisor {
                     biased;
                     _ = signals.interrupt.recv() => return Ending::Interrupted,
                     _ = signals.terminate.recv() => return Ending::Interrupted,
-                    reply = &mut exchange => return Ending::Reply(reply),
+                    replies = &mut exchange => return Ending::Replies(replies),
                     () = &mut overrun => return Ending::TimedOut,
                     _ = tick.tick() => bar.tick(),
                 }
             }
         });
         match ending {
-            Ending::Reply(Ok(Some(line))) => {
-                match serde_json::from_str(&line)
-                    .with_context(|| format!("the runner's reply {line:?}"))?
-                {
-                    Reply::Failed { error } => Err(anyhow!(error)),
-                    reply => Ok(Wait::Done(reply)),
+            Ending::Replies(Ok(Ok(lines))) => {
+                let mut replies = Vec::with_capacity(lines.len());
+                for line in lines {
+                    match serde_json::from_str(&line)
+                        .with_context(|| format!("the runner's reply {line:?}"))?
+                    {
+                        Reply::Failed { error } => return Err(anyhow!(error)),
+                        reply => replies.push(reply),
+                    }
                 }
+                Ok(Wait::Done(replies))
             }
-            Ending::Reply(_) => {
-                let status = self.kill_runner();
-                if status.is_some_and(|s| died_of_interrupt(&s)) {
+            Ending::Replies(gone) => {
+                let statuses = self.kill_runners();
+                let status = match gone {
+                    Ok(Err(i)) => statuses.get(i).copied().flatten(),
+                    _ => None,
+                };
+                if statuses.iter().flatten().any(died_of_interrupt) {
                     self.interrupted = true;
                     return Ok(Wait::Interrupted);
                 }
@@ -219,11 +257,11 @@ impl Supervisor {
             }
             Ending::Interrupted => {
                 self.interrupted = true;
-                self.kill_runner();
+                self.kill_runners();
                 Ok(Wait::Interrupted)
             }
             Ending::TimedOut => {
-                self.kill_runner();
+                self.kill_runners();
                 bail!(
                     "still running after {} s (--timeout-per-workload); the runner was killed",
                     self.timeout.as_secs()
@@ -241,35 +279,43 @@ impl Supervisor {
         }
     }
 
-    /// Kills the runner and everything it forked (orphans come to this process, their
-    /// subreaper), and reaps them all; the runner's exit status if it had one.
-    pub fn kill_runner(&mut self) -> Option<ExitStatus> {
-        let status = self.runner.take().and_then(|mut r| {
+    /// Kills the runners and everything they forked (orphans come to this process, their
+    /// subreaper), and reaps them all; each runner's exit status if it had one.
+    pub fn kill_runners(&mut self) -> Vec<Option<ExitStatus>> {
+        let mut runners = std::mem::take(&mut self.runners);
+        for r in &mut runners {
             let _ = r.child.start_kill();
-            self.rt.block_on(r.child.wait()).ok()
-        });
+        }
+        let statuses = runners
+            .iter_mut()
+            .map(|r| self.rt.block_on(r.child.wait()).ok())
+            .collect();
         kill_orphans();
-        status
+        statuses
     }
 
-    /// Lets the runner drop its workload and exit; kills it if it does not within a grace
+    /// Lets the runners drop their workloads and exit; kills those that do not within a grace
     /// period.
-    pub fn stop_runner(&mut self) {
-        let Some(runner) = self.runner.take() else {
+    pub fn stop_runners(&mut self) {
+        let runners = std::mem::take(&mut self.runners);
+        if runners.is_empty() {
             return;
-        };
-        let RunnerProcess {
-            mut child,
-            requests,
-            ..
-        } = runner;
-        drop(requests); // EOF: the runner's cue to end
-        let exited = self
-            .rt
-            .block_on(async { tokio::time::timeout(EXIT_GRACE, child.wait()).await });
+        }
+        // EOF on every runner's requests at once: their cue to end.
+        let mut children: Vec<Child> = runners.into_iter().map(|r| r.child).collect();
+        let exited = self.rt.block_on(async {
+            tokio::time::timeout(EXIT_GRACE, async {
+                for child in &mut children {
+                    let _ = child.wait().await;
+                }
+            })
+            .await
+        });
         if exited.is_err() {
-            let _ = child.start_kill();
-            let _ = self.rt.block_on(child.wait());
+            for child in &mut children {
+                let _ = child.start_kill();
+                let _ = self.rt.block_on(child.wait());
+            }
         }
         kill_orphans();
     }
@@ -278,9 +324,9 @@ impl Supervisor {
 impl Drop for Supervisor {
     fn drop(&mut self) {
         if std::thread::panicking() || self.interrupted {
-            self.kill_runner();
+            self.kill_runners();
         } else {
-            self.stop_runner();
+            self.stop_runners();
         }
     }
 }
