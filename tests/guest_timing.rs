@@ -85,7 +85,7 @@ fn unpinned_threads_forking_on_both_cpus_get_no_stale_timings() {
         })
         .collect();
     probes
-        .set_gate_owner(std::process::id())
+        .set_gate_owners(&[std::process::id()])
         .expect("make this process the gate owner");
 
     let mut cpus_seen = std::collections::BTreeSet::new();
