@@ -407,7 +407,9 @@ fn note_untimed(result: &mut WorkloadResult) {
         if ["exit", "exit_group"].contains(&row.name.as_str()) {
             continue;
         }
-        let calls = row.calls_per_op * result.iterations as f64 * result.probed.len() as f64;
+        let copies = result.copies.len().max(1) as f64;
+        let calls =
+            row.calls_per_op * result.iterations as f64 * result.probed.len() as f64 * copies;
         if row.untimed_calls > 0 && row.untimed_calls as f64 > 0.01 * calls {
             result.notes.push(format!(
                 "{}: {} calls were counted but not timed (the task was preempted or migrated \
@@ -430,6 +432,25 @@ fn mean(xs: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::workloads::{self, tests::options};
+
+    /// Copies report their mean latency but their summed bandwidth: two copies moving 100 MB/s
+    /// each move 200 MB/s together, while each op still takes what one copy's op takes.
+    #[test]
+    fn copies_combine_as_mean_latency_and_summed_bandwidth() {
+        assert_eq!(over_copies(Metric::LatencyUs, &[1.0, 3.0]), 2.0);
+        assert_eq!(over_copies(Metric::LatencyNs, &[5.0]), 5.0);
+        let bw = Metric::Bandwidth { bytes_per_op: 64 };
+        assert_eq!(over_copies(bw, &[100.0, 150.0]), 250.0);
+    }
+
+    #[test]
+    fn copies_move_up_from_the_pinned_cpus_and_wrap() {
+        assert_eq!(copy_pin(&[], 3, 2), Vec::<usize>::new());
+        assert_eq!(copy_pin(&[1], 0, 4), vec![1]);
+        assert_eq!(copy_pin(&[1], 1, 4), vec![2]);
+        assert_eq!(copy_pin(&[3], 1, 4), vec![0]);
+        assert_eq!(copy_pin(&[0, 1], 1, 2), vec![1, 0]);
+    }
 
     /// A token ring goes all the way round, so the engine must ask it for whole rounds: a
     /// single op of an 8-process ring is 8 hops, and counting it as one made events per op

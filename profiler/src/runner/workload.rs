@@ -67,7 +67,7 @@ impl<'s> RemoteWorkload<'s> {
             })
             .collect();
         let created = supervisor.request_each(&requests);
-        if created.is_err() {
+        if created.is_err() && runner_pids.iter().all(|&p| supervisor.serves(p)) {
             // The copies that were set up go with their scratch directories.
             let drops = vec![Request::Drop; requests.len()];
             let _ = supervisor.request_each(&drops);
