@@ -220,7 +220,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
         (&["run", "--samples", "1"], "--samples"),
         (&["run", "--parallel", "0"], "--parallel"),
         (&["run", "--parallel", "65"], "--parallel"),
-        (&["run", "--workloads", "build", "--parallel", "2"], "build"),
+        (
+            &["run", "--workloads", "build", "--parallel", "2"],
+            "build runs",
+        ),
         (
             &["run", "--user", "no_such_user_hookprof"],
             "no_such_user_hookprof",

@@ -283,9 +283,11 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     if c.environment.is_empty() {
-        out.push_str("Environment: no differences in kernel, CPU, LSMs, lockdown, policy or parallel copies.
+        out.push_str(
+            "Environment: no differences in kernel, CPU, LSMs, lockdown, policy or parallel copies.
 
-");
+",
+        );
     } else {
         out.push_str("**Environment differences**\n\n");
         for d in &c.environment {
