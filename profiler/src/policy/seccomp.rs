@@ -14,7 +14,7 @@
 //! The filter is built with seccompiler. The measuring harness (the runner) needs a few calls
 //! of its own between samples: reads and writes on its pipes to the profiler and on its peak
 //! RSS files (only on those fds), the tracking window's gate ioctl (only on its invalid fd), the calibration's getppid,
-//! pinning, memory management and exit. An allow-list allows those too, and says so in its
+//! pinning, the parallel copies' common start, memory management and exit. An allow-list allows those too, and says so in its
 //! summary; without them the runner could not take a second sample.
 use std::{
     collections::{btree_map::Entry, BTreeMap},
@@ -45,6 +45,8 @@ const HARNESS_SYSCALLS: &[Sysno] = &[
     Sysno::rt_sigprocmask,
     Sysno::sched_yield,
     Sysno::clock_gettime,
+    // Parallel copies wait for their common start time.
+    Sysno::clock_nanosleep,
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
