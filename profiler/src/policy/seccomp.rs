@@ -77,7 +77,7 @@ impl SeccompPolicy {
         Ok(policy)
     }
 
-    /// `allow for 4 syscalls, errno otherwise; +17 allowed for the harness`.
+    /// `allow for 4 syscalls, errno otherwise; +18 allowed for the harness`.
     pub fn summary(&self) -> String {
         let harness = if self.adds_harness_rules() {
             format!("; +{} allowed for the harness", HARNESS_SYSCALLS.len() + 4)
