@@ -2,6 +2,8 @@
 //! time (a `security_*` hook, an LSM's own hook function, or a task path). Entry pushes a frame
 //! (slot, start) on the task's own stack; exit pops it only if the top frame is its own slot.
 //! A full stack or an exit that does not match is counted (untimed), never timed.
+use core::ffi::c_void;
+
 use aya_ebpf::{
     helpers::bpf_ktime_get_ns,
     macros::{fentry, fexit},
@@ -71,15 +73,20 @@ pub fn empty_enter(_ctx: FEntryContext) -> u32 {
 pub fn empty_exit(_ctx: FExitContext) -> u32 {
     0
 }
+/// Each slot's programs sit in ELF sections of their own (the function is named at load time,
+/// not by the section): aya gives every program a copy of its whole section's line info, which
+/// for all the slots in one section came to over 100 MB of the profiler's memory.
 macro_rules! hook_slots {
     ($($slot:literal)*) => { paste::paste! { $(
-        #[fentry(function = "security_file_open")]
-        pub fn [<hook_enter_ $slot>](_ctx: FEntryContext) -> u32 {
+        #[unsafe(no_mangle)]
+        #[unsafe(link_section = concat!("fentry/hook_enter_", $slot))]
+        pub fn [<hook_enter_ $slot>](_ctx: *mut c_void) -> i32 {
             hook_enter($slot);
             0
         }
-        #[fexit(function = "security_file_open")]
-        pub fn [<hook_exit_ $slot>](_ctx: FExitContext) -> u32 {
+        #[unsafe(no_mangle)]
+        #[unsafe(link_section = concat!("fexit/hook_exit_", $slot))]
+        pub fn [<hook_exit_ $slot>](_ctx: *mut c_void) -> i32 {
             hook_exit($slot);
             0
         }
