@@ -12,6 +12,7 @@ pub mod import;
 pub mod inspect;
 pub mod lmbench;
 pub mod measure;
+pub mod memory;
 pub mod policy;
 pub mod probe_setup;
 pub mod probes;

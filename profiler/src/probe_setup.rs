@@ -7,6 +7,7 @@ use indicatif::ProgressBar;
 use crate::{
     discovery::{self, Found},
     measure::SamplingOptions,
+    memory,
     probes::{
         calibration::{self, Calibration},
         lsm_hook_of,
@@ -84,6 +85,7 @@ pub(crate) fn load_probes(
     } else {
         Selection::Listed(Vec::new())
     };
+    memory::note_phase("hook catalog");
     // Bad input fails before anything is loaded.
     if let Some((hook, _)) = args
         .inject
@@ -109,6 +111,7 @@ pub(crate) fn load_probes(
         entries_only: false,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
+    memory::note_phase("probes loaded");
     if !probes.scoping_works() {
         bail!(
             "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
@@ -133,6 +136,7 @@ pub(crate) fn load_probes(
             (found.union(), Some(found))
         }
     };
+    memory::note_phase("hooks chosen");
     probes.load_functions(&functions, false, &kernel)?;
     for line in probes.report().refusal_lines() {
         eprintln!("hookprof: {line}");
@@ -145,6 +149,7 @@ pub(crate) fn load_probes(
     } else {
         None
     };
+    memory::note_phase("calibration");
     Ok(Wait::Done(LoadedProbes {
         probes,
         calibration,

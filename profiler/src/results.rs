@@ -127,6 +127,17 @@ pub struct Environment {
     /// runner process of their own: see each workload's `runner_peak_rss_kib`).
     #[serde(default)]
     pub profiler_peak_rss_kib: Option<u64>,
+    /// The profiler's peak resident set as it stood at the end of each phase (loading the
+    /// probes, each workload), so a growth is pinned on the phase that caused it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiler_peak_rss_by_phase: Vec<PhasePeak>,
+}
+
+/// The profiler's peak resident set at the end of a phase of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhasePeak {
+    pub phase: String,
+    pub peak_rss_kib: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -16,6 +16,7 @@ use profiler_common::MAX_GATE_OWNERS;
 use crate::{
     environment,
     measure::{self, Overhead, SamplingOptions},
+    memory,
     policy::Policy,
     probe_setup::{load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
@@ -334,6 +335,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
             &mut supervisor,
             &progress,
         );
+        memory::note_phase(&format!("workload {}", spec.name));
         let interrupted = outcome.interrupted;
         let result = outcome.result;
         if let Some(failure) = &result.failure {
@@ -358,7 +360,8 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         results.lsm_programs = lsm_program_records(p);
     }
     drop(probes); // unloads every program before anything else is printed
-    results.environment.profiler_peak_rss_kib = environment::status_kib("VmHWM");
+    results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
+    results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
 
     if let Some(out) = output {
         crate::results_file::write_atomically(out, results.to_json().as_bytes())

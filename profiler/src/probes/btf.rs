@@ -1,5 +1,5 @@
 //! The running kernel's BTF: which functions exist (so a hook absent on this kernel is named,
-//! not silently skipped), their argument counts, and struct field offsets the programs need.
+//! not silently skipped) and their argument counts.
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -7,8 +7,12 @@ use btf_rs::{Btf, Type};
 
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
+/// The kernel's functions, kept apart from the parsed BTF: the parse takes tens of MB, the
+/// functions a few, and aya parses the BTF again when it loads the probes.
 pub struct KernelBtf {
-    btf: Btf,
+    /// Every function name with its parameter count (None if its prototype is unreadable),
+    /// sorted by name.
+    functions: Vec<(String, Option<usize>)>,
 }
 
 impl KernelBtf {
@@ -22,61 +26,54 @@ impl KernelBtf {
         let btf = Btf::from_file(VMLINUX_BTF)
             .map_err(|e| anyhow!("{e}"))
             .with_context(|| format!("read {VMLINUX_BTF}"))?;
-        Ok(KernelBtf { btf })
+        let kernel = KernelBtf::from_btf(&btf);
+        drop(btf);
+        crate::memory::release_free_heap();
+        Ok(kernel)
+    }
+
+    fn from_btf(btf: &Btf) -> KernelBtf {
+        let mut functions = Vec::new();
+        // Type ids are dense from 1; the first missing id is the end.
+        for id in 1.. {
+            let Ok(t) = btf.resolve_type_by_id(id) else {
+                break;
+            };
+            if let Type::Func(f) = &t {
+                if let Ok(name) = btf.resolve_name(f) {
+                    let args = match btf.resolve_chained_type(f) {
+                        Ok(Type::FuncProto(p)) => Some(p.parameters.len()),
+                        _ => None,
+                    };
+                    functions.push((name, args));
+                }
+            }
+        }
+        functions.sort_unstable();
+        functions.dedup_by(|a, b| a.0 == b.0);
+        functions.shrink_to_fit();
+        KernelBtf { functions }
+    }
+
+    fn find(&self, name: &str) -> Option<&(String, Option<usize>)> {
+        self.functions
+            .binary_search_by(|(f, _)| f.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.functions[i])
     }
 
     /// True if the kernel has a traceable (BTF-described) function of this name.
     pub fn has_function(&self, name: &str) -> bool {
-        self.btf
-            .resolve_types_by_name(name)
-            .map(|types| types.iter().any(|t| matches!(t, Type::Func(_))))
-            .unwrap_or(false)
+        self.find(name).is_some()
     }
 
     /// The number of parameters of a function.
     pub fn function_arg_count(&self, name: &str) -> Option<usize> {
-        let types = self.btf.resolve_types_by_name(name).ok()?;
-        types.iter().find_map(|t| match t {
-            Type::Func(f) => match self.btf.resolve_chained_type(f).ok()? {
-                Type::FuncProto(p) => Some(p.parameters.len()),
-                _ => None,
-            },
-            _ => None,
-        })
+        self.find(name)?.1
     }
 
-    /// Every function name, in BTF order (for the hook catalog).
-    pub fn function_names(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        // Type ids are dense from 1; the first missing id is the end.
-        for id in 1.. {
-            let Ok(t) = self.btf.resolve_type_by_id(id) else {
-                break;
-            };
-            if let Type::Func(f) = &t {
-                if let Ok(name) = self.btf.resolve_name(f) {
-                    names.push(name);
-                }
-            }
-        }
-        names
-    }
-
-    /// Byte offset of `member` in `struct name`.
-    pub fn member_offset(&self, name: &str, member: &str) -> Result<u32> {
-        let types = self
-            .btf
-            .resolve_types_by_name(name)
-            .map_err(|e| anyhow!("{e}"))?;
-        for t in types {
-            if let Type::Struct(s) = t {
-                for m in &s.members {
-                    if self.btf.resolve_name(m).ok().as_deref() == Some(member) {
-                        return Ok(m.bit_offset() / 8);
-                    }
-                }
-            }
-        }
-        bail!("struct {name} has no member {member} in this kernel's BTF")
+    /// Every function name, sorted (for the hook catalog).
+    pub fn function_names(&self) -> impl Iterator<Item = &str> {
+        self.functions.iter().map(|(f, _)| f.as_str())
     }
 }

@@ -1,8 +1,6 @@
 //! What can be timed on this kernel: every `security_*` hook in its BTF, the functions each
 //! active LSM runs under a hook, and the fork/exit/exec task paths (copy_process, do_exit and
 //! the per-subsystem steps that are today's "task watchers").
-use std::collections::BTreeSet;
-
 use super::KernelBtf;
 
 /// Each LSM's prefix for its hook implementations (`security_file_open` -> `apparmor_file_open`).
@@ -97,12 +95,11 @@ impl Target {
 
 /// Every `security_*` function the kernel's BTF describes, sorted.
 pub fn security_hooks(kernel: &KernelBtf) -> Vec<String> {
-    let set: BTreeSet<String> = kernel
+    kernel
         .function_names()
-        .into_iter()
         .filter(|f| f.starts_with("security_"))
-        .collect();
-    set.into_iter().collect()
+        .map(String::from)
+        .collect()
 }
 
 /// The LSM hook names a `security_*` function (or bare hook name) may run: most share its

@@ -28,12 +28,14 @@ impl Probes {
         supported_architecture(std::env::consts::ARCH)?;
         raise_memlock_limit();
         raise_open_files_limit();
+        let btf = aya_btf()?;
         let ebpf = EbpfLoader::new()
+            // The BTF parsed once for the process, not a copy per load (tens of MB each).
+            .btf(Some(btf))
             // The per-task state map is task storage, which only the programs use.
             .allow_unsupported_maps()
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
-        let btf = aya_btf()?;
         let mut probes = Probes {
             ebpf,
             attachments: Vec::new(),

@@ -1,0 +1,53 @@
+//! The process's own memory: its peak resident set (VmHWM), that peak noted at each phase of a
+//! run (so growth is pinned on the phase that caused it), and freed heap handed back.
+use std::sync::Mutex;
+
+use crate::results::PhasePeak;
+
+/// The peaks noted so far, in order. Process-wide, like the VmHWM they read.
+static PHASES: Mutex<Vec<PhasePeak>> = Mutex::new(Vec::new());
+
+/// The peak resident set of this process so far, KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    crate::environment::status_kib("VmHWM")
+}
+
+/// Notes the peak so far as that of the phase just ended.
+pub fn note_phase(phase: &str) {
+    if let Some(peak_rss_kib) = peak_rss_kib() {
+        let mut phases = PHASES.lock().unwrap_or_else(|e| e.into_inner());
+        phases.push(PhasePeak {
+            phase: phase.into(),
+            peak_rss_kib,
+        });
+    }
+}
+
+/// The peaks noted so far, oldest first.
+pub fn phase_peaks() -> Vec<PhasePeak> {
+    PHASES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Returns the heap's free pages to the kernel, so a large structure just dropped (a parsed
+/// BTF) stops counting in the resident set.
+pub fn release_free_heap() {
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe { libc::malloc_trim(0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peak_is_read_and_phases_keep_their_order() {
+        let peak = peak_rss_kib().expect("VmHWM in /proc/self/status");
+        assert!(peak > 0);
+        note_phase("first");
+        note_phase("second");
+        let phases = phase_peaks();
+        let first = phases.iter().position(|p| p.phase == "first").unwrap();
+        assert_eq!(phases[first + 1].phase, "second");
+        assert!(phases[first + 1].peak_rss_kib >= phases[first].peak_rss_kib);
+    }
+}
