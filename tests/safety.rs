@@ -4,6 +4,7 @@
 //! only the workload's privileges; results files are never truncated by a failed run. Each
 //! test runs the real binary as root.
 use std::{
+    collections::BTreeMap,
     path::Path,
     sync::Mutex,
     time::{Duration, Instant},
@@ -189,46 +190,107 @@ fn a_failed_workload_is_recorded_and_the_run_goes_on() {
     }
 }
 
-/// The runner is the lean process the design promises: one thread, no BPF fds, a few MB.
+/// The runner is the lean process the design promises: one thread, no BPF fds, a few MB, and
+/// a fresh one for each workload. The results keep each runner's peak apart from the
+/// profiler's.
 #[test]
-fn the_runner_is_single_threaded_and_holds_no_bpf_fds() {
+fn each_workload_runs_in_a_fresh_lean_runner_without_bpf_fds() {
     require_root();
     let _serial = serial();
     let before = BpfObjects::now();
-    let mut run = Hookprof::start(LONG, &[]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let runner = loop {
-        assert!(run.running(), "ended early: {}", run.stderr());
-        assert!(Instant::now() < deadline, "no runner process seen");
-        if let Some(pid) = hookprof_tests::cleanup::children_of(run.pid())
-            .into_iter()
-            .find(|&c| {
-                std::fs::read(format!("/proc/{c}/cmdline"))
-                    .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == b"__runner"))
-            })
-        {
-            break pid;
+    let mut run = Hookprof::start(MEDIUM, &[]);
+    // Every runner seen, with the most threads and VmHWM it ever showed.
+    let mut runners: BTreeMap<i32, (u64, u64)> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while run.running() {
+        assert!(Instant::now() < deadline, "still running: {}", run.stderr());
+        for pid in runner_pids(run.pid()) {
+            // A runner that ended between the listing and the reads is simply gone.
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                continue;
+            };
+            let (Some(threads), Some(hwm)) = (
+                status_field(&status, "Threads:"),
+                status_field(&status, "VmHWM:"),
+            ) else {
+                continue; // exiting: its memory is already gone
+            };
+            let bpf_fds: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter(|t| t.to_string_lossy().starts_with("anon_inode:bpf"))
+                .collect();
+            assert!(
+                bpf_fds.is_empty(),
+                "runner {pid} holds BPF fds: {bpf_fds:?}"
+            );
+            let seen = runners.entry(pid).or_default();
+            *seen = (seen.0.max(threads), seen.1.max(hwm));
         }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Let it take up a workload.
-    std::thread::sleep(Duration::from_millis(1500));
-    let status = std::fs::read_to_string(format!("/proc/{runner}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    };
-    assert_eq!(field("Threads:"), 1, "{status}");
-    assert!(field("VmHWM:") < 64 * 1024, "{status}");
-    let bpf_fds: Vec<_> = std::fs::read_dir(format!("/proc/{runner}/fd"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter(|t| t.to_string_lossy().starts_with("anon_inode:bpf"))
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = run.wait(Duration::from_secs(10));
+    assert!(status.success(), "{status}: {}", run.stderr());
+    for (pid, (threads, hwm)) in &runners {
+        assert_eq!(*threads, 1, "runner {pid} had {threads} threads");
+        assert!(*hwm < 32 * 1024, "runner {pid} peaked at {hwm} KiB");
+    }
+    let measured = WORKLOADS.split(',').count();
+    assert!(
+        runners.len() >= measured,
+        "{} runners seen for {measured} workloads: one runner served several",
+        runners.len()
+    );
+    let results = Results::load(&run.output()).expect("results");
+    for name in WORKLOADS.split(',') {
+        let peak = workload(&results, name).runner_peak_rss_kib;
+        assert!(
+            peak.is_some_and(|kib| kib > 0 && kib < 32 * 1024),
+            "{name}: runner peak {peak:?} KiB"
+        );
+    }
+    let env = &results.environment;
+    let profiler = env.profiler_peak_rss_kib.expect("the profiler's peak RSS");
+    // The profiler's peak depends on the size of the kernel's BTF, so this bound is generous:
+    // it catches the probes' object or BTF being held twice, not a few MB of growth.
+    assert!(profiler < 128 * 1024, "profiler peaked at {profiler} KiB");
+    let phases: Vec<&str> = env
+        .profiler_peak_rss_by_phase
+        .iter()
+        .map(|p| p.phase.as_str())
         .collect();
-    assert!(bpf_fds.is_empty(), "the runner holds BPF fds: {bpf_fds:?}");
-    interrupt(&mut run, "runner check");
-    run.assert_left_nothing(&before, "runner check");
+    for phase in ["hook catalog", "probes loaded", "workload fork_proc"] {
+        assert!(phases.contains(&phase), "no {phase} in {phases:?}");
+    }
+    let peaks: Vec<u64> = env
+        .profiler_peak_rss_by_phase
+        .iter()
+        .map(|p| p.peak_rss_kib)
+        .collect();
+    assert!(
+        peaks.windows(2).all(|w| w[0] <= w[1]) && peaks.iter().all(|&p| p <= profiler),
+        "phase peaks {peaks:?} against the run's {profiler}"
+    );
+    run.assert_left_nothing(&before, "fresh runners");
+}
+
+/// The runner children of the profiler `pid`.
+fn runner_pids(pid: i32) -> Vec<i32> {
+    hookprof_tests::cleanup::children_of(pid)
+        .into_iter()
+        .filter(|&c| {
+            std::fs::read(format!("/proc/{c}/cmdline"))
+                .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == b"__runner"))
+        })
+        .collect()
+}
+
+/// A numeric field of /proc/PID/status (`VmHWM:` in KiB).
+fn status_field(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(name))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]

@@ -208,6 +208,7 @@ pub(crate) fn calibrate(
     supervisor.start_clock();
     let mut getppid_loop = |calls, tracked| supervisor.getppid_loop(calls, tracked);
     let calibrated = calibration::calibrate(probes, kernel, &mut getppid_loop);
+    supervisor.stop_runners(); // the first workload starts in a fresh runner too
     if supervisor.interrupted() {
         return Ok(Wait::Interrupted);
     }

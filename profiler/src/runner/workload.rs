@@ -151,12 +151,14 @@ impl<'s> RemoteWorkload<'s> {
         }))
     }
 
-    /// Drops the workload in the runners; the largest peak RSS of a runner while it hosted
-    /// its copy, in KiB.
+    /// Drops the workload in the runners, which then end: the next workload starts in fresh
+    /// ones. The largest peak RSS of a runner while it hosted its copy, in KiB.
     pub fn finish(mut self) -> Result<Option<u64>> {
         self.dropped = true;
         let drops = vec![Request::Drop; self.copies()];
-        Ok(match self.supervisor.request_each(&drops)? {
+        let dropped = self.supervisor.request_each(&drops);
+        self.supervisor.stop_runners();
+        Ok(match dropped? {
             Wait::Done(replies) => {
                 let mut peak = None;
                 for reply in replies {
@@ -173,16 +175,18 @@ impl<'s> RemoteWorkload<'s> {
 }
 
 impl Drop for RemoteWorkload<'_> {
-    /// A workload given up on (an error, an interrupt) is dropped too; if the runners cannot
-    /// do that, they are killed with everything they forked. Runners already killed took it
-    /// along.
+    /// A workload given up on (an error, an interrupt) is dropped too and its runners end; if
+    /// the runners cannot drop it, they are killed with everything they forked. Runners
+    /// already killed took it along.
     fn drop(&mut self) {
         let serving = self.runner_pids.iter().all(|&p| self.supervisor.serves(p));
         if self.dropped || !serving {
             return;
         }
         let drops = vec![Request::Drop; self.copies()];
-        if !matches!(self.supervisor.request_each(&drops), Ok(Wait::Done(_))) {
+        if matches!(self.supervisor.request_each(&drops), Ok(Wait::Done(_))) {
+            self.supervisor.stop_runners();
+        } else {
             self.supervisor.kill_runners();
         }
     }
