@@ -1,9 +1,9 @@
 //! The measured work runs in a process of its own, the runner (`serve`): `hookprof` executed
 //! afresh (exec leaves the profiler's address space behind, and every BPF fd is
 //! close-on-exec), so a workload that forks copies a few MB, not the profiler's parsed BTF,
-//! loaded programs and BPF fds. Each workload gets a fresh runner,
-//! which ends with it, so nothing a workload left (memory, allocator state) reaches the next.
-//! The profiler supervises it (`supervisor`): requests and replies over a pipe, signals,
+//! loaded programs and BPF fds. Each workload gets fresh runners (one per `--parallel` copy),
+//! which end with it, so nothing a workload left (memory, allocator state) reaches the next.
+//! The profiler supervises them (`supervisor`): requests and replies over pipes, signals,
 //! timeouts, progress.
 mod credentials;
 pub mod protocol;
