@@ -198,6 +198,23 @@ fn parse_inject(s: &str) -> Result<(String, u64), String> {
     ))
 }
 
+/// `--pin` may name only CPUs this process is allowed on (`taskset`, a cpuset), not merely CPUs
+/// the machine has.
+fn check_pin(pin: &[usize]) -> Result<()> {
+    if pin.is_empty() {
+        return Ok(());
+    }
+    let allowed = workloads::allowed_cpus().context("sched_getaffinity")?;
+    if let Some(&cpu) = pin.iter().find(|c| !allowed.contains(c)) {
+        let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+        bail!(
+            "--pin {cpu}: CPU {cpu} is not one this process may run on ({})",
+            list.join(",")
+        );
+    }
+    Ok(())
+}
+
 /// What a run measures: its workloads (or `stat`'s command) and how many samples each takes.
 pub struct Plan {
     pub specs: Vec<&'static WorkloadSpec>,
@@ -233,10 +250,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         check_writable(out)?;
     }
     let baseline = run_args.baseline.prepare()?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Some(&cpu) = args.pin.iter().find(|&&c| c >= cpus) {
-        bail!("--pin {cpu}: this machine has CPUs 0-{}", cpus - 1);
-    }
+    check_pin(&args.pin)?;
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
     if args.parallel > 1 && specs.iter().any(|s| s.name == "build") {
         bail!(

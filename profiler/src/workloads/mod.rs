@@ -20,6 +20,7 @@ mod fs;
 mod ipc;
 mod memory;
 mod peer;
+pub use peer::allowed_cpus;
 
 pub use peer::pin_to;
 mod process;
