@@ -9,6 +9,7 @@ use std::{
 use super::{
     channel::{read_exact, write_all, Channel, End},
     memory::{AnonBuffer, CacheSizes},
+    net_time,
     peer::{Peer, PinGuard, Pinning},
     sum_words,
     vm::unlinked_file,
@@ -17,7 +18,9 @@ use super::{
 
 /// lmbench's transfer size for pipes, sockets and file reads.
 const XFER: usize = 64 << 10;
-/// Memory workloads move one 1 MB chunk of a large buffer per op.
+/// Memory workloads count 1 MB an op, and move whole buffers: one round is one pass over the
+/// buffer, as each iteration of lmbench's bw_mem (one bcopy() of the whole buffer: libc picks
+/// its copy strategy, e.g. non-temporal stores, by the size of the call).
 const CHUNK: usize = 1 << 20;
 
 const fn bandwidth(
@@ -293,12 +296,11 @@ enum Pass {
     Write,
 }
 
-/// One 1 MB chunk per op, moving through the buffer(s) so successive ops miss the caches.
+/// One pass over the whole buffer(s) per round of `len / CHUNK` ops.
 struct MemoryPass {
     pass: Pass,
     src: AnonBuffer,
     dst: Option<AnonBuffer>,
-    offset: usize,
 }
 
 impl MemoryPass {
@@ -312,41 +314,32 @@ impl MemoryPass {
             // SAFETY: the whole buffer is ours and writable.
             unsafe { std::ptr::write_bytes(buf.as_ptr(), 1, buf.len()) };
         }
-        Ok(MemoryPass {
-            pass,
-            src,
-            dst,
-            offset: 0,
-        })
+        Ok(MemoryPass { pass, src, dst })
     }
 
-    fn one_chunk(&mut self) -> u64 {
-        const WORDS: usize = CHUNK / 8;
-        // SAFETY: offset + CHUNK <= len for both buffers (len is a multiple of CHUNK).
-        let src = unsafe { self.src.as_ptr().add(self.offset).cast::<u64>() };
-        let dst = self
-            .dst
-            .as_ref()
-            .map(|d| unsafe { d.as_ptr().add(self.offset).cast::<u64>() });
-        self.offset = (self.offset + CHUNK) % self.src.len();
+    fn one_pass(&mut self) -> u64 {
+        let words = self.src.len() / 8;
+        let src = self.src.as_ptr().cast::<u64>();
+        let dst = self.dst.as_ref().map(|d| d.as_ptr().cast::<u64>());
         let mut sum = 0u64;
-        // Volatile word accesses: the compiler may neither drop them nor turn the loops into
-        // memcpy/memset, so "hand", read and write move one word at a time, as lmbench's C.
+        // SAFETY: both buffers are `words` words long and ours. Volatile word accesses: the
+        // compiler may neither drop them nor turn the loops into memcpy/memset, so "hand", read
+        // and write move one word at a time, as lmbench's C.
         unsafe {
             match (self.pass, dst) {
-                (Pass::CopyLibc, Some(dst)) => std::ptr::copy_nonoverlapping(src, dst, WORDS),
+                (Pass::CopyLibc, Some(dst)) => std::ptr::copy_nonoverlapping(src, dst, words),
                 (Pass::CopyHand, Some(dst)) => {
-                    for i in 0..WORDS {
+                    for i in 0..words {
                         dst.add(i).write_volatile(src.add(i).read_volatile());
                     }
                 }
                 (Pass::Read, _) => {
-                    for i in 0..WORDS {
+                    for i in 0..words {
                         sum = sum.wrapping_add(src.add(i).read_volatile());
                     }
                 }
                 (Pass::Write, _) => {
-                    for i in 0..WORDS {
+                    for i in 0..words {
                         src.add(i).write_volatile(i as u64);
                     }
                 }
@@ -359,14 +352,24 @@ impl MemoryPass {
 
 impl Workload for MemoryPass {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        let passes = ops.div_ceil(self.ops_per_round());
         let mut sum = 0u64;
         let start = Instant::now();
-        for _ in 0..ops {
-            sum = sum.wrapping_add(self.one_chunk());
+        for _ in 0..passes {
+            sum = sum.wrapping_add(self.one_pass());
         }
         let elapsed = start.elapsed();
         std::hint::black_box(sum);
-        Ok(elapsed)
+        Ok(net_time(
+            elapsed,
+            Duration::ZERO,
+            passes * self.ops_per_round(),
+            ops,
+        ))
+    }
+
+    fn ops_per_round(&self) -> u64 {
+        (self.src.len() / CHUNK) as u64
     }
 }
 
@@ -406,7 +409,12 @@ mod tests {
             let mut w = MemoryPass::new(pass, 4 * CHUNK).unwrap();
             // SAFETY: the source buffer is ours; mark it so a copy is visible.
             unsafe { w.src.as_ptr().cast::<u64>().write(0xabcd) };
-            assert_sane(name, w.run(6).unwrap(), 6);
+            assert_eq!(
+                w.ops_per_round(),
+                4,
+                "{name}: a round is a pass over the buffer"
+            );
+            assert_sane(name, w.run(8).unwrap(), 8);
             if let Some(dst) = &w.dst {
                 // SAFETY: reads our own destination buffer.
                 assert_eq!(
@@ -416,7 +424,7 @@ mod tests {
                 );
             }
             if pass == Pass::Write {
-                // SAFETY: reads our own buffer: word 3 of the first chunk was written as 3.
+                // SAFETY: reads our own buffer: word 3 was written as 3.
                 assert_eq!(unsafe { w.src.as_ptr().cast::<u64>().add(3).read() }, 3);
             }
         }
