@@ -63,8 +63,9 @@ impl Overhead {
         Overhead { clock, loop_ns }
     }
 
-    fn take_from(&self, elapsed: Duration, ops: u64) -> Duration {
-        let overhead = self.clock + Duration::from_nanos((self.loop_ns * ops as f64) as u64);
+    fn take_from(&self, elapsed: Duration, loop_iterations: u64) -> Duration {
+        let overhead =
+            self.clock + Duration::from_nanos((self.loop_ns * loop_iterations as f64) as u64);
         elapsed
             .saturating_sub(overhead)
             .max(Duration::from_nanos(1))
@@ -272,7 +273,7 @@ fn copy_values(
 ) -> Vec<f64> {
     runs.iter()
         .map(|run| {
-            let elapsed = overhead.take_from(run.elapsed, ops);
+            let elapsed = overhead.take_from(run.elapsed, spec.loop_iterations(ops));
             ns_per_op.push(elapsed.as_nanos() as f64 / ops as f64);
             spec.metric.value(elapsed, ops)
         })
