@@ -156,17 +156,25 @@ pub(crate) fn net_time(timed: Duration, reference: Duration, done: u64, asked: u
     Duration::from_secs_f64(per_op * asked as f64)
 }
 
-/// Sums `len` words as lmbench's bread() does with a working set or with data it read: one load
-/// and one add a word into a single sum (bread() as lmbench's -O compiles it); volatile, so the
-/// compiler can neither drop the loads nor vectorise them into a loop several times faster.
+/// Sums `len` words as lmbench's bread() does with a working set or with data it read: blocks
+/// of 128 words, each summed into a sum of its own (one load and one add a word, unrolled)
+/// that is then added to the total, so one block's adds may overlap the next block's, as in
+/// bread()'s `sum += p[0]+...+p[127]`. Volatile, so the compiler can neither drop the loads
+/// nor vectorise them into a loop several times faster than lmbench's -O build.
 pub(crate) fn sum_words(words: *const u64, len: usize) -> u64 {
+    const BLOCK: usize = 128;
     assert!(words.is_aligned(), "sum_words needs word-aligned memory");
+    let load = |i: usize| {
+        // SAFETY: callers pass a live, aligned buffer of `len` words; every i here is < len.
+        unsafe { words.add(i).read_volatile() }
+    };
+    let whole = len - len % BLOCK;
     let mut sum = 0u64;
-    for i in 0..len {
-        // SAFETY: callers pass a live, aligned buffer of `len` words.
-        sum = sum.wrapping_add(unsafe { words.add(i).read_volatile() });
+    for base in (0..whole).step_by(BLOCK) {
+        let block = (base..base + BLOCK).fold(0u64, |s, i| s.wrapping_add(load(i)));
+        sum = sum.wrapping_add(block);
     }
-    sum
+    (whole..len).fold(sum, |s, i| s.wrapping_add(load(i)))
 }
 
 /// A fixed-seed xorshift generator: orders that look random to the hardware, the same every run.
@@ -411,6 +419,15 @@ pub(crate) mod tests {
         // static-exec variant of exec_proc.
         let default = select(None, Suite::Default).unwrap();
         assert_eq!(default.len(), expected.len() - 3);
+    }
+
+    #[test]
+    fn sum_words_adds_every_word_unrolled_or_not() {
+        let words: Vec<u64> = (1..=300).collect();
+        for len in [0, 1, 127, 128, 129, 300] {
+            let expected: u64 = words[..len].iter().sum();
+            assert_eq!(sum_words(words.as_ptr(), len), expected, "len {len}");
+        }
     }
 
     #[test]
