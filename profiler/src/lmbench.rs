@@ -122,7 +122,12 @@ pub static SECTIONS: &[Section] = &[
             col(["selct", "TCP"], 5, W("select_tcp")),
             col(["sig", "inst"], 4, W("sig_install")),
             col(["sig", "hndl"], 4, W("sig_catch")),
-            col(["fork", "proc"], 4, W("fork_proc")),
+            differs(
+                col(["fork", "proc"], 4, W("fork_proc")),
+                "the child leaves with _exit(), not exit(): lmbench's child also runs libc's \
+                 exit-time code, whose writes to pages shared with the parent are copied \
+                 (about a fifth of a small C process's fork+exit)",
+            ),
             col(["exec", "proc"], 4, W("exec_proc")),
             col(["sh", "proc"], 4, W("sh_proc")),
         ],

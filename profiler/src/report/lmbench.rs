@@ -245,9 +245,12 @@ mod tests {
         let marks: Vec<&str> = local.lines().filter(|l| l.starts_with("* ")).collect();
         assert_eq!(marks.len(), 3, "{local}");
         assert!(marks[0].starts_with("* RPC/ UDP: ") && marks[2].starts_with("* TCP conn: "));
-        // A section with no such column has no mark.
         let processes = printed.split(SECTIONS[0].title).nth(1).unwrap();
-        assert!(!processes.split("\n\n").next().unwrap().contains("\n* "));
+        let processes = processes.split("\n\n").next().unwrap();
+        assert!(processes.contains("\n* fork proc: "), "{processes}");
+        // A section with no such column has no mark.
+        let ctxsw = printed.split(SECTIONS[1].title).nth(1).unwrap();
+        assert!(!ctxsw.split("\n\n").next().unwrap().contains("\n* "));
     }
 
     #[test]
