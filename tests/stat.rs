@@ -1,7 +1,9 @@
 //! `hookprof stat -- CMD` on the running kernel: the command's whole process tree is
 //! attributed, run by run, in results that `report` and `compare` read like a run's.
 use hookprof::results::Results;
-use hookprof_tests::{assert_near, hookprof, require_root, row, workload};
+use hookprof_tests::{
+    assert_near, assert_parallel_like_one, hookprof, require_root, row, workload,
+};
 
 /// sh starts two background children and waits: per run, three processes are forked (sh
 /// itself, by the launch, and its two children), three exec and three exit.
@@ -117,4 +119,45 @@ fn stat_runs_the_command_under_the_policy() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("'/bin/cat /etc/passwd' failed"), "{e}");
+}
+
+/// `--parallel 2` runs two copies of the command at once, each in a runner of its own: per run
+/// of one copy, the same process tree is forked, exec'd and counted as with one copy.
+#[test]
+fn stat_runs_copies_of_the_command_at_once() {
+    require_root();
+    let command = "/bin/true & /bin/sleep 0.05 & wait";
+    let stat = |parallel: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("stat.json");
+        let o = hookprof(&[
+            "stat",
+            "--runs",
+            "3",
+            "--parallel",
+            parallel,
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            command,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        Results::load(&out).unwrap()
+    };
+    let (one, two) = (stat("1"), stat("2"));
+    let name = format!("/bin/sh -c {command}");
+    // sh, true and sleep exec; sh forks its two children.
+    assert_parallel_like_one(&one, &two, &name, 2, &["execve", "clone"]);
+    let w = workload(&two, &name);
+    for event in ["fork", "exec", "exit"] {
+        assert_near(
+            &format!("{event} events/run"),
+            w.events_per_op[event],
+            3.0,
+            0.01,
+        );
+    }
 }
