@@ -8,7 +8,7 @@ use std::{
 };
 
 use hookprof::policy::Policy;
-use hookprof_tests::{hookprof_bin, workload};
+use hookprof_tests::{assert_near, hookprof_bin, require_root, row, workload};
 
 /// Writes `text` to `dir/name` and returns the `--policy` spec naming it.
 fn policy_file(dir: &Path, kind: &str, name: &str, text: &str) -> String {
@@ -198,9 +198,12 @@ fn run_under_a_seccomp_allow_list_works_and_fails_on_a_call_it_leaves_out() {
 }
 
 /// A filter that kills the process on a call it leaves out kills the runner, not hookprof: that
-/// workload fails, the run goes on with a fresh runner, and the results hold the others.
+/// workload fails, the run goes on with a fresh runner, and the results hold the others. The
+/// workload that lives through it is probed: the runner's own calls between samples (its
+/// pipes, the tracking gate) pass the filter, and the gate opens the window (getppid counted).
 #[test]
 fn a_seccomp_filter_that_kills_the_runner_fails_that_workload_only() {
+    require_root();
     let tmp = tempfile::tempdir().unwrap();
     let kill = policy_file(
         tmp.path(),
@@ -214,7 +217,7 @@ fn a_seccomp_filter_that_kills_the_runner_fails_that_workload_only() {
         &[
             "run",
             "--probes",
-            "none",
+            "syscalls",
             "--samples",
             "2",
             "-q",
@@ -234,7 +237,14 @@ fn a_seccomp_filter_that_kills_the_runner_fails_that_workload_only() {
     );
     let r = hookprof::results::Results::load(&out_file).unwrap();
     assert!(workload(&r, "open_close").failure.is_some());
-    assert_eq!(workload(&r, "null_call").clean.len(), 2);
+    let null_call = workload(&r, "null_call");
+    assert_eq!((null_call.clean.len(), null_call.probed.len()), (2, 2));
+    assert_near(
+        "getppid calls/op under the filter",
+        row(null_call, "getppid").calls_per_op,
+        1.0,
+        0.01,
+    );
     assert!(r
         .policy_summary()
         .starts_with("seccomp (allow for 1 syscall, kill_process"));
