@@ -16,7 +16,7 @@ use crate::{
         protocol::Extra, CopyRun, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup,
     },
     scratch,
-    workloads::{command::CommandLine, Metric, WorkloadSpec},
+    workloads::{self, command::CommandLine, Metric, WorkloadSpec},
 };
 
 #[derive(Debug, Clone)]
@@ -308,14 +308,18 @@ pub fn start<'s>(
     probes: Option<&mut Probes>,
     supervisor: &'s mut Supervisor,
 ) -> Result<Wait<Started<'s>>> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = if options.pin.is_empty() {
+        Vec::new()
+    } else {
+        workloads::allowed_cpus().context("sched_getaffinity")?
+    };
     let mut scratches = Vec::with_capacity(copies);
     let mut setups = Vec::with_capacity(copies);
     for copy in 0..copies {
         let scratch = scratch::create(spec.name, options.user)?;
         setups.push(WorkloadSetup {
             scratch_dir: scratch.path().to_path_buf(),
-            pin: copy_pin(&options.pin, copy, cpus),
+            pin: copy_pin(&options.pin, copy, &cpus),
             jobs: options.jobs,
             command: options.command.clone(),
             tracked,
@@ -335,10 +339,16 @@ pub fn start<'s>(
     })
 }
 
-/// The CPUs copy `copy` is pinned to: `--pin`'s, moved up by the copy's number (wrapping
-/// round the machine's CPUs), so copies run on CPUs of their own while there are enough.
-pub fn copy_pin(pin: &[usize], copy: usize, cpus: usize) -> Vec<usize> {
-    pin.iter().map(|cpu| (cpu + copy) % cpus.max(1)).collect()
+/// The CPUs copy `copy` is pinned to: `--pin`'s, moved up by the copy's number through the
+/// CPUs this process may run on (`allowed`, in order, wrapping round), so copies run on CPUs
+/// of their own while there are enough; copy 0 gets `--pin`'s own.
+pub fn copy_pin(pin: &[usize], copy: usize, allowed: &[usize]) -> Vec<usize> {
+    pin.iter()
+        .map(|&cpu| match allowed.iter().position(|&a| a == cpu) {
+            Some(at) => allowed[(at + copy) % allowed.len()],
+            None => cpu,
+        })
+        .collect()
 }
 
 /// Runs `f` with the probes attached, counting the gate calls of the runners `pids`.
@@ -446,11 +456,16 @@ mod tests {
 
     #[test]
     fn copies_move_up_from_the_pinned_cpus_and_wrap() {
-        assert_eq!(copy_pin(&[], 3, 2), Vec::<usize>::new());
-        assert_eq!(copy_pin(&[1], 0, 4), vec![1]);
-        assert_eq!(copy_pin(&[1], 1, 4), vec![2]);
-        assert_eq!(copy_pin(&[3], 1, 4), vec![0]);
-        assert_eq!(copy_pin(&[0, 1], 1, 2), vec![1, 0]);
+        let four = [0, 1, 2, 3];
+        assert_eq!(copy_pin(&[], 3, &four), Vec::<usize>::new());
+        assert_eq!(copy_pin(&[1], 0, &four), vec![1]);
+        assert_eq!(copy_pin(&[1], 1, &four), vec![2]);
+        assert_eq!(copy_pin(&[3], 1, &four), vec![0]);
+        assert_eq!(copy_pin(&[0, 1], 1, &[0, 1]), vec![1, 0]);
+        // Under `taskset -c 1,3` (or a cpuset): only those CPUs, never one outside them.
+        assert_eq!(copy_pin(&[1], 0, &[1]), vec![1]);
+        assert_eq!(copy_pin(&[1], 1, &[1]), vec![1]);
+        assert_eq!(copy_pin(&[3], 1, &[1, 3]), vec![1]);
     }
 
     /// A token ring goes all the way round, so the engine must ask it for whole rounds: a
