@@ -369,3 +369,59 @@ fn minimal_results(schema_version: u32) -> String {
     })
     .to_string()
 }
+
+/// Collects the probes' log records.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl log::Log for Captured {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        self.0.lock().unwrap().push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+#[test]
+fn gate_misuse_is_counted_and_logged() {
+    use hookprof::probes::{KernelBtf, ProbePlan, Probes};
+    use profiler_common::{event, GATE_FD};
+    require_root();
+    let kernel = KernelBtf::load().expect("kernel BTF");
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: false,
+        functions: Vec::new(),
+        entries_only: false,
+    };
+    let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
+    probes
+        .set_gate_owner(std::process::id())
+        .expect("make this process the gate owner");
+    let program = probes
+        .logging_program_id()
+        .expect("the syscall entry program is loaded");
+    let captured = Captured::default();
+    let mut log = aya_log::EbpfLogger::init_from_id_with_logger(program, captured.clone())
+        .expect("open the probes' log");
+    probes.attach().expect("attach");
+    let before = probes.snapshot().expect("snapshot");
+    const BAD_COMMAND: libc::c_ulong = 0x686b_00ff;
+    // SAFETY: ioctl on an fd that cannot exist: the kernel answers EBADF.
+    let ret = unsafe { libc::ioctl(GATE_FD as libc::c_int, BAD_COMMAND) };
+    assert_eq!(ret, -1);
+    probes.detach();
+    let misuse =
+        probes.snapshot().expect("snapshot").since(&before).events[event::GATE_MISUSE as usize];
+    assert_eq!(misuse, 1, "gate misuse events");
+    log.flush();
+    let lines = captured.0.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("unknown command") && l.contains("686b00ff")),
+        "no gate misuse message in the probes' log: {lines:?}"
+    );
+}

@@ -2,32 +2,53 @@
 //! time (a `security_*` hook, an LSM's own hook function, or a task path). Entry pushes a frame
 //! (slot, start) on the task's own stack; exit pops it only if the top frame is its own slot.
 //! A full stack or an exit that does not match is counted (untimed), never timed.
+//!
+//! A pair makes the fewest helper calls it can: each side looks up the task's state once
+//! (current task, its storage) and reads the clock once, and only the exit touches the slot's
+//! tally, counting the call together with its duration.
 use core::ffi::c_void;
 
 use aya_ebpf::{
     helpers::bpf_ktime_get_ns,
     macros::{fentry, fexit},
     programs::{FEntryContext, FExitContext},
+    Global,
 };
+use aya_log_ebpf::warn;
 use profiler_common::event;
 
 use crate::{
     maps::{add_duration, count_call, count_event, HOOKS},
-    task_state,
+    task_state::{self, MAX_DEPTH},
 };
 
+/// Set at load when only the entries are loaded (the discovery pass, which needs call counts
+/// and no times): no exit will come, so the entry counts the call and pushes nothing.
+#[unsafe(no_mangle)]
+static ENTRIES_ONLY: Global<u32> = Global::new(0);
+
+/// `ctx` is only handed to the log, which does not read it.
 #[inline(always)]
-fn hook_enter(slot: u32) {
+fn hook_enter(ctx: *mut c_void, slot: u32) {
     let Some(state) = task_state::current() else {
         return;
     };
-    count_call(&HOOKS, slot);
+    if ENTRIES_ONLY.load() != 0 {
+        count_call(&HOOKS, slot);
+        return;
+    }
     // Counted even when the stack is full: this call's probes still run inside its callers.
     state.entries += 1;
     let (depth, entries) = (state.depth as usize, state.entries);
     let Some(frame) = state.frame(depth) else {
         state.overflowed += 1;
+        // Its exit will not be timed, so the call is counted here.
+        count_call(&HOOKS, slot);
         count_event(event::STACK_FULL);
+        warn!(
+            ctx,
+            "hook slot {} entered with {} timed calls open: counted, not timed", slot, MAX_DEPTH
+        );
         return;
     };
     frame.slot = slot;
@@ -39,12 +60,12 @@ fn hook_enter(slot: u32) {
 }
 
 #[inline(always)]
-fn hook_exit(slot: u32) {
+fn hook_exit(ctx: *mut c_void, slot: u32) {
     let Some(state) = task_state::current() else {
         return;
     };
     if state.overflowed > 0 {
-        // The innermost calls exit first: this is one that found the stack full.
+        // The innermost calls exit first: this is one that found the stack full (counted then).
         state.overflowed -= 1;
         return;
     }
@@ -54,13 +75,20 @@ fn hook_exit(slot: u32) {
         Some(f) if f.slot == slot => (f.start_ns, f.entries),
         // Its entry was never seen (attached mid-call) or another frame is on top.
         _ => {
+            count_call(&HOOKS, slot);
             count_event(event::UNMATCHED_EXIT);
+            warn!(
+                ctx,
+                "exit of hook slot {} does not match its task's innermost open call: counted, \
+                 not timed",
+                slot
+            );
             return;
         }
     };
     state.depth = depth as u32 - 1;
     let nested = state.entries.wrapping_sub(entries);
-    add_duration(&HOOKS, slot, now.wrapping_sub(start_ns), nested);
+    add_duration(&HOOKS, slot, 1, now.wrapping_sub(start_ns), nested);
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.
@@ -80,14 +108,14 @@ macro_rules! hook_slots {
     ($($slot:literal)*) => { paste::paste! { $(
         #[unsafe(no_mangle)]
         #[unsafe(link_section = concat!("fentry/hook_enter_", $slot))]
-        pub fn [<hook_enter_ $slot>](_ctx: *mut c_void) -> i32 {
-            hook_enter($slot);
+        pub fn [<hook_enter_ $slot>](ctx: *mut c_void) -> i32 {
+            hook_enter(ctx, $slot);
             0
         }
         #[unsafe(no_mangle)]
         #[unsafe(link_section = concat!("fexit/hook_exit_", $slot))]
-        pub fn [<hook_exit_ $slot>](_ctx: *mut c_void) -> i32 {
-            hook_exit($slot);
+        pub fn [<hook_exit_ $slot>](ctx: *mut c_void) -> i32 {
+            hook_exit(ctx, $slot);
             0
         }
     )* } };

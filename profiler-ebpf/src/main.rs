@@ -7,6 +7,7 @@
 mod hooks;
 mod lsm;
 mod maps;
+mod pair_parts;
 mod syscalls;
 mod task_state;
 mod tasks;

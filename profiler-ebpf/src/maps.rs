@@ -42,13 +42,15 @@ pub fn count_call(map: &PerCpuArray<Tally>, index: u32) {
     }
 }
 
-/// Adds one matched duration, with the probed calls nested inside it, to a path's tally.
+/// Adds one matched duration, with the probed calls nested inside it, to a path's tally, and
+/// `calls` entries (0 where the entry counted itself, 1 where the exit counts its call).
 #[inline(always)]
-pub fn add_duration(map: &PerCpuArray<Tally>, index: u32, ns: u64, nested: u64) {
+pub fn add_duration(map: &PerCpuArray<Tally>, index: u32, calls: u64, ns: u64, nested: u64) {
     let Some(t) = map.get_ptr_mut(index) else {
         return;
     };
     let t = unsafe { &mut *t };
+    t.calls += calls;
     t.timed += 1;
     t.total_ns += ns;
     t.nested += nested;

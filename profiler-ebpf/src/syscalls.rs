@@ -6,11 +6,12 @@ use aya_ebpf::{
     programs::RawTracePointContext,
     EbpfContext,
 };
+use aya_log_ebpf::warn;
 use profiler_common::{event, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, count_call, count_event, GATE_OWNERS, SYSCALLS},
-    task_state,
+    maps::{add_duration, count_call, count_event, GATE_OWNERS, HOOKS, SYSCALLS},
+    task_state::{self, MAX_DEPTH},
 };
 
 // x86_64 struct pt_regs: the first two syscall arguments (user space refuses other
@@ -51,16 +52,32 @@ fn raw_args(ctx: &RawTracePointContext) -> (*const u8, i64) {
 #[inline(always)]
 fn on_sys_enter(ctx: &RawTracePointContext) {
     let (regs, nr) = raw_args(ctx);
-    if nr == SYS_IOCTL && handle_gate(regs) {
+    if nr == SYS_IOCTL && handle_gate(ctx, regs) {
         return;
     }
     let Some(state) = task_state::current() else {
         return;
     };
     // No timed function is open when a task enters a syscall from user space: frames left
-    // over lost their exit (a probe attached or detached mid-call), so they are dropped.
+    // over lost their exit (a probe attached or detached mid-call), so they are dropped, their
+    // calls counted (exits count them) and never timed.
     if state.depth != 0 || state.overflowed != 0 {
         count_event(event::UNMATCHED_EXIT);
+        let depth = state.depth;
+        for i in 0..MAX_DEPTH {
+            if i < depth as usize {
+                if let Some(frame) = state.frame(i) {
+                    count_call(&HOOKS, frame.slot);
+                }
+            }
+        }
+        warn!(
+            ctx,
+            "a task entered syscall {} with {} timed calls still open (their exits were lost): \
+             counted, not timed",
+            nr,
+            depth
+        );
         state.depth = 0;
         state.overflowed = 0;
     }
@@ -88,12 +105,12 @@ fn on_sys_exit() {
     state.syscall_open = 0;
     let elapsed = now.wrapping_sub(state.syscall_start_ns);
     let nested = state.entries.wrapping_sub(state.syscall_entries);
-    add_duration(&SYSCALLS, state.syscall_nr, elapsed, nested);
+    add_duration(&SYSCALLS, state.syscall_nr, 0, elapsed, nested);
 }
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
-fn handle_gate(regs: *const u8) -> bool {
+fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is only tested for presence, never read through.
     if unsafe { GATE_OWNERS.get(&tgid) }.is_none() {
@@ -108,11 +125,22 @@ fn handle_gate(regs: *const u8) -> bool {
         Ok(GATE_OPEN) => {
             if !task_state::track_current() {
                 count_event(event::TRACK_FULL);
+                warn!(
+                    ctx,
+                    "no tracking storage for the workload thread: it goes untracked"
+                );
             }
         }
         Ok(GATE_CLOSE) => task_state::untrack_current(),
         // The owner called the gate with a command it does not have.
-        _ => count_event(event::GATE_MISUSE),
+        Ok(command) => {
+            count_event(event::GATE_MISUSE);
+            warn!(ctx, "gate called with unknown command {:x}", command);
+        }
+        Err(_) => {
+            count_event(event::GATE_MISUSE);
+            warn!(ctx, "gate called with an unreadable command");
+        }
     }
     true
 }

@@ -7,6 +7,7 @@ use aya_ebpf::{
     macros::{btf_tracepoint, raw_tracepoint},
     programs::{BtfTracePointContext, RawTracePointContext},
 };
+use aya_log_ebpf::warn;
 use profiler_common::event;
 
 use crate::{maps::count_event, task_state};
@@ -14,7 +15,7 @@ use crate::{maps::count_event, task_state};
 #[btf_tracepoint(function = "sched_process_fork")]
 pub fn fork_btf(ctx: BtfTracePointContext) -> i32 {
     // (struct task_struct *parent, struct task_struct *child)
-    on_fork(ctx.arg::<*mut task_struct>(1));
+    on_fork(&ctx, ctx.arg::<*mut task_struct>(1));
     0
 }
 
@@ -45,13 +46,17 @@ pub fn exit_raw(_ctx: RawTracePointContext) -> i32 {
 }
 
 #[inline(always)]
-fn on_fork(child: *mut task_struct) {
+fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
     if task_state::current().is_none() {
         return;
     }
     count_event(event::FORK);
     if task_state::track(child).is_none() {
         count_event(event::TRACK_FULL);
+        warn!(
+            ctx,
+            "no tracking storage for a forked child: it goes untracked"
+        );
     }
 }
 

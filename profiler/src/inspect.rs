@@ -9,6 +9,7 @@ use crate::{
     environment,
     probe_setup::require_bpf_privileges,
     probes::{
+        calibration::PAIR_PARTS,
         catalog,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
@@ -238,5 +239,15 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         )),
         ratio(cal.kernel_ratio([&timed, &timed_exit], ["empty_enter", "empty_exit"]))
     );
+    // What each helper call of the timed pair costs: a part's run time beyond an empty entry.
+    let beyond_empty = |part: &str| Some(cal.run_ns(part)? - cal.run_ns("empty_enter")?);
+    if let [Some(task), Some(state), Some(clock), Some(tally)] = PAIR_PARTS.map(beyond_empty) {
+        println!(
+            "  kernel stats: per helper call: current task {task:.1} ns, its storage {:.1} ns, \
+             clock {clock:.1} ns, tally {tally:.1} ns (a timed entry makes the first three, \
+             its exit all four)",
+            state - task
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -88,15 +88,17 @@ impl Results {
 }
 
 impl Calibration {
+    /// A program's mean run time by the kernel's stats, if it ran in the statistics pass.
+    pub fn run_ns(&self, program: &str) -> Option<f64> {
+        self.kernel_run_ns
+            .iter()
+            .find(|(name, _)| name == program)
+            .map(|&(_, ns)| ns)
+    }
+
     /// Kernel run time of a pair of programs relative to another pair, by the kernel's stats.
     pub fn kernel_ratio(&self, pair: [&str; 2], floor: [&str; 2]) -> Option<f64> {
-        let run_ns = |program: &str| {
-            self.kernel_run_ns
-                .iter()
-                .find(|(name, _)| name == program)
-                .map(|&(_, ns)| ns)
-        };
-        let sum = |names: [&str; 2]| Some(run_ns(names[0])? + run_ns(names[1])?);
+        let sum = |names: [&str; 2]| Some(self.run_ns(names[0])? + self.run_ns(names[1])?);
         let floor = sum(floor)?;
         (floor > 0.0).then_some(sum(pair)? / floor)
     }

@@ -51,6 +51,11 @@ pub struct RunArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the probes' messages from their rare paths (a full stack of open timed calls, an
+    /// exit that matches no entry, tracking storage the kernel could not give, gate misuse) as
+    /// they happen; the results count these either way.
+    #[arg(short, long)]
+    pub verbose: bool,
     #[command(flatten)]
     pub baseline: crate::baseline::SaveArgs,
     #[command(flatten)]
@@ -306,6 +311,12 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
                 eprintln!("hookprof: interrupted before measuring");
                 return Ok(ExitCode::from(130));
             };
+            if run_args.verbose {
+                match loaded.probes.logging_program_id() {
+                    Some(id) => supervisor.follow_kernel_log(id)?,
+                    None => supervisor.warn("-v: no probe that logs was loaded"),
+                }
+            }
             (Some(loaded.probes), loaded.calibration, loaded.focus)
         }
         None => (None, None, None),

@@ -29,6 +29,14 @@ const LOOP_TIME: Duration = Duration::from_millis(10);
 const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
 const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
 const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
+/// Entry programs that each make one of the timed pair's helper calls (the statistics pass
+/// only): the current task, the task's state (current task and storage), the clock, a tally.
+pub const PAIR_PARTS: [&str; 4] = [
+    "part_current_task",
+    "part_task_state",
+    "part_clock",
+    "part_tally",
+];
 
 /// One way of running the loop: what is attached, and whether the loop's thread is tracked.
 struct Mode {
@@ -69,7 +77,8 @@ pub fn calibrate(
     let pair_loaded = probes
         .load_pair(CALIBRATION_SLOT, &Target::top(function), false)
         .is_ok()
-        && probes.load_empty_pair(function);
+        && probes.load_empty_pair(function)
+        && probes.load_pair_parts(function);
     if !pair_loaded {
         cal.refused = probes
             .refused
@@ -140,7 +149,13 @@ fn measure(
     }
     // The statistics pass: every program at once, each one's run time read on its own.
     let everything: Vec<&[&str]> = if pair_loaded {
-        vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR, &EMPTY_PAIR, &timed_pair]
+        vec![
+            &EMPTY_SYSCALL_PAIR,
+            &SYSCALL_PAIR,
+            &EMPTY_PAIR,
+            &timed_pair,
+            &PAIR_PARTS,
+        ]
     } else {
         vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR]
     };
@@ -181,6 +196,14 @@ impl Probes {
         }
         let exit = self.load_fexit("empty_exit", function);
         self.record("empty_exit", Kind::FExit, function, exit)
+    }
+
+    /// Loads the pair's parts on `function`; false if the kernel refused one.
+    fn load_pair_parts(&mut self, function: &str) -> bool {
+        PAIR_PARTS.iter().all(|part| {
+            let loaded = self.load_fentry(part, function);
+            self.record(part, Kind::FEntry, function, loaded)
+        })
     }
 }
 

@@ -29,11 +29,13 @@ impl Probes {
         raise_memlock_limit();
         raise_open_files_limit();
         let btf = aya_btf()?;
+        let entries_only = u32::from(plan.entries_only);
         let ebpf = EbpfLoader::new()
             // The BTF parsed once for the process, not a copy per load (tens of MB each).
             .btf(Some(btf))
             // The per-task state map is task storage, which only the programs use.
             .allow_unsupported_maps()
+            .override_global("ENTRIES_ONLY", &entries_only, true)
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
         let mut probes = Probes {

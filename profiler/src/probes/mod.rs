@@ -123,6 +123,13 @@ impl Probes {
         self.refused.extend(refused);
     }
 
+    /// The id of a loaded program that writes the probes' log (the syscall entry, which also
+    /// holds the gate): aya-log finds the object's log buffer through it.
+    pub fn logging_program_id(&self) -> Option<u32> {
+        let loaded = self.attachments.iter().any(|a| a.program == "sys_enter");
+        loaded.then(|| self.ebpf.program("sys_enter")?.info().ok().map(|i| i.id()))?
+    }
+
     /// True if the syscall programs (which also carry the scope gate) are loaded.
     pub fn scoping_works(&self) -> bool {
         self.attachments

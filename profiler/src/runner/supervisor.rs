@@ -13,7 +13,7 @@ use std::{
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::ProgressBar;
 use tokio::{
-    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
+    io::{unix::AsyncFd, AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
     process::{Child, ChildStdin, ChildStdout, Command},
     runtime::Runtime,
     signal::unix::{signal, Signal, SignalKind},
@@ -45,9 +45,14 @@ struct Signals {
     terminate: Signal,
 }
 
+/// The probes' messages from their rare paths (full stacks, unmatched exits, tracking storage
+/// the kernel could not give, gate misuse), printed above the progress display.
+type KernelLog = AsyncFd<aya_log::EbpfLogger<PrintAbove>>;
+
 pub struct Supervisor {
     rt: Runtime,
     signals: Signals,
+    kernel_log: Option<KernelLog>,
     /// One per parallel copy; the first also serves calibration and discovery.
     runners: Vec<RunnerProcess>,
     user: Option<Credentials>,
@@ -88,6 +93,7 @@ impl Supervisor {
         Ok(Supervisor {
             rt,
             signals,
+            kernel_log: None,
             runners: Vec::new(),
             user,
             policies: Vec::new(),
@@ -120,6 +126,19 @@ impl Supervisor {
     /// Prints a line above the progress display.
     pub fn warn(&self, line: &str) {
         self.bar.suspend(|| eprintln!("hookprof: {line}"));
+    }
+
+    /// From now on, prints the messages of the probes' programs (`hookprof run -v`): those of
+    /// the eBPF object that the loaded program `program_id` belongs to.
+    pub fn follow_kernel_log(&mut self, program_id: u32) -> Result<()> {
+        let logger =
+            aya_log::EbpfLogger::init_from_id_with_logger(program_id, PrintAbove(self.bar.clone()))
+                .context("open the probes' log")?;
+        let _entered = self.rt.enter();
+        // SAFETY: the logger owns its ring buffer's fd and keeps it open while it is watched.
+        let watched = unsafe { AsyncFd::register(logger) };
+        self.kernel_log = Some(watched.context("watch the probes' log")?);
+        Ok(())
     }
 
     /// The pid of the first runner (started if there is none): the probes' gate owner.
@@ -188,6 +207,7 @@ impl Supervisor {
         let Supervisor {
             rt,
             signals,
+            kernel_log,
             runners,
             deadline,
             bar,
@@ -219,16 +239,22 @@ impl Supervisor {
             let mut exchange = pin!(exchange);
             let mut overrun = pin!(overrun);
             let mut tick = tokio::time::interval(TICK);
-            loop {
+            let ending = loop {
                 tokio::select! {
                     biased;
-                    _ = signals.interrupt.recv() => return Ending::Interrupted,
-                    _ = signals.terminate.recv() => return Ending::Interrupted,
-                    replies = &mut exchange => return Ending::Replies(replies),
-                    () = &mut overrun => return Ending::TimedOut,
+                    _ = signals.interrupt.recv() => break Ending::Interrupted,
+                    _ = signals.terminate.recv() => break Ending::Interrupted,
+                    replies = &mut exchange => break Ending::Replies(replies),
+                    () = &mut overrun => break Ending::TimedOut,
+                    () = print_kernel_log(kernel_log.as_mut()) => {}
                     _ = tick.tick() => bar.tick(),
                 }
+            };
+            // What the probes said while the reply was on its way.
+            if let Some(log) = kernel_log {
+                log.get_mut().flush();
             }
+            ending
         });
         match ending {
             Ending::Replies(Ok(Ok(lines))) => {
@@ -329,6 +355,37 @@ impl Drop for Supervisor {
             self.stop_runners();
         }
     }
+}
+
+/// Waits until the probes' log has messages and prints them (forever pending without a log).
+async fn print_kernel_log(log: Option<&mut KernelLog>) {
+    let Some(log) = log else {
+        return std::future::pending().await;
+    };
+    match log.readable_mut().await {
+        Ok(mut ready) => {
+            ready.get_inner_mut().flush();
+            ready.clear_ready();
+        }
+        // The log cannot be watched: stop watching it rather than spin.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// A `log::Log` that prints each record on its own line above the progress display.
+struct PrintAbove(ProgressBar);
+
+impl log::Log for PrintAbove {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record) {
+        self.0
+            .suspend(|| eprintln!("hookprof: probes: {}", record.args()));
+    }
+
+    fn flush(&self) {}
 }
 
 fn died_of_interrupt(status: &ExitStatus) -> bool {
