@@ -330,8 +330,7 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     // tolerance.
     let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
 
-    // The kernel's own run-time statistics: the program ran, at least NS per call, and this
-    // much longer than the baseline's.
+    // The kernel's own run-time statistics: the program ran, and at least NS per call.
     let program = |r: &Results| match &r.lsm_programs[..] {
         [p] => p.clone(),
         other => panic!("expected one BPF LSM program, got {other:?}"),
@@ -342,18 +341,25 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
         injected_program.runs > 0 && injected_program.mean_run_ns >= NS,
         "{injected_program:?}"
     );
-    let truth_ns = injected_program.mean_run_ns - base_program.mean_run_ns;
-
+    // Like with like: the least disturbed sample is bounded below by the least a busy-wait
+    // can take (NS: it spins until the clock says so) and above by what the kernel timed on
+    // average, which a descheduled vCPU inflates (256-328 us for 100 us under load).
+    let floor_ns = NS;
+    let mean_ns = injected_program.mean_run_ns - base_program.mean_run_ns;
     let clean_delta_ns = (min(&i.clean) - min(&b.clean)) * 1e3;
-    assert_near(
-        &format!(
-            "clean open_close change, ns (samples {:?} -> {:?} us; the kernel timed the \
-             program's runs at {:.0} -> {:.0} ns)",
-            b.clean, i.clean, base_program.mean_run_ns, injected_program.mean_run_ns
-        ),
-        clean_delta_ns,
-        truth_ns,
-        0.15 * truth_ns,
+    let clean_what = format!(
+        "clean open_close change {clean_delta_ns:.0} ns (samples {:?} -> {:?} us; the kernel \
+         timed the program's runs at {:.0} -> {:.0} ns on average)",
+        b.clean, i.clean, base_program.mean_run_ns, injected_program.mean_run_ns
+    );
+    eprintln!("{clean_what}");
+    assert!(
+        clean_delta_ns >= 0.85 * floor_ns,
+        "{clean_what}: below the injected {NS} ns"
+    );
+    assert!(
+        clean_delta_ns <= 1.15 * mean_ns,
+        "{clean_what}: above the program's mean"
     );
     let row_delta =
         |name: &str| min(&row(i, name).samples_ns_per_op) - min(&row(b, name).samples_ns_per_op);
@@ -364,8 +370,9 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     );
     let bpf_delta = row_delta("bpf_lsm_file_open");
     assert!(
-        bpf_delta >= 0.85 * truth_ns,
-        "the bpf LSM row took {bpf_delta} ns/op of the program's {truth_ns}"
+        bpf_delta >= 0.85 * floor_ns && bpf_delta <= 1.15 * mean_ns,
+        "the bpf LSM row took {bpf_delta} ns/op: not between the injected {NS} ns and the \
+         program's mean {mean_ns} ns"
     );
 }
 
