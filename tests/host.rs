@@ -398,7 +398,7 @@ fn gate_misuse_is_counted_and_logged() {
     };
     let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
     probes
-        .set_gate_owner(std::process::id())
+        .set_gate_owners(&[std::process::id()])
         .expect("make this process the gate owner");
     let program = probes
         .logging_program_id()
