@@ -1,6 +1,8 @@
 //! Setting up a run's probes: privileges and bad input checked first, the probes loaded, the
 //! ground-truth LSM programs attached, the functions to time chosen (by the discovery pass for
 //! `--hooks default`) and the probes' own cost calibrated.
+use std::sync::Arc;
+
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
@@ -79,7 +81,12 @@ pub(crate) fn load_probes(
 ) -> Result<Wait<LoadedProbes>> {
     let args = setup;
     require_bpf_privileges()?;
-    let kernel = KernelBtf::load()?;
+    // The slow steps of start-up (the BTF parse, loading the programs) run while the event
+    // loop watches for an interrupt.
+    let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load)? else {
+        return Ok(Wait::Interrupted);
+    };
+    let kernel = Arc::new(kernel?);
     let selection = if setup.kinds.hooks {
         selection::select(&kernel, args.hooks, setup.active_lsms)?
     } else {
@@ -110,7 +117,11 @@ pub(crate) fn load_probes(
         functions: Vec::new(),
         entries_only: false,
     };
-    let mut probes = Probes::load(&plan, &kernel)?;
+    let shared = Arc::clone(&kernel);
+    let Wait::Done(probes) = supervisor.blocking(move || Probes::load(&plan, &shared))? else {
+        return Ok(Wait::Interrupted);
+    };
+    let mut probes = probes?;
     memory::note_phase("probes loaded");
     if !probes.scoping_works() {
         bail!(
@@ -137,7 +148,15 @@ pub(crate) fn load_probes(
         }
     };
     memory::note_phase("hooks chosen");
-    probes.load_functions(&functions, false, &kernel)?;
+    let shared = Arc::clone(&kernel);
+    let Wait::Done((mut probes, loaded)) = supervisor.blocking(move || {
+        let loaded = probes.load_functions(&functions, false, &shared);
+        (probes, loaded)
+    })?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    loaded?;
     for line in probes.report().refusal_lines() {
         eprintln!("hookprof: {line}");
     }

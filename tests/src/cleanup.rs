@@ -132,6 +132,10 @@ fn pinned_in(dir: &Path) -> BTreeSet<PathBuf> {
     found
 }
 
+/// The longest an ended run's processes and BPF objects may take to go. Only a leak takes
+/// this long: the checks end as soon as everything is gone.
+const SETTLE: Duration = Duration::from_secs(30);
+
 /// Files a run shares with the next one: its temp dir and its output directory.
 struct Dirs {
     root: tempfile::TempDir,
@@ -252,6 +256,38 @@ impl Hookprof {
             .collect()
     }
 
+    /// The scratch dirs of `workload` (`hookprof-<workload>-<pid>-<random>`).
+    pub fn scratch_of(&self, workload: &str) -> Vec<PathBuf> {
+        let prefix = format!("hookprof-{workload}-");
+        self.scratch_entries()
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .collect()
+    }
+
+    /// Polls `condition` until it holds; fails, naming `what`, if the run ends first or it
+    /// does not hold within `limit` (a bound for a stuck run, not a timing).
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut condition: impl FnMut(&Self) -> bool,
+    ) {
+        let deadline = Instant::now() + limit;
+        while !condition(self) {
+            assert!(self.running(), "ended before {what}: {}", self.stderr());
+            assert!(
+                Instant::now() < deadline,
+                "no {what} within {limit:?}: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The scratch dirs and the files in them, with their owners' uids.
     pub fn scratch_owners(&self) -> Vec<(PathBuf, u32)> {
         let mut owners = Vec::new();
@@ -270,8 +306,9 @@ impl Hookprof {
     pub fn assert_left_nothing(&mut self, before: &BpfObjects, what: &str) {
         assert!(self.poll().is_some(), "{what}: hookprof is still running");
         let pgid = self.pid();
-        // Orphans are reaped by init; give PR_SET_PDEATHSIG and the reaping a moment.
-        let deadline = Instant::now() + Duration::from_secs(2);
+        // Orphans are reaped by init; give PR_SET_PDEATHSIG and the reaping a moment (a generous
+        // one: on a busy machine the dying processes wait for a CPU like any other).
+        let deadline = Instant::now() + SETTLE;
         // SAFETY: signal 0 only checks whether the group has members.
         while unsafe { libc::kill(-pgid, 0) } == 0 {
             assert!(
@@ -282,7 +319,7 @@ impl Hookprof {
             std::thread::sleep(Duration::from_millis(10));
         }
         // The kernel frees a dead process's objects shortly after, not at once.
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + SETTLE;
         loop {
             let now = BpfObjects::now();
             let leaked = now.leaked_since(before, pgid);

@@ -183,6 +183,55 @@ impl Supervisor {
         })
     }
 
+    /// Runs `work` on a thread of its own while the event loop watches for Ctrl-C and SIGTERM,
+    /// so a start-up step that takes seconds on a slow or busy machine (parsing the kernel's
+    /// BTF, loading hundreds of programs) does not hold up an interrupt. Interrupted, the work
+    /// is left to its thread: what it loads is freed when the thread drops it or the process
+    /// exits, and nothing it does outlives the process.
+    pub fn blocking<T: Send + 'static>(
+        &mut self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<Wait<T>> {
+        if self.interrupted {
+            return Ok(Wait::Interrupted);
+        }
+        let (done, result) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("start-up".into())
+            .spawn(move || {
+                let _ = done.send(work());
+            })
+            .context("start a thread")?;
+        let Supervisor {
+            rt, signals, bar, ..
+        } = self;
+        let ending = rt.block_on(async {
+            let mut result = pin!(result);
+            let mut tick = tokio::time::interval(TICK);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = signals.interrupt.recv() => break None,
+                    _ = signals.terminate.recv() => break None,
+                    value = &mut result => break Some(value),
+                    _ = tick.tick() => bar.tick(),
+                }
+            }
+        });
+        match ending {
+            Some(Ok(value)) => Ok(Wait::Done(value)),
+            // The thread panicked: so does this one, as if the work had run here.
+            Some(Err(_)) => match thread.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => bail!("a start-up step ended without a result"),
+            },
+            None => {
+                self.interrupted = true;
+                Ok(Wait::Interrupted)
+            }
+        }
+    }
+
     /// Sends `request` to the first runner and waits for its reply (see `request_each`).
     pub fn request(&mut self, request: &Request) -> Result<Wait<Reply>> {
         Ok(self
