@@ -84,12 +84,54 @@ fn stat_of_a_failing_or_missing_command_is_one_line_and_exit_2() {
             "{command:?}: {e}"
         );
     }
-    for run_only in ["--workloads=null_call", "--samples=3", "--list"] {
+    for run_only in RUN_ONLY {
         let o = hookprof(&["stat", run_only, "--", "/bin/true"]);
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{run_only}: {e}");
-        assert!(e.contains("cannot be used with"), "{run_only}: {e}");
+        assert!(
+            e.contains("unexpected argument") && e.contains("--runs N"),
+            "{run_only}: {e}"
+        );
         assert_eq!(e.lines().count(), 1, "{run_only}: {e}");
+    }
+}
+
+/// `run`'s options that choose its workloads and their sampling; stat takes a command and
+/// `--runs` instead.
+const RUN_ONLY: &[&str] = &[
+    "--workloads=null_call",
+    "--suite=quick",
+    "--samples=3",
+    "--min-sample-ms=20",
+    "--jobs=2",
+    "--list",
+];
+
+/// stat's help lists what it takes, hyperfine's words among them, and none of run's own.
+#[test]
+fn stat_help_lists_only_the_options_stat_takes() {
+    let o = hookprof(&["stat", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    for taken in [
+        "--runs",
+        "--warmup",
+        "--prepare",
+        "--hooks",
+        "--probes",
+        "--pin",
+        "--parallel",
+        "--inject",
+        "--user",
+        "--policy",
+        "--output",
+        "--save-baseline",
+    ] {
+        assert!(help.contains(&format!("{taken} ")), "no {taken} in: {help}");
+    }
+    for run_only in RUN_ONLY {
+        let flag = run_only.split('=').next().unwrap();
+        assert!(!help.contains(&format!("{flag} ")), "{flag} in: {help}");
     }
 }
 

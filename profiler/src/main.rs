@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let rendered = e.to_string();
             let first = rendered.lines().next().unwrap_or_default();
-            eprintln!("hookprof: {first}");
+            eprintln!("hookprof: {first}{}", run_only_hint(&e));
             return ExitCode::from(2);
         }
     };
@@ -82,6 +82,28 @@ fn main() -> ExitCode {
             eprintln!("hookprof: error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// For `stat` given one of the options that choose `run`'s workloads: what stat takes instead.
+fn run_only_hint(e: &clap::Error) -> &'static str {
+    const RUN_ONLY: &[&str] = &[
+        "--samples",
+        "--workloads",
+        "--suite",
+        "--list",
+        "--min-sample-ms",
+        "--jobs",
+    ];
+    let in_stat = std::env::args().nth(1).as_deref() == Some("stat");
+    let unknown = match e.get(clap::error::ContextKind::InvalidArg) {
+        Some(clap::error::ContextValue::String(arg)) => arg.split('=').next().unwrap_or_default(),
+        _ => "",
+    };
+    if in_stat && RUN_ONLY.contains(&unknown) {
+        " (a `run` option: stat runs the command after -- and takes --runs N for its samples)"
+    } else {
+        ""
     }
 }
 

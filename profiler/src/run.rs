@@ -10,6 +10,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
 
 use profiler_common::MAX_GATE_OWNERS;
 
@@ -39,6 +40,14 @@ pub struct RunArgs {
     /// Print the workloads with a one-line description and exit.
     #[arg(long)]
     pub list: bool,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// What `run` and `stat` share besides how they measure: the label, where the results go and
+/// how they are shown, baselines, and the policies the measured work runs under.
+#[derive(clap::Args, Debug)]
+pub struct SessionArgs {
     /// Label for this run in reports and comparisons (default: the kernel release).
     #[arg(long)]
     pub label: Option<String>,
@@ -85,6 +94,23 @@ pub struct MeasureArgs {
     /// Workloads by name, comma-separated (see --list).
     #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
+    #[command(flatten)]
+    pub common: CommonMeasureArgs,
+    /// Samples per pass (clean and probed each).
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(2..))]
+    pub samples: u32,
+    /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub min_sample_ms: u64,
+    /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// How the work is measured, for `run` and `stat` alike: the probes, the CPUs, the copies, the
+/// ground truth, the user and the timeout.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct CommonMeasureArgs {
     /// Kernel functions to time with fentry/fexit: `default` (what each workload calls, found
     /// by a short discovery pass over every security_* hook, task path and active LSM
     /// function; each workload attaches only its own), `all` (every security_* hook, up to
@@ -95,12 +121,6 @@ pub struct MeasureArgs {
     /// of syscalls, tasks, hooks.
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub probes: Vec<String>,
-    /// Samples per pass (clean and probed each).
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(2..))]
-    pub samples: u32,
-    /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
-    pub min_sample_ms: u64,
     /// Pin the workload to CPU (a second CPU pins the other end of two-process workloads).
     /// With --parallel, copy i is pinned to CPU (CPU + i) mod the number of CPUs.
     #[arg(long, value_delimiter = ',', num_args = 1..=2)]
@@ -112,9 +132,6 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_GATE_OWNERS)))]
     pub parallel: u32,
-    /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
-    #[arg(long)]
-    pub jobs: Option<usize>,
     /// Ground truth: a BPF LSM program on HOOK busy-waits NS per call for the whole run
     /// (e.g. file_open=2000). Repeatable. It returns the verdict it was given.
     #[arg(long, value_name = "HOOK=NS", value_parser = parse_inject)]
@@ -141,17 +158,20 @@ impl MeasureArgs {
         let MeasureArgs {
             suite,
             workloads,
-            hooks,
-            probes,
+            common:
+                CommonMeasureArgs {
+                    hooks,
+                    probes,
+                    pin,
+                    parallel,
+                    inject,
+                    stack_noop,
+                    user,
+                    timeout_per_workload,
+                },
             samples,
             min_sample_ms,
-            pin,
-            parallel,
             jobs,
-            inject,
-            stack_noop,
-            user,
-            timeout_per_workload,
         } = self;
         let suite = clap::ValueEnum::to_possible_value(suite).expect("every suite has a name");
         let mut args = vec![
@@ -227,8 +247,15 @@ pub struct Plan {
     pub samples: u32,
     /// Untimed samples before them.
     pub warmup: u32,
+    /// The least time one sample lasts (lmbench's ENOUGH).
+    pub min_sample: Duration,
+    /// Parallel jobs for the `build` workload.
+    pub jobs: Option<usize>,
     /// `stat`'s command, the one workload in `specs`.
     pub command: Option<CommandLine>,
+    /// The options that chose the work (`run`'s workloads, `stat`'s command), as the results
+    /// record them beside the options both share.
+    pub recorded: Vec<(&'static str, serde_json::Value)>,
 }
 
 pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
@@ -241,20 +268,31 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         specs: workloads::select(args.workloads.as_deref(), args.suite)?,
         samples: args.samples,
         warmup: 1,
+        min_sample: Duration::from_millis(args.min_sample_ms),
+        jobs: args.jobs,
         command: None,
+        recorded: vec![
+            ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
+            ("workloads", json!(args.workloads)),
+            ("min_sample_ms", json!(args.min_sample_ms)),
+            ("jobs", json!(args.jobs)),
+        ],
     };
-    measure_plan(run_args, &plan)
+    measure_plan(&run_args.session, &args.common, &plan)
 }
 
-/// Measures `plan` with `run_args`' options, then writes and prints the results.
-pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
-    let output = run_args.output.as_deref();
-    let args = &run_args.measure;
+/// Measures `plan` with `args`, then writes and prints the results as `session` says.
+pub fn measure_plan(
+    session: &SessionArgs,
+    args: &CommonMeasureArgs,
+    plan: &Plan,
+) -> Result<ExitCode> {
+    let output = session.output.as_deref();
     let specs = &plan.specs;
     if let Some(out) = output {
         check_writable(out)?;
     }
-    let baseline = run_args.baseline.prepare()?;
+    let baseline = session.baseline.prepare()?;
     check_pin(&args.pin)?;
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
     if args.parallel > 1 && specs.iter().any(|s| s.name == "build") {
@@ -269,7 +307,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    let bar = progress_bar(run_args.quiet, specs.len());
+    let bar = progress_bar(session.quiet, specs.len());
     // Set up before loading, so an interrupt at any point ends the run the same way.
     let mut supervisor = Supervisor::new(
         user,
@@ -279,16 +317,16 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
     crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
-    let policies = &run_args.policy.policy;
+    let policies = &session.policy.policy;
     for policy in policies {
         policy.check(&environment.active_lsms)?;
     }
     supervisor.confine(policies.clone());
     let options = SamplingOptions {
         samples: plan.samples as usize,
-        min_sample: Duration::from_millis(args.min_sample_ms),
+        min_sample: plan.min_sample,
         pin: args.pin.clone(),
-        jobs: args.jobs,
+        jobs: plan.jobs,
         user,
         warmup: plan.warmup as usize,
         command: plan.command.clone(),
@@ -311,7 +349,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
                 eprintln!("hookprof: interrupted before measuring");
                 return Ok(ExitCode::from(130));
             };
-            if run_args.verbose {
+            if session.verbose {
                 match loaded.probes.logging_program_id() {
                     Some(id) => supervisor.follow_kernel_log(id)?,
                     None => supervisor.warn("-v: no probe that logs was loaded"),
@@ -329,7 +367,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
     let overhead = Overhead::measure();
     let mut results = Results {
         schema_version: SCHEMA_VERSION,
-        label: run_args
+        label: session
             .label
             .clone()
             .unwrap_or_else(|| environment.kernel_release.clone()),
@@ -392,7 +430,7 @@ pub fn measure_plan(run_args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         crate::results_file::write_atomically(out, results.to_json().as_bytes())
             .with_context(|| format!("write {}", out.display()))?;
     }
-    print_results(&results, run_args.format);
+    print_results(&results, session.format);
     if let Some(baseline) = baseline.filter(|_| results.complete && !results.workloads.is_empty()) {
         let path = baseline.save(&results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
@@ -494,29 +532,17 @@ fn progress_bar(quiet: bool, workloads: usize) -> ProgressBar {
 }
 
 fn recorded_options(
-    args: &MeasureArgs,
+    args: &CommonMeasureArgs,
     plan: &Plan,
     policies: &[Policy],
     overhead: Overhead,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
-    use serde_json::json;
-    let command = plan.command.as_ref().map(|c| {
-        [
-            ("command", json!(c.argv)),
-            ("prepare", json!(c.prepare)),
-            ("warmup", json!(plan.warmup)),
-        ]
-    });
     [
-        ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
-        ("workloads", json!(args.workloads)),
         ("hooks", json!(args.hooks)),
         ("probes", json!(args.probes)),
         ("samples", json!(plan.samples)),
-        ("min_sample_ms", json!(args.min_sample_ms)),
         ("pin", json!(args.pin)),
         ("parallel", json!(args.parallel)),
-        ("jobs", json!(args.jobs)),
         ("user", json!(args.user)),
         ("inject", json!(args.inject)),
         ("stack_noop", json!(args.stack_noop)),
@@ -529,7 +555,7 @@ fn recorded_options(
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]
     .into_iter()
-    .chain(command.into_iter().flatten())
+    .chain(plan.recorded.iter().cloned())
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -558,17 +584,19 @@ mod tests {
         let every = MeasureArgs {
             suite: Suite::Quick,
             workloads: Some(vec!["null_call".into(), "open_close".into()]),
-            hooks: vec!["security_file_open".into(), "security_file_free".into()],
-            probes: vec!["syscalls".into(), "hooks".into()],
+            common: CommonMeasureArgs {
+                hooks: vec!["security_file_open".into(), "security_file_free".into()],
+                probes: vec!["syscalls".into(), "hooks".into()],
+                pin: vec![0, 1],
+                parallel: 4,
+                inject: vec![("file_open".into(), 2000), ("task_alloc".into(), 10)],
+                stack_noop: true,
+                user: Some("nobody".into()),
+                timeout_per_workload: 60,
+            },
             samples: 5,
             min_sample_ms: 2,
-            pin: vec![0, 1],
-            parallel: 4,
             jobs: Some(3),
-            inject: vec![("file_open".into(), 2000), ("task_alloc".into(), 10)],
-            stack_noop: true,
-            user: Some("nobody".into()),
-            timeout_per_workload: 60,
         };
         assert_eq!(parse(&every.to_args()), every);
     }

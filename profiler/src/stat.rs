@@ -3,12 +3,13 @@
 //! run a sample, after `--warmup` untimed runs; the probes count its whole process tree. The
 //! results are a run's results with one workload named after the command, so `report`,
 //! `compare` and baselines read them unchanged.
-use std::process::ExitCode;
+use std::{process::ExitCode, time::Duration};
 
 use anyhow::Result;
+use serde_json::json;
 
 use crate::{
-    run::{self, Plan, RunArgs},
+    run::{self, CommonMeasureArgs, Plan, SessionArgs},
     workloads::command::CommandLine,
 };
 
@@ -25,10 +26,11 @@ pub struct StatArgs {
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub measure: CommonMeasureArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// The command to measure, with its arguments.
-    #[arg(last = true, required = true, value_name = "CMD",
-          conflicts_with_all = ["workloads", "suite", "list", "samples"])]
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -41,7 +43,15 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
         specs: vec![command.spec()],
         samples: args.runs,
         warmup: args.warmup,
+        // One op is one whole run of the command: no op count to calibrate, no build jobs.
+        min_sample: Duration::ZERO,
+        jobs: None,
+        recorded: vec![
+            ("command", json!(command.argv)),
+            ("prepare", json!(command.prepare)),
+            ("warmup", json!(args.warmup)),
+        ],
         command: Some(command),
     };
-    run::measure_plan(&args.run, &plan)
+    run::measure_plan(&args.session, &args.measure, &plan)
 }
