@@ -425,3 +425,31 @@ fn gate_misuse_is_counted_and_logged() {
         "no gate misuse message in the probes' log: {lines:?}"
     );
 }
+
+/// The results record the CPUs the machine has online and those the run could use (one, under
+/// `taskset -c 0`), and the report's environment line shows both.
+#[test]
+fn results_record_the_cpus_online_and_those_the_run_may_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let o = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(hookprof_tests::hookprof_bin())
+        .args(["run", "-q", "--probes", "none", "--workloads", "null_call"])
+        .args(["--samples", "2", "-o", out.to_str().unwrap()])
+        .output()
+        .expect("run hookprof through taskset (util-linux)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as u32;
+    let r = hookprof::results::Results::load(&out).unwrap();
+    let e = &r.environment;
+    assert_eq!((e.cpus_online, e.cpus_allowed), (online, 1));
+    let report = hookprof(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    let shown = match online {
+        1 => " x1 (".to_string(),
+        n => format!(" x{n} (1 allowed) ("),
+    };
+    assert!(text.lines().next().unwrap().contains(&shown), "{text}");
+}

@@ -17,9 +17,8 @@ pub fn detect() -> Environment {
         active_lsms: active_lsms(),
         lockdown: lockdown_mode(),
         cpu_model: cpu_model(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1),
+        cpus_online: cpus_online(),
+        cpus_allowed: crate::workloads::allowed_cpus().map_or(0, |cpus| cpus.len() as u32),
         hostname: field(&uts.nodename),
         hookprof_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: std::time::SystemTime::now()
@@ -29,6 +28,13 @@ pub fn detect() -> Environment {
         profiler_peak_rss_kib: None,
         profiler_peak_rss_by_phase: Vec::new(),
     }
+}
+
+/// The CPUs the machine has online (0 if the system cannot say).
+fn cpus_online() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(0)
 }
 
 /// A `kB` field of /proc/self/status (VmHWM: the peak resident set), in KiB.

@@ -117,8 +117,15 @@ pub struct Environment {
     pub lockdown: String,
     #[serde(default)]
     pub cpu_model: String,
+    /// The CPUs the machine has online; 0 when unknown (files from before it was recorded,
+    /// imports).
     #[serde(default)]
-    pub cpus: u32,
+    pub cpus_online: u32,
+    /// The CPUs the run could use: its affinity mask, which `taskset` and cpusets narrow; 0
+    /// when unknown. Files from before `cpus_online` have it as `cpus`, which counted these (or
+    /// fewer, under a cgroup CPU quota).
+    #[serde(default, alias = "cpus")]
+    pub cpus_allowed: u32,
     #[serde(default)]
     pub hostname: String,
     pub hookprof_version: String,

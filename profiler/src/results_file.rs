@@ -86,3 +86,41 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_environment(environment: serde_json::Value) -> Results {
+        let text = serde_json::json!({
+            "schema_version": SCHEMA_VERSION,
+            "label": "l",
+            "complete": true,
+            "source": "hookprof",
+            "environment": environment,
+            "workloads": [],
+        })
+        .to_string();
+        Results::parse(&text, "r.json").unwrap()
+    }
+
+    #[test]
+    fn cpus_online_and_allowed_are_recorded_and_old_files_cpus_is_the_allowed_count() {
+        let e = with_environment(serde_json::json!({
+            "kernel_release": "6.1.0", "hookprof_version": "0.1.0",
+            "cpus_online": 4, "cpus_allowed": 1,
+        }))
+        .environment;
+        assert_eq!((e.cpus_online, e.cpus_allowed), (4, 1));
+        // Before cpus_online, `cpus` was the count of CPUs the process could use.
+        let old = with_environment(serde_json::json!({
+            "kernel_release": "6.1.0", "hookprof_version": "0.1.0", "cpus": 2,
+        }))
+        .environment;
+        assert_eq!((old.cpus_online, old.cpus_allowed), (0, 2));
+        // Written back, the old file's count keeps its new name.
+        let json: serde_json::Value = serde_json::to_value(&old).unwrap();
+        assert_eq!(json["cpus_allowed"], 2);
+        assert!(json.get("cpus").is_none(), "{json}");
+    }
+}

@@ -468,9 +468,17 @@ pub fn compare(
 
 fn environment_differences(old: &[Results], new: &[Results]) -> Vec<EnvironmentDifference> {
     type Field = (&'static str, fn(&Results) -> String);
-    let fields: [Field; 6] = [
+    let fields: [Field; 7] = [
         ("kernel", |r| r.environment.kernel_release.clone()),
         ("CPU", |r| r.environment.cpu_model.clone()),
+        // Fewer CPUs to run on (taskset, a cpuset) changes two-process and parallel workloads.
+        ("CPUs", |r| {
+            match (r.environment.cpus_online, r.environment.cpus_allowed) {
+                (0, 0) => String::new(),
+                (0, allowed) => format!("{allowed} allowed"),
+                (online, allowed) => format!("{online} online, {allowed} allowed"),
+            }
+        }),
         ("LSMs", |r| r.environment.active_lsms.join(",")),
         ("lockdown", |r| r.environment.lockdown.clone()),
         ("policy", Results::policy_summary),
@@ -589,6 +597,19 @@ mod tests {
             )
         );
         assert!(render_text(&c).contains("policy: none -> landlock (2 layers, 15 rules)"));
+    }
+
+    #[test]
+    fn fewer_cpus_to_run_on_is_an_environment_difference() {
+        let old = sample_results();
+        let mut new = sample_results();
+        new.environment.cpus_allowed = 1;
+        let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+        let text = render_text(&c);
+        assert!(
+            text.contains("CPUs: 2 online, 2 allowed -> 2 online, 1 allowed"),
+            "{text}"
+        );
     }
 
     #[test]

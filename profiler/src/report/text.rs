@@ -6,7 +6,7 @@ use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
 use crate::{
     attribution,
-    results::{AttributionRow, PathKind, Results, WorkloadResult},
+    results::{AttributionRow, Environment, PathKind, Results, WorkloadResult},
     stats,
 };
 
@@ -29,6 +29,17 @@ fn or_unknown(s: &str) -> &str {
     }
 }
 
+/// ` x4` for a run that could use all 4 CPUs, ` x4 (1 allowed)` for one narrowed by `taskset` or
+/// a cpuset, `, 2 CPUs allowed` for a file that does not say how many were online.
+fn cpu_count(e: &Environment) -> String {
+    match (e.cpus_online, e.cpus_allowed) {
+        (0, 0) => String::new(),
+        (0, allowed) => format!(", {allowed} CPUs allowed"),
+        (online, allowed) if allowed == 0 || allowed == online => format!(" x{online}"),
+        (online, allowed) => format!(" x{online} ({allowed} allowed)"),
+    }
+}
+
 /// `Environment: kernel ..., LSMs ..., lockdown ...` and where the numbers came from.
 pub(crate) fn environment_line(r: &Results) -> String {
     let e = &r.environment;
@@ -43,7 +54,7 @@ pub(crate) fn environment_line(r: &Results) -> String {
         or_unknown(&e.lockdown)
     );
     if !e.cpu_model.is_empty() {
-        let _ = write!(line, ", CPU {} x{}", e.cpu_model, e.cpus);
+        let _ = write!(line, ", CPU {}{}", e.cpu_model, cpu_count(e));
     }
     let policy = r.policy_summary();
     if !policy.is_empty() && policy != "none" {
@@ -361,7 +372,8 @@ pub(crate) mod tests {
                 active_lsms: vec!["lockdown".into(), "capability".into(), "apparmor".into()],
                 lockdown: "none".into(),
                 cpu_model: "Test CPU".into(),
-                cpus: 2,
+                cpus_online: 2,
+                cpus_allowed: 2,
                 hookprof_version: "0.1.0".into(),
                 ..Default::default()
             },
@@ -449,6 +461,28 @@ pub(crate) mod tests {
         );
         assert!(text.contains("Probes: 2 attached (raw_tracepoint 1, fentry 1), 1 refused"));
         assert!(text.contains("lsm refused on file_open: dynamic ftrace is locked"));
+    }
+
+    #[test]
+    fn shows_the_cpus_online_and_those_the_run_could_use() {
+        let line = |online, allowed| {
+            let mut r = sample_results();
+            r.environment.cpus_online = online;
+            r.environment.cpus_allowed = allowed;
+            environment_line(&r)
+        };
+        assert!(line(4, 4).contains(", CPU Test CPU x4 ("), "{}", line(4, 4));
+        assert!(
+            line(4, 1).contains(", CPU Test CPU x4 (1 allowed) ("),
+            "{}",
+            line(4, 1)
+        );
+        // A file from before cpus_online was recorded: its `cpus` counted the allowed CPUs.
+        assert!(
+            line(0, 2).contains(", CPU Test CPU, 2 CPUs allowed ("),
+            "{}",
+            line(0, 2)
+        );
     }
 
     #[test]
