@@ -9,7 +9,7 @@ use crate::{
     environment,
     probe_setup::require_bpf_privileges,
     probes::{
-        calibration::PAIR_PARTS,
+        calibration::{CLOCK_PAIR, PAIR_PARTS},
         catalog,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
@@ -239,6 +239,14 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         )),
         ratio(cal.kernel_ratio([&timed, &timed_exit], ["empty_enter", "empty_exit"]))
     );
+    if let Some(floor) = cal.kernel_ratio(CLOCK_PAIR, ["empty_enter", "empty_exit"]) {
+        println!(
+            "  kernel stats: a pair that only reads the clock {} the empty pair (no timed pair \
+             can cost less), the timed pair {} that pair",
+            ratio(Some(floor)),
+            ratio(cal.kernel_ratio([&timed, &timed_exit], CLOCK_PAIR))
+        );
+    }
     // What each helper call of the timed pair costs: a part's run time beyond an empty entry.
     let beyond_empty = |part: &str| Some(cal.run_ns(part)? - cal.run_ns("empty_enter")?);
     if let [Some(task), Some(state), Some(clock), Some(tally)] = PAIR_PARTS.map(beyond_empty) {

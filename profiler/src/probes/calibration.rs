@@ -37,6 +37,9 @@ pub const PAIR_PARTS: [&str; 4] = [
     "part_clock",
     "part_tally",
 ];
+/// With `part_clock`, a pair that only reads the clock on each side: the least a timed pair
+/// can cost (the statistics pass only).
+pub const CLOCK_PAIR: [&str; 2] = ["part_clock", "part_clock_exit"];
 
 /// One way of running the loop: what is attached, and whether the loop's thread is tracked.
 struct Mode {
@@ -155,6 +158,7 @@ fn measure(
             &EMPTY_PAIR,
             &timed_pair,
             &PAIR_PARTS,
+            &CLOCK_PAIR[1..],
         ]
     } else {
         vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR]
@@ -198,12 +202,18 @@ impl Probes {
         self.record("empty_exit", Kind::FExit, function, exit)
     }
 
-    /// Loads the pair's parts on `function`; false if the kernel refused one.
+    /// Loads the pair's parts and the clock pair's exit on `function`; false if the kernel
+    /// refused one.
     fn load_pair_parts(&mut self, function: &str) -> bool {
-        PAIR_PARTS.iter().all(|part| {
+        let entries = PAIR_PARTS.iter().all(|part| {
             let loaded = self.load_fentry(part, function);
             self.record(part, Kind::FEntry, function, loaded)
-        })
+        });
+        let exit = CLOCK_PAIR[1];
+        entries && {
+            let loaded = self.load_fexit(exit, function);
+            self.record(exit, Kind::FExit, function, loaded)
+        }
     }
 }
 
