@@ -252,6 +252,8 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         "empty_exit",
         "hook_enter_383",
         "hook_exit_383",
+        "part_clock",
+        "part_clock_exit",
     ] {
         assert!(
             cal.kernel_run_ns

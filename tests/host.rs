@@ -163,6 +163,34 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
 }
 
 /// A reader that closes early (`hookprof run --list | head -1`) ends the output quietly.
+/// `calibrate` prices the syscall pair's helper calls on raw tracepoints, which load on every
+/// kernel (trampolines or not): the empty pair, each part and the clock-only pair ran in its
+/// statistics pass.
+#[test]
+fn calibrate_prices_each_helper_call_of_the_syscall_pair() {
+    use hookprof::probes::calibration::{
+        EMPTY_SYSCALL_PAIR, SYSCALL_CLOCK_PAIR, SYSCALL_PAIR_PARTS,
+    };
+    require_root();
+    let out = hookprof(&["calibrate", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let cal: hookprof::results::Calibration =
+        serde_json::from_slice(&out.stdout).expect("calibrate --json prints a calibration");
+    for program in [
+        &EMPTY_SYSCALL_PAIR[..],
+        &SYSCALL_PAIR_PARTS,
+        &SYSCALL_CLOCK_PAIR,
+    ]
+    .concat()
+    {
+        assert!(
+            cal.run_ns(program).is_some_and(|ns| ns > 0.0),
+            "{program} never ran: {cal:?}"
+        );
+    }
+}
+
 #[test]
 fn closed_stdout_ends_output_without_a_panic() {
     use std::process::{Command, Stdio};

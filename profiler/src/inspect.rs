@@ -9,7 +9,10 @@ use crate::{
     environment,
     probe_setup::require_bpf_privileges,
     probes::{
-        calibration::{CLOCK_PAIR, PAIR_PARTS},
+        calibration::{
+            CLOCK_PAIR, EMPTY_PAIR, EMPTY_SYSCALL_PAIR, PAIR_PARTS, SYSCALL_CLOCK_PAIR,
+            SYSCALL_PAIR_PARTS,
+        },
         catalog,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
@@ -239,23 +242,53 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
         )),
         ratio(cal.kernel_ratio([&timed, &timed_exit], ["empty_enter", "empty_exit"]))
     );
-    if let Some(floor) = cal.kernel_ratio(CLOCK_PAIR, ["empty_enter", "empty_exit"]) {
+    print_pair_parts(
+        &cal,
+        "syscall pair (raw_tracepoint)",
+        [
+            ["sys_enter", "sys_exit"],
+            EMPTY_SYSCALL_PAIR,
+            SYSCALL_CLOCK_PAIR,
+        ],
+        SYSCALL_PAIR_PARTS,
+        "each side makes all four",
+    );
+    print_pair_parts(
+        &cal,
+        "timed pair (fentry/fexit)",
+        [[&timed, &timed_exit], EMPTY_PAIR, CLOCK_PAIR],
+        PAIR_PARTS,
+        "a timed entry makes the first three, its exit all four",
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The floor of a pair that times anything (a clock read on each side) against the empty pair,
+/// and what each helper call of the timed pair costs: a part's run time beyond the empty entry.
+/// `pairs`: the timed pair, the empty pair, the clock pair.
+fn print_pair_parts(
+    cal: &crate::results::Calibration,
+    what: &str,
+    pairs: [[&str; 2]; 3],
+    parts: [&str; 4],
+    who_calls_what: &str,
+) {
+    let [timed, empty, clock_pair] = pairs;
+    let Some(floor) = cal.kernel_ratio(clock_pair, empty) else {
+        return;
+    };
+    println!(
+        "  kernel stats, {what}: a pair that only reads the clock {floor:.2}x the empty pair \
+         (no timed pair can cost less), the timed pair {} that pair",
+        cal.kernel_ratio(timed, clock_pair)
+            .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+    );
+    let beyond_empty = |part: &str| Some(cal.run_ns(part)? - cal.run_ns(empty[0])?);
+    if let [Some(task), Some(state), Some(clock), Some(tally)] = parts.map(beyond_empty) {
         println!(
-            "  kernel stats: a pair that only reads the clock {} the empty pair (no timed pair \
-             can cost less), the timed pair {} that pair",
-            ratio(Some(floor)),
-            ratio(cal.kernel_ratio([&timed, &timed_exit], CLOCK_PAIR))
-        );
-    }
-    // What each helper call of the timed pair costs: a part's run time beyond an empty entry.
-    let beyond_empty = |part: &str| Some(cal.run_ns(part)? - cal.run_ns("empty_enter")?);
-    if let [Some(task), Some(state), Some(clock), Some(tally)] = PAIR_PARTS.map(beyond_empty) {
-        println!(
-            "  kernel stats: per helper call: current task {task:.1} ns, its storage {:.1} ns, \
-             clock {clock:.1} ns, tally {tally:.1} ns (a timed entry makes the first three, \
-             its exit all four)",
+            "  kernel stats, {what}: per helper call: current task {task:.1} ns, its storage \
+             {:.1} ns, clock {clock:.1} ns, tally {tally:.1} ns ({who_calls_what})",
             state - task
         );
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -27,19 +27,26 @@ const LOOP_TIME: Duration = Duration::from_millis(10);
 
 /// Programs on sys_enter/sys_exit.
 const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
-const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
-const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
-/// Entry programs that each make one of the timed pair's helper calls (the statistics pass
-/// only): the current task, the task's state (current task and storage), the clock, a tally.
+pub const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
+pub const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
+/// Programs that each make one of a timed pair's helper calls (the statistics pass only): the
+/// current task, the task's state (current task and storage), the clock, a tally; as fentry
+/// programs beside the empty fentry, and as raw_tracepoints on sys_enter beside the empty one.
 pub const PAIR_PARTS: [&str; 4] = [
     "part_current_task",
     "part_task_state",
     "part_clock",
     "part_tally",
 ];
-/// With `part_clock`, a pair that only reads the clock on each side: the least a timed pair
-/// can cost (the statistics pass only).
+pub const SYSCALL_PAIR_PARTS: [&str; 4] = [
+    "sys_part_current_task",
+    "sys_part_task_state",
+    "sys_part_clock",
+    "sys_part_tally",
+];
+/// A clock read on each side: the least a timed pair can cost (the statistics pass only).
 pub const CLOCK_PAIR: [&str; 2] = ["part_clock", "part_clock_exit"];
+pub const SYSCALL_CLOCK_PAIR: [&str; 2] = ["sys_part_clock", "sys_part_clock_exit"];
 
 /// One way of running the loop: what is attached, and whether the loop's thread is tracked.
 struct Mode {
@@ -73,8 +80,12 @@ pub fn calibrate(
     let refusals_before = probes.refused.len();
     anyhow::ensure!(
         probes.load_raw(EMPTY_SYSCALL_PAIR[0], "sys_enter")
-            && probes.load_raw(EMPTY_SYSCALL_PAIR[1], "sys_exit"),
-        "the kernel refused empty raw_tracepoint programs on sys_enter/sys_exit"
+            && probes.load_raw(EMPTY_SYSCALL_PAIR[1], "sys_exit")
+            && SYSCALL_PAIR_PARTS
+                .iter()
+                .all(|part| probes.load_raw(part, "sys_enter"))
+            && probes.load_raw(SYSCALL_CLOCK_PAIR[1], "sys_exit"),
+        "the kernel refused raw_tracepoint programs on sys_enter/sys_exit"
     );
     let raw_refusals = probes.refused.len();
     let pair_loaded = probes
@@ -151,18 +162,15 @@ fn measure(
         cal.self_ns = (pair.timed > 0).then(|| pair.total_ns as f64 / pair.timed as f64);
     }
     // The statistics pass: every program at once, each one's run time read on its own.
-    let everything: Vec<&[&str]> = if pair_loaded {
-        vec![
-            &EMPTY_SYSCALL_PAIR,
-            &SYSCALL_PAIR,
-            &EMPTY_PAIR,
-            &timed_pair,
-            &PAIR_PARTS,
-            &CLOCK_PAIR[1..],
-        ]
-    } else {
-        vec![&EMPTY_SYSCALL_PAIR, &SYSCALL_PAIR]
-    };
+    let mut everything: Vec<&[&str]> = vec![
+        &EMPTY_SYSCALL_PAIR,
+        &SYSCALL_PAIR,
+        &SYSCALL_PAIR_PARTS,
+        &SYSCALL_CLOCK_PAIR[1..],
+    ];
+    if pair_loaded {
+        everything.extend([&EMPTY_PAIR[..], &timed_pair, &PAIR_PARTS, &CLOCK_PAIR[1..]]);
+    }
     let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
     run_mode(probes, &Mode::new(&everything, true), calls, getppid_loop)?;
     drop(stats);
