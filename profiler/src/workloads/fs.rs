@@ -1,7 +1,11 @@
 //! lmbench's "0K/10K File Create/Delete" columns (lat_fs): per file, creat + write + close, and
-//! unlink, in the workload's scratch directory with at most 100 files a directory.
+//! unlink, with at most 100 files a directory. As lat_fs, every sample gets a fresh directory
+//! tree (made and removed untimed) and takes its names from the last to the first, in both
+//! phases: unlink then finds each name near the front of its (unindexed) directory, as
+//! lmbench's does. Deleting in the other order scans past every remaining entry first.
 use std::{
     ffi::CString,
+    ops::Range,
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -56,10 +60,14 @@ struct FileChurn {
     root: PathBuf,
     data: Vec<u8>,
     timed: Phase,
-    /// Paths of files 0..n, built ahead so the timed loops do not allocate.
+    /// Samples so far: each one's tree is named after it.
+    samples: usize,
+    /// The current sample's tree: its directories and its files' paths, built ahead so the timed
+    /// loops do not allocate.
+    dirs: Vec<PathBuf>,
     paths: Vec<CString>,
-    /// Files 0..existing are on disk now.
-    existing: usize,
+    /// The files on disk now: made from the last down, unmade from the last down.
+    on_disk: Range<usize>,
 }
 
 impl FileChurn {
@@ -70,27 +78,48 @@ impl FileChurn {
             root,
             data: vec![0x5a; size],
             timed,
+            samples: 0,
+            dirs: Vec::new(),
             paths: Vec::new(),
-            existing: 0,
+            on_disk: 0..0,
         })
     }
 
-    /// Makes paths (and their directories) for files 0..n.
-    fn prepare(&mut self, n: usize) -> anyhow::Result<()> {
-        for i in self.paths.len()..n {
-            let dir = self.root.join(format!("d{}", i / FILES_PER_DIR));
+    /// Removes the last sample's tree and makes a fresh one for n files.
+    fn new_tree(&mut self, n: usize) -> anyhow::Result<()> {
+        self.remove_tree()?;
+        let tree = self.root.join(format!("s{}", self.samples));
+        self.samples += 1;
+        std::fs::create_dir(&tree).with_context(|| format!("mkdir {}", tree.display()))?;
+        for i in 0..n {
             if i % FILES_PER_DIR == 0 {
+                let dir = tree.join(format!("d{}", i / FILES_PER_DIR));
                 std::fs::create_dir(&dir).with_context(|| format!("mkdir {}", dir.display()))?;
+                self.dirs.push(dir);
             }
-            let path = dir.join(format!("f{}", i % FILES_PER_DIR));
+            let path = self.dirs[i / FILES_PER_DIR].join(format!("f{}", i % FILES_PER_DIR));
             self.paths
                 .push(CString::new(path.into_os_string().into_encoded_bytes())?);
         }
+        self.dirs.push(tree);
         Ok(())
     }
 
-    fn create_files(&mut self, n: usize) -> anyhow::Result<()> {
-        for path in &self.paths[self.existing..n] {
+    fn remove_tree(&mut self) -> anyhow::Result<()> {
+        self.delete_files()?;
+        // Leaves first, then the sample's own directory (pushed last).
+        for dir in self.dirs.drain(..) {
+            std::fs::remove_dir(&dir).with_context(|| format!("rmdir {}", dir.display()))?;
+        }
+        self.paths.clear();
+        self.on_disk = 0..0;
+        Ok(())
+    }
+
+    /// Creates files n-1 down to 0, as lat_fs's benchmark_mk.
+    fn create_files(&mut self) -> anyhow::Result<()> {
+        self.on_disk = self.paths.len()..self.paths.len();
+        for path in self.paths.iter().rev() {
             // SAFETY: a valid C path; the data buffer outlives the write.
             let ok = unsafe {
                 let fd = libc::open(
@@ -105,19 +134,20 @@ impl FileChurn {
                     && libc::close(fd) == 0
             };
             anyhow::ensure!(ok, "create {path:?}: {}", std::io::Error::last_os_error());
-            self.existing += 1;
+            self.on_disk.start -= 1;
         }
         Ok(())
     }
 
+    /// Unlinks files n-1 down to 0 (the order they were made in), as lat_fs's benchmark_rm.
     fn delete_files(&mut self) -> anyhow::Result<()> {
-        while self.existing > 0 {
-            let path = &self.paths[self.existing - 1];
+        while self.on_disk.end > self.on_disk.start {
+            let path = &self.paths[self.on_disk.end - 1];
             // SAFETY: a valid C path.
             if unsafe { libc::unlink(path.as_ptr()) } != 0 {
                 anyhow::bail!("unlink {path:?}: {}", std::io::Error::last_os_error());
             }
-            self.existing -= 1;
+            self.on_disk.end -= 1;
         }
         Ok(())
     }
@@ -130,19 +160,17 @@ impl FileChurn {
 
 impl Workload for FileChurn {
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        let n = ops as usize;
         untracked(|| -> anyhow::Result<()> {
-            self.prepare(n)?;
             // Files stay after a timed create (until the next run), so their creation is visible.
-            self.delete_files()?;
+            self.new_tree(ops as usize)?;
             if self.timed == Phase::Delete {
-                self.create_files(n)?;
+                self.create_files()?;
             }
             Ok(())
         })?;
         let start = Instant::now();
         match self.timed {
-            Phase::Create => self.create_files(n)?,
+            Phase::Create => self.create_files()?,
             Phase::Delete => self.delete_files()?,
         }
         Ok(start.elapsed())
@@ -161,15 +189,24 @@ mod tests {
     use crate::workloads::tests::{options, run_and_drop};
     use std::path::Path;
 
-    fn files_under(root: &Path) -> Vec<(PathBuf, u64)> {
+    fn entries(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    }
+
+    /// The sample trees under root, and the (path, length) of every file in them.
+    fn trees_and_files(root: &Path) -> (usize, Vec<(PathBuf, u64)>) {
+        let trees = entries(root);
         let mut files = Vec::new();
-        for dir in std::fs::read_dir(root).unwrap() {
-            for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
-                let f = f.unwrap();
-                files.push((f.path(), f.metadata().unwrap().len()));
+        for dir in trees.iter().flat_map(|t| entries(t)) {
+            assert!(entries(&dir).len() <= FILES_PER_DIR, "<= 100 per dir");
+            for f in entries(&dir) {
+                files.push((f.clone(), f.metadata().unwrap().len()));
             }
         }
-        files
+        (trees.len(), files)
     }
 
     #[test]
@@ -177,21 +214,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut create = FileChurn::new(&options(dir.path()), 10240, Phase::Create).unwrap();
         create.run(150).unwrap();
-        let files = files_under(create.root());
-        assert_eq!(files.len(), 150);
+        let (trees, files) = trees_and_files(create.root());
+        assert_eq!((trees, files.len()), (1, 150));
         assert!(files.iter().all(|(_, len)| *len == 10240));
-        // A second run starts from a clean directory: still 150, not 300.
+        // A second run starts from a fresh tree: the first one is gone, 150 files, not 300.
         create.run(150).unwrap();
-        assert_eq!(files_under(create.root()).len(), 150);
+        let (trees, files) = trees_and_files(create.root());
+        assert_eq!((trees, files.len()), (1, 150));
+        assert!(files
+            .iter()
+            .all(|(p, _)| p.starts_with(create.root().join("s1"))));
         drop(create);
 
         let mut delete = FileChurn::new(&options(dir.path()), 0, Phase::Delete).unwrap();
         delete.run(150).unwrap();
-        assert_eq!(files_under(delete.root()).len(), 0);
+        let (trees, files) = trees_and_files(delete.root());
+        assert_eq!((trees, files.len()), (1, 0));
         assert_eq!(
-            std::fs::read_dir(delete.root()).unwrap().count(),
+            entries(&delete.root().join("s0")).len(),
             2,
-            "<= 100 per dir"
+            "150 files in 2 dirs"
         );
         drop(delete);
         for spec in SPECS {
