@@ -481,3 +481,81 @@ fn results_record_the_cpus_online_and_those_the_run_may_use() {
     };
     assert!(text.lines().next().unwrap().contains(&shown), "{text}");
 }
+
+/// The state letter of thread `tid` of this process ("R", "S", ...).
+fn thread_state(tid: libc::pid_t) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
+    let (_, rest) = stat.rsplit_once(')').expect("comm");
+    rest.trim_start().chars().next().expect("state")
+}
+
+#[test]
+fn a_call_blocked_across_a_detach_is_counted_not_timed() {
+    use hookprof::{
+        probes::{KernelBtf, ProbePlan, Probes},
+        scope::gate,
+    };
+    use profiler_common::event;
+    use std::time::{Duration, Instant};
+    require_root();
+    const GAP: Duration = Duration::from_millis(300);
+    let kernel = KernelBtf::load().expect("kernel BTF");
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: false,
+        functions: Vec::new(),
+        entries_only: false,
+    };
+    let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
+    probes
+        .set_gate_owners(&[std::process::id()])
+        .expect("make this process the gate owner");
+    let mut fds = [0; 2];
+    // SAFETY: a valid out-array of two fds.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let [rx, tx] = fds;
+
+    // Window 1: a tracked thread enters a read that blocks.
+    probes.attach().expect("attach");
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        gate(true);
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let mut byte = 0u8;
+        // SAFETY: reads one byte into `byte`.
+        let n = unsafe { libc::read(rx, (&mut byte as *mut u8).cast(), 1) };
+        gate(false);
+        n
+    });
+    let tid = tid_rx.recv().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while thread_state(tid) != 'S' {
+        assert!(Instant::now() < deadline, "the reader never blocked");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    probes.detach();
+
+    // Nothing attached for GAP, then window 2, in which the read returns.
+    std::thread::sleep(GAP);
+    let before = probes.snapshot().expect("snapshot");
+    probes.attach().expect("attach again");
+    // SAFETY: writes one byte from a valid buffer.
+    assert_eq!(unsafe { libc::write(tx, [1u8].as_ptr().cast(), 1) }, 1);
+    assert_eq!(reader.join().unwrap(), 1, "the read returned its byte");
+    probes.detach();
+    let delta = probes.snapshot().expect("snapshot").since(&before);
+    // SAFETY: both fds are ours and open.
+    unsafe {
+        libc::close(rx);
+        libc::close(tx);
+    }
+
+    let read = &delta.syscalls[libc::SYS_read as usize];
+    assert_eq!(
+        read.timed, 0,
+        "the read entered before the detach was timed ({} ns in all): {read:?}",
+        read.total_ns
+    );
+    assert_eq!(delta.events[event::STALE_EXIT as usize], 1, "stale exits");
+}

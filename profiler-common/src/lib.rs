@@ -46,7 +46,11 @@ pub mod event {
     pub const STACK_FULL: u32 = 6;
     /// The owning process called the gate with an unknown command.
     pub const GATE_MISUSE: u32 = 7;
-    pub const COUNT: u32 = 8;
+    /// A syscall or timed function that returned while the probes were attached but was
+    /// entered before they were last attached (a peer blocked across samples): its entry's
+    /// time belongs to an earlier window, so it is not timed.
+    pub const STALE_EXIT: u32 = 8;
+    pub const COUNT: u32 = 9;
 }
 
 /// Per-CPU statistics of one timed path (a syscall number or a hook slot).

@@ -18,7 +18,7 @@ use aya_log_ebpf::warn;
 use profiler_common::event;
 
 use crate::{
-    maps::{add_duration, count_call, count_event, HOOKS},
+    maps::{add_duration, count_call, count_event, entered_in_an_earlier_window, HOOKS},
     task_state::{self, MAX_DEPTH},
 };
 
@@ -87,6 +87,11 @@ fn hook_exit(ctx: *mut c_void, slot: u32) {
         }
     };
     state.depth = depth as u32 - 1;
+    if entered_in_an_earlier_window(start_ns) {
+        count_call(&HOOKS, slot);
+        count_event(event::STALE_EXIT);
+        return;
+    }
     let nested = state.entries.wrapping_sub(entries);
     add_duration(&HOOKS, slot, 1, now.wrapping_sub(start_ns), nested);
 }

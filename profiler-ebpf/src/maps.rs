@@ -1,6 +1,9 @@
 //! The per-CPU tallies and settings the programs share (the per-task state lives in
 //! `task_state`). User space reads the per-CPU arrays between samples.
-use aya_ebpf::{macros::map, maps::PerCpuArray};
+use aya_ebpf::{
+    macros::map,
+    maps::{Array, PerCpuArray},
+};
 use profiler_common::{event, LsmSlotConfig, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SYSCALLS};
 
 /// The processes whose gate calls count (tgid -> unused value): the runners that do the
@@ -9,6 +12,12 @@ use profiler_common::{event, LsmSlotConfig, Tally, HOOK_SLOTS, LSM_SLOTS, MAX_SY
 #[map]
 pub static GATE_OWNERS: aya_ebpf::maps::HashMap<u32, u8> =
     aya_ebpf::maps::HashMap::with_max_entries(profiler_common::MAX_GATE_OWNERS, 0);
+
+/// The clock (CLOCK_MONOTONIC, as bpf_ktime_get_ns) when user space last began attaching the
+/// probes. An exit whose entry is older was entered in an earlier window: between the two the
+/// probes were detached, so its duration would include time no probe saw.
+#[map]
+pub static WINDOW_START: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Per syscall number.
 #[map]
@@ -26,6 +35,12 @@ pub static EVENTS: PerCpuArray<u64> = PerCpuArray::with_max_entries(event::COUNT
 #[map]
 pub static LSM_CONFIG: aya_ebpf::maps::Array<LsmSlotConfig> =
     aya_ebpf::maps::Array::with_max_entries((profiler_common::LSM_MAX_ARGS + 1) * LSM_SLOTS, 0);
+
+/// Whether a call entered at `start_ns` was entered before the probes were last attached.
+#[inline(always)]
+pub fn entered_in_an_earlier_window(start_ns: u64) -> bool {
+    WINDOW_START.get(0).is_some_and(|&window| start_ns < window)
+}
 
 #[inline(always)]
 pub fn count_event(index: u32) {

@@ -10,7 +10,10 @@ use aya_log_ebpf::warn;
 use profiler_common::{event, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, count_call, count_event, GATE_OWNERS, HOOKS, SYSCALLS},
+    maps::{
+        add_duration, count_call, count_event, entered_in_an_earlier_window, GATE_OWNERS, HOOKS,
+        SYSCALLS,
+    },
     task_state::{self, MAX_DEPTH},
 };
 
@@ -103,6 +106,10 @@ fn on_sys_exit() {
     }
     let now = unsafe { bpf_ktime_get_ns() };
     state.syscall_open = 0;
+    if entered_in_an_earlier_window(state.syscall_start_ns) {
+        count_event(event::STALE_EXIT);
+        return;
+    }
     let elapsed = now.wrapping_sub(state.syscall_start_ns);
     let nested = state.entries.wrapping_sub(state.syscall_entries);
     add_duration(&SYSCALLS, state.syscall_nr, 0, elapsed, nested);

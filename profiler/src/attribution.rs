@@ -115,6 +115,7 @@ pub fn attribute(
     for (name, index) in [
         ("untracked_children", event::TRACK_FULL),
         ("unmatched_exits", event::UNMATCHED_EXIT),
+        ("stale_exits", event::STALE_EXIT),
         ("stack_full", event::STACK_FULL),
         ("gate_misuse", event::GATE_MISUSE),
     ] {

@@ -1,6 +1,6 @@
 //! Attaching and detaching the loaded programs. Each attachment owns its aya link: dropping it
 //! detaches the program, so nothing outlives `Probes` (or a `detach`).
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use aya::programs::{links::FdLink, BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 
 use super::{refusal, Attachment, Kind, Probes};
@@ -31,6 +31,9 @@ impl Probes {
     }
 
     fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
+        if self.attachments.iter().all(|a| a.link.is_none()) {
+            self.start_window()?;
+        }
         let mut unattachable: Vec<Refusal> = Vec::new();
         for a in &mut self.attachments {
             if a.link.is_some() || !chosen(a) {
@@ -87,6 +90,27 @@ impl Probes {
     }
 
     /// Detaches every attached program; they stay loaded for the next attach.
+    /// Tells the programs when this attach window began: a call entered before it (in an
+    /// earlier window, or while nothing was attached) is counted when it returns, never timed.
+    fn start_window(&mut self) -> Result<()> {
+        let mut start: aya::maps::Array<_, u64> = aya::maps::Array::try_from(
+            self.ebpf
+                .map_mut("WINDOW_START")
+                .context("no WINDOW_START map")?,
+        )?;
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out-pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
+            bail!("clock_gettime: {}", std::io::Error::last_os_error());
+        }
+        let ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        start.set(0, ns, 0).context("set the window start")?;
+        Ok(())
+    }
+
     pub fn detach(&mut self) {
         for a in &mut self.attachments {
             a.link = None;
