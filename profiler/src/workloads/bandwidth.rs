@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{
-    channel::{read_exact, write_all, Channel, End},
+    channel::{write_all, Channel, End},
     memory::{AnonBuffer, CacheSizes},
     net_time,
     peer::{Peer, PinGuard, Pinning},
@@ -119,29 +119,24 @@ pub static SPECS: &[WorkloadSpec] = &[
     ),
 ];
 
-/// The client asks for N chunks (an 8-byte count); a forked server writes N x 64 KB back.
+/// A forked server writes 64 KB chunks without pause, as lmbench's bw_pipe, bw_unix and bw_tcp
+/// writers do; a sample reads N chunks. Between samples the server sleeps in a write on full
+/// buffers, so each sample starts from full buffers and a writer in its steady state (asking
+/// for N chunks per sample instead left both ends idle at each start, and bw_tcp's samples
+/// swung 2.4-6.4 GB/s). The write it sleeps in returns in the next sample: the probes count
+/// it as a stale exit, never timed across the gap.
 struct Transfer {
     client: End,
-    buf: Vec<u8>,
+    buf: AnonBuffer,
     server: Peer,
     _pin: PinGuard,
 }
 
 /// The server's loop (in the forked peer): `chunk` is its 64 KB, allocated before the fork.
-fn serve_chunks(end: &End, chunk: &[u8]) -> i32 {
-    let mut request = [0u8; 8];
-    loop {
-        match read_exact(end.rx(), &mut request) {
-            Ok(true) => {}
-            Ok(false) => return 0,
-            Err(_) => return 1,
-        }
-        for _ in 0..u64::from_ne_bytes(request) {
-            if write_all(end.tx(), chunk).is_err() {
-                return 1;
-            }
-        }
-    }
+/// It ends when the client's end closes.
+fn stream_chunks(end: &End, chunk: &[u8]) -> i32 {
+    while write_all(end.tx(), chunk).is_ok() {}
+    0
 }
 
 impl Transfer {
@@ -152,11 +147,12 @@ impl Transfer {
         let Channel { client, server } = channel?;
         let pin = Pinning::new(&options.pin);
         let chunk: Vec<u8> = (0..XFER).map(|i| i as u8).collect();
-        let peer = Peer::spawn(pin.second, || serve_chunks(&server, &chunk))?;
+        let peer = Peer::spawn(pin.second, || stream_chunks(&server, &chunk))?;
         drop(server);
         Ok(Box::new(Transfer {
             client,
-            buf: vec![0; XFER],
+            // Page-aligned, as lmbench's valloc()ed buffer.
+            buf: AnonBuffer::new(XFER)?,
             server: peer,
             _pin: PinGuard::new(pin.first)?,
         }))
@@ -170,12 +166,11 @@ impl Workload for Transfer {
 
     fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
         let start = Instant::now();
-        write_all(self.client.tx(), &ops.to_ne_bytes())?;
         let mut left = ops as usize * XFER;
         while left > 0 {
             let want = left.min(XFER);
             // SAFETY: reads into `buf`, within its length.
-            let n = unsafe { libc::read(self.client.rx(), self.buf.as_mut_ptr().cast(), want) };
+            let n = unsafe { libc::read(self.client.rx(), self.buf.as_ptr().cast(), want) };
             if n <= 0 {
                 anyhow::bail!(
                     "transfer ended {left} bytes short: {}",
