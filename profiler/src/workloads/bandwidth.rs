@@ -112,7 +112,7 @@ pub static SPECS: &[WorkloadSpec] = &[
     ),
     bandwidth(
         "bw_mem_write",
-        "word-by-word write of a buffer",
+        "int-by-int write of a buffer, each 512-byte block from its end down",
         CHUNK,
         Suite::Default,
         |_| Ok(Box::new(MemoryPass::new(Pass::Write, memory_buffer_len())?)),
@@ -339,8 +339,15 @@ impl MemoryPass {
                     }
                 }
                 (Pass::Write, _) => {
-                    for i in 0..words {
-                        src.add(i).write_volatile(i as u64);
+                    // As lmbench's fwr: ints, a 512-byte block at a time, each block from its
+                    // last int down to its first (the order its chained assignment stores in).
+                    // Here that runs ~10% slower than one ascending sweep of 8-byte words.
+                    let ints = src.cast::<u32>();
+                    let len = self.src.len() / 4;
+                    for block in (0..len).step_by(128) {
+                        for i in (block..len.min(block + 128)).rev() {
+                            ints.add(i).write_volatile(i as u32);
+                        }
                     }
                 }
                 (_, None) => unreachable!("copies have a destination"),
@@ -424,8 +431,11 @@ mod tests {
                 );
             }
             if pass == Pass::Write {
-                // SAFETY: reads our own buffer: word 3 was written as 3.
-                assert_eq!(unsafe { w.src.as_ptr().cast::<u64>().add(3).read() }, 3);
+                // SAFETY: reads our own buffer: int i was written as i.
+                let ints = w.src.as_ptr().cast::<u32>();
+                for i in [0, 3, 127, 128, 1000] {
+                    assert_eq!(unsafe { ints.add(i).read() }, i as u32);
+                }
             }
         }
     }
