@@ -22,7 +22,7 @@ pub struct BootArgs {
     /// path of a vmlinux or bzImage, or `running` (this host's kernel, from /boot).
     #[arg(long, value_name = "PKG|PATH")]
     pub kernel: Option<String>,
-    /// Kill the guest after this many seconds [default: 900].
+    /// Kill the guest after this many seconds [default: 900; vm-test: 2400].
     #[arg(long, value_name = "S")]
     pub timeout: Option<u64>,
     /// Host directory shared read-write at /mnt/host in the guest (env VMTEST_SHARE)

@@ -23,12 +23,14 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     let start = Instant::now();
     crate::cargo(&["build", "--release", "--bin", "hookprof"])?;
     let tests = guest_test_binary()?;
+    let mut boot = args.boot.clone();
+    boot.timeout = boot.timeout.or(Some(SUITE_TIMEOUT_S));
 
-    let mut code = boot_with_tests(&args.boot, &tests, &args.test_args)?;
+    let mut code = boot_with_tests(&boot, &tests, &args.test_args)?;
     if code == 0 && args.test_args.is_empty() {
         // The tests marked `#[ignore]` need a kernel whose active LSMs leave bpf out: a second,
         // short boot runs just those.
-        let mut without_bpf = args.boot.clone();
+        let mut without_bpf = boot.clone();
         without_bpf.guest.lsm = Some(LSM_WITHOUT_BPF.to_string());
         code = boot_with_tests(&without_bpf, &tests, &["--ignored".to_string()])?;
     }
@@ -38,6 +40,10 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     );
     Ok(code)
 }
+
+/// The whole suite's boot is killed after this long. It takes about 500 s on a quiet host and
+/// TCG slows down with the host's load, so the bound is for a stuck guest, not a slow one.
+const SUITE_TIMEOUT_S: u64 = 2400;
 
 /// The default LSM list less bpf.
 const LSM_WITHOUT_BPF: &str = "lockdown,capability,landlock,yama,apparmor";
