@@ -72,8 +72,9 @@ struct FileChurn {
 
 impl FileChurn {
     fn new(options: &WorkloadOptions, size: usize, timed: Phase) -> anyhow::Result<Self> {
-        let root = options.scratch_dir.join("fs_churn");
-        std::fs::create_dir(&root).with_context(|| format!("mkdir {}", root.display()))?;
+        // Trees sit right in the scratch directory, with lat_fs's short numeric names: every
+        // path component is one more lookup in each timed create and unlink.
+        let root = options.scratch_dir.clone();
         Ok(FileChurn {
             root,
             data: vec![0x5a; size],
@@ -88,16 +89,16 @@ impl FileChurn {
     /// Removes the last sample's tree and makes a fresh one for n files.
     fn new_tree(&mut self, n: usize) -> anyhow::Result<()> {
         self.remove_tree()?;
-        let tree = self.root.join(format!("s{}", self.samples));
+        let tree = self.root.join(self.samples.to_string());
         self.samples += 1;
         std::fs::create_dir(&tree).with_context(|| format!("mkdir {}", tree.display()))?;
         for i in 0..n {
             if i % FILES_PER_DIR == 0 {
-                let dir = tree.join(format!("d{}", i / FILES_PER_DIR));
+                let dir = tree.join((i / FILES_PER_DIR).to_string());
                 std::fs::create_dir(&dir).with_context(|| format!("mkdir {}", dir.display()))?;
                 self.dirs.push(dir);
             }
-            let path = self.dirs[i / FILES_PER_DIR].join(format!("f{}", i % FILES_PER_DIR));
+            let path = self.dirs[i / FILES_PER_DIR].join((i % FILES_PER_DIR).to_string());
             self.paths
                 .push(CString::new(path.into_os_string().into_encoded_bytes())?);
         }
@@ -179,7 +180,11 @@ impl Workload for FileChurn {
 
 impl Drop for FileChurn {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        // The current tree (its own directory is the last of `dirs`); the scratch directory
+        // itself is its owner's to remove.
+        if let Some(tree) = self.dirs.last() {
+            let _ = std::fs::remove_dir_all(tree);
+        }
     }
 }
 
@@ -223,7 +228,7 @@ mod tests {
         assert_eq!((trees, files.len()), (1, 150));
         assert!(files
             .iter()
-            .all(|(p, _)| p.starts_with(create.root().join("s1"))));
+            .all(|(p, _)| p.starts_with(create.root().join("1"))));
         drop(create);
 
         let mut delete = FileChurn::new(&options(dir.path()), 0, Phase::Delete).unwrap();
@@ -231,7 +236,7 @@ mod tests {
         let (trees, files) = trees_and_files(delete.root());
         assert_eq!((trees, files.len()), (1, 0));
         assert_eq!(
-            entries(&delete.root().join("s0")).len(),
+            entries(&delete.root().join("0")).len(),
             2,
             "150 files in 2 dirs"
         );
