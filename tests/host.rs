@@ -412,11 +412,9 @@ impl log::Log for Captured {
     fn flush(&self) {}
 }
 
-#[test]
-fn gate_misuse_is_counted_and_logged() {
+/// The syscall probes, loaded (not attached), with this test process as the gate's owner.
+fn syscall_probes_gated_by_this_process() -> hookprof::probes::Probes {
     use hookprof::probes::{KernelBtf, ProbePlan, Probes};
-    use profiler_common::{event, GATE_FD};
-    require_root();
     let kernel = KernelBtf::load().expect("kernel BTF");
     let plan = ProbePlan {
         syscalls: true,
@@ -428,6 +426,14 @@ fn gate_misuse_is_counted_and_logged() {
     probes
         .set_gate_owners(&[std::process::id()])
         .expect("make this process the gate owner");
+    probes
+}
+
+#[test]
+fn gate_misuse_is_counted_and_logged() {
+    use profiler_common::{event, GATE_FD};
+    require_root();
+    let mut probes = syscall_probes_gated_by_this_process();
     let program = probes
         .logging_program_id()
         .expect("the syscall entry program is loaded");
@@ -491,25 +497,12 @@ fn thread_state(tid: libc::pid_t) -> char {
 
 #[test]
 fn a_call_blocked_across_a_detach_is_counted_not_timed() {
-    use hookprof::{
-        probes::{KernelBtf, ProbePlan, Probes},
-        scope::gate,
-    };
+    use hookprof::scope::gate;
     use profiler_common::event;
     use std::time::{Duration, Instant};
     require_root();
     const GAP: Duration = Duration::from_millis(300);
-    let kernel = KernelBtf::load().expect("kernel BTF");
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: false,
-        functions: Vec::new(),
-        entries_only: false,
-    };
-    let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
-    probes
-        .set_gate_owners(&[std::process::id()])
-        .expect("make this process the gate owner");
+    let mut probes = syscall_probes_gated_by_this_process();
     let mut fds = [0; 2];
     // SAFETY: a valid out-array of two fds.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
