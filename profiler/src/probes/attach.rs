@@ -1,6 +1,6 @@
 //! Attaching and detaching the loaded programs. Each attachment owns its aya link: dropping it
 //! detaches the program, so nothing outlives `Probes` (or a `detach`).
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use aya::programs::{links::FdLink, BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 
 use super::{refusal, Attachment, Kind, Probes};
@@ -89,7 +89,6 @@ impl Probes {
         }
     }
 
-    /// Detaches every attached program; they stay loaded for the next attach.
     /// Tells the programs when this attach window began: a call entered before it (in an
     /// earlier window, or while nothing was attached) is counted when it returns, never timed.
     fn start_window(&mut self) -> Result<()> {
@@ -98,19 +97,13 @@ impl Probes {
                 .map_mut("WINDOW_START")
                 .context("no WINDOW_START map")?,
         )?;
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid out-pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
-        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
-            bail!("clock_gettime: {}", std::io::Error::last_os_error());
-        }
-        let ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
-        start.set(0, ns, 0).context("set the window start")?;
-        Ok(())
+        // CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
+        start
+            .set(0, crate::runner::monotonic_ns(), 0)
+            .context("set the window start")
     }
 
+    /// Detaches every attached program; they stay loaded for the next attach.
     pub fn detach(&mut self) {
         for a in &mut self.attachments {
             a.link = None;
