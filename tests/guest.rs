@@ -6,7 +6,7 @@ use hookprof::results::{PathKind, Results};
 use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
     assert_family_syscalls, assert_near, assert_parallel_like_one, hookprof, require_guest,
-    require_root, row, run_to_results, workload,
+    require_root, row, run_one_copy_then_two, run_to_results, workload,
 };
 
 /// The BPF LSM is active, so `lsm/*` programs can attach.
@@ -474,24 +474,18 @@ fn every_workload_runs_and_makes_its_syscalls() {
 fn parallel_copies_keep_one_copys_hook_calls_per_op() {
     require_guest();
     require_root();
-    let args = |parallel: &'static str| {
-        [
-            "--workloads",
-            "open_close",
-            "--hooks",
-            "security_file_open",
-            "--samples",
-            "3",
-            // Long against the guest's scheduling jitter: under TCG a vCPU can stall for
-            // milliseconds, and a copy that starts that late misses a short sample of the other.
-            "--min-sample-ms",
-            "50",
-            "--parallel",
-            parallel,
-        ]
-    };
-    let one = run_to_results(&args("1"));
-    let two = run_to_results(&args("2"));
+    let (one, two) = run_one_copy_then_two(&[
+        "--workloads",
+        "open_close",
+        "--hooks",
+        "security_file_open",
+        "--samples",
+        "3",
+        // Long against the guest's scheduling jitter: under TCG a vCPU can stall for
+        // milliseconds, and a copy that starts that late misses a short sample of the other.
+        "--min-sample-ms",
+        "50",
+    ]);
     assert_parallel_like_one(
         &one,
         &two,

@@ -3,7 +3,7 @@
 use hookprof::results::PathKind;
 use hookprof_tests::{
     assert_family_syscalls, assert_near, assert_parallel_like_one, hookprof, hookprof_as_nobody,
-    require_root, row, run_to_results, workload, FAMILY_SYSCALLS,
+    require_root, row, run_one_copy_then_two, run_to_results, workload, FAMILY_SYSCALLS,
 };
 
 #[test]
@@ -47,22 +47,16 @@ fn fork_proc_sees_one_fork_and_one_exit_per_op() {
 #[test]
 fn parallel_copies_run_at_once_with_the_calls_of_one() {
     require_root();
-    let args = |parallel: &'static str| {
-        [
-            "--workloads",
-            "open_close,fork_proc",
-            "--samples",
-            "4",
-            // Long against a busy machine's wake-up delays, so a copy that starts late still
-            // overlaps the other.
-            "--min-sample-ms",
-            "50",
-            "--parallel",
-            parallel,
-        ]
-    };
-    let one = run_to_results(&args("1"));
-    let two = run_to_results(&args("2"));
+    let (one, two) = run_one_copy_then_two(&[
+        "--workloads",
+        "open_close,fork_proc",
+        "--samples",
+        "4",
+        // Long against a busy machine's wake-up delays, so a copy that starts late still
+        // overlaps the other.
+        "--min-sample-ms",
+        "50",
+    ]);
     assert_parallel_like_one(&one, &two, "open_close", 2, &["openat", "close"]);
     assert_parallel_like_one(&one, &two, "fork_proc", 2, &["clone", "wait4"]);
     let fork = workload(&two, "fork_proc");

@@ -82,6 +82,12 @@ pub fn run_to_results(args: &[&str]) -> Results {
     Results::load(&out).expect("results file")
 }
 
+/// `run_to_results(ARGS --parallel 1)` and then with `--parallel 2`: one copy, then two.
+pub fn run_one_copy_then_two(args: &[&str]) -> (Results, Results) {
+    let with = |copies| run_to_results(&[args, &["--parallel", copies]].concat());
+    (with("1"), with("2"))
+}
+
 pub fn workload<'a>(results: &'a Results, name: &str) -> &'a WorkloadResult {
     results
         .workload(name)
