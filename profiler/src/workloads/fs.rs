@@ -25,7 +25,7 @@ macro_rules! churn {
             metric: Metric::LatencyUs,
             description: concat!($what, " of a ", $kb, " KB file"),
             suite: $suite,
-            create: |o| Ok(Box::new(FileChurn::new(o, $kb * 1024, $timed)?)),
+            create: |o| Ok(Box::new(FileChurn::new(o, $kb * 1024, $timed))),
         }
     };
 }
@@ -62,8 +62,9 @@ struct FileChurn {
     timed: Phase,
     /// Samples so far: each one's tree is named after it.
     samples: usize,
-    /// The current sample's tree: its directories and its files' paths, built ahead so the timed
-    /// loops do not allocate.
+    /// The current sample's tree, its directories and its files' paths (built ahead so the
+    /// timed loops do not allocate).
+    tree: Option<PathBuf>,
     dirs: Vec<PathBuf>,
     paths: Vec<CString>,
     /// The files on disk now: made from the last down, unmade from the last down.
@@ -71,19 +72,19 @@ struct FileChurn {
 }
 
 impl FileChurn {
-    fn new(options: &WorkloadOptions, size: usize, timed: Phase) -> anyhow::Result<Self> {
-        // Trees sit right in the scratch directory, with lat_fs's short numeric names: every
-        // path component is one more lookup in each timed create and unlink.
-        let root = options.scratch_dir.clone();
-        Ok(FileChurn {
-            root,
+    fn new(options: &WorkloadOptions, size: usize, timed: Phase) -> Self {
+        FileChurn {
+            // Trees sit right in the scratch directory, with lat_fs's short numeric names:
+            // every path component is one more lookup in each timed create and unlink.
+            root: options.scratch_dir.clone(),
             data: vec![0x5a; size],
             timed,
             samples: 0,
+            tree: None,
             dirs: Vec::new(),
             paths: Vec::new(),
             on_disk: 0..0,
-        })
+        }
     }
 
     /// Removes the last sample's tree and makes a fresh one for n files.
@@ -92,6 +93,7 @@ impl FileChurn {
         let tree = self.root.join(self.samples.to_string());
         self.samples += 1;
         std::fs::create_dir(&tree).with_context(|| format!("mkdir {}", tree.display()))?;
+        self.tree = Some(tree.clone());
         for i in 0..n {
             if i % FILES_PER_DIR == 0 {
                 let dir = tree.join((i / FILES_PER_DIR).to_string());
@@ -102,14 +104,12 @@ impl FileChurn {
             self.paths
                 .push(CString::new(path.into_os_string().into_encoded_bytes())?);
         }
-        self.dirs.push(tree);
         Ok(())
     }
 
     fn remove_tree(&mut self) -> anyhow::Result<()> {
         self.delete_files()?;
-        // Leaves first, then the sample's own directory (pushed last).
-        for dir in self.dirs.drain(..) {
+        for dir in self.dirs.drain(..).chain(self.tree.take()) {
             std::fs::remove_dir(&dir).with_context(|| format!("rmdir {}", dir.display()))?;
         }
         self.paths.clear();
@@ -180,9 +180,8 @@ impl Workload for FileChurn {
 
 impl Drop for FileChurn {
     fn drop(&mut self) {
-        // The current tree (its own directory is the last of `dirs`); the scratch directory
-        // itself is its owner's to remove.
-        if let Some(tree) = self.dirs.last() {
+        // The scratch directory itself is its owner's to remove.
+        if let Some(tree) = &self.tree {
             let _ = std::fs::remove_dir_all(tree);
         }
     }
@@ -217,7 +216,7 @@ mod tests {
     #[test]
     fn create_leaves_the_files_and_delete_removes_them() {
         let dir = tempfile::tempdir().unwrap();
-        let mut create = FileChurn::new(&options(dir.path()), 10240, Phase::Create).unwrap();
+        let mut create = FileChurn::new(&options(dir.path()), 10240, Phase::Create);
         create.run(150).unwrap();
         let (trees, files) = trees_and_files(create.root());
         assert_eq!((trees, files.len()), (1, 150));
@@ -231,7 +230,7 @@ mod tests {
             .all(|(p, _)| p.starts_with(create.root().join("1"))));
         drop(create);
 
-        let mut delete = FileChurn::new(&options(dir.path()), 0, Phase::Delete).unwrap();
+        let mut delete = FileChurn::new(&options(dir.path()), 0, Phase::Delete);
         delete.run(150).unwrap();
         let (trees, files) = trees_and_files(delete.root());
         assert_eq!((trees, files.len()), (1, 0));
