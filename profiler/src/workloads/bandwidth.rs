@@ -222,14 +222,10 @@ impl FileReread {
         } else {
             None
         };
-        let buf = AnonBuffer::new(XFER)?;
-        // SAFETY: our own writable buffer; zeroed now (as lmbench's bzero) so no page faults
-        // land in the timed reads.
-        unsafe { std::ptr::write_bytes(buf.as_ptr(), 0, XFER) };
         Ok(FileReread {
             file,
             map,
-            buf,
+            buf: AnonBuffer::new(XFER)?,
             offset: 0,
         })
     }
@@ -309,11 +305,6 @@ impl MemoryPass {
         let dst = matches!(pass, Pass::CopyLibc | Pass::CopyHand)
             .then(|| AnonBuffer::new(len))
             .transpose()?;
-        // Fault every page in now, not in the timed loop.
-        for buf in std::iter::once(&src).chain(&dst) {
-            // SAFETY: the whole buffer is ours and writable.
-            unsafe { std::ptr::write_bytes(buf.as_ptr(), 1, buf.len()) };
-        }
         Ok(MemoryPass { pass, src, dst })
     }
 

@@ -140,7 +140,8 @@ fn parse_size(s: &str) -> Option<usize> {
 }
 
 /// Anonymous memory in base pages, as lmbench's valloc() buffers get where transparent huge
-/// pages are given on madvise only (the default); unmapped on drop.
+/// pages are given on madvise only (the default), every page faulted in at once (as lmbench
+/// touches or zeroes its buffers), so no fault lands in a timed loop; unmapped on drop.
 pub struct AnonBuffer {
     addr: *mut u8,
     len: usize,
@@ -164,6 +165,8 @@ impl AnonBuffer {
             "mmap {len} bytes: {}",
             std::io::Error::last_os_error()
         );
+        // SAFETY: the whole mapping is ours and writable.
+        unsafe { std::ptr::write_bytes(addr.cast::<u8>(), 0, len) };
         Ok(AnonBuffer {
             addr: addr.cast(),
             len,
