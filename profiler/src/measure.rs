@@ -114,6 +114,7 @@ pub fn measure(
         failure: None,
         runner_peak_rss_kib: None,
         copies: Vec::new(),
+        round_sizes: Vec::new(),
     };
     let mut taken = Taken::default();
     let mut phase = String::from("set-up");

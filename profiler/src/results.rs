@@ -298,6 +298,39 @@ pub struct WorkloadResult {
     /// hold per sample the mean over the copies (latency) or their sum (bandwidth).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copies: Vec<CopySamples>,
+    /// How many of `clean` (and of `probed`) each round took, in order (`run --rounds`): a
+    /// round is measured by a fresh runner with the workloads in a fresh order, so its samples
+    /// share that round's conditions. Empty (files before rounds, imports): one round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_sizes: Vec<usize>,
+}
+
+impl WorkloadResult {
+    /// The clean samples of each round, in order; every sample in one round when the file
+    /// records no rounds (or rounds that do not add up to its samples).
+    pub fn clean_by_round(&self) -> Vec<&[f64]> {
+        split_by_round(&self.clean, &self.round_sizes)
+    }
+
+    /// The probed samples of each round, as [`WorkloadResult::clean_by_round`].
+    pub fn probed_by_round(&self) -> Vec<&[f64]> {
+        split_by_round(&self.probed, &self.round_sizes)
+    }
+}
+
+fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
+    if sizes.is_empty() || sizes.iter().sum::<usize>() != samples.len() {
+        return vec![samples];
+    }
+    let mut rest = samples;
+    sizes
+        .iter()
+        .map(|&n| {
+            let (round, tail) = rest.split_at(n);
+            rest = tail;
+            round
+        })
+        .collect()
 }
 
 /// One copy's samples of a workload run with `--parallel`.

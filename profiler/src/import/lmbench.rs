@@ -324,6 +324,7 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                         failure: None,
                         runner_peak_rss_kib: None,
                         copies: Vec::new(),
+                        round_sizes: Vec::new(),
                     }),
                     _ => None,
                 })

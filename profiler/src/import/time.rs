@@ -140,6 +140,7 @@ fn into_results(groups: Vec<Group>) -> Vec<Results> {
                 failure: None,
                 runner_peak_rss_kib: None,
                 copies: Vec::new(),
+                round_sizes: Vec::new(),
             });
             r
         })

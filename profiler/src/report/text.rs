@@ -426,6 +426,7 @@ pub(crate) mod tests {
                     failure: None,
                     runner_peak_rss_kib: None,
                     copies: Vec::new(),
+                    round_sizes: Vec::new(),
                 },
                 WorkloadResult {
                     name: "build".into(),
@@ -445,6 +446,7 @@ pub(crate) mod tests {
                     failure: None,
                     runner_peak_rss_kib: None,
                     copies: Vec::new(),
+                    round_sizes: Vec::new(),
                 },
             ],
         }
