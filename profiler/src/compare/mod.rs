@@ -11,9 +11,11 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::{
-    attribution::{self, Level},
     baseline,
-    results::{AttributionRow, PathKind, Results, Unit},
+    results::{
+        rows::{self, Level},
+        AttributionRow, PathKind, Results, Unit,
+    },
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 
@@ -518,7 +520,7 @@ fn attribute_change(
     if old_rows.is_empty() || new_rows.is_empty() {
         return None;
     }
-    let total_ns = attribution::op_ns(unit, new.mean)? - attribution::op_ns(unit, old.mean)?;
+    let total_ns = rows::op_ns(unit, new.mean)? - rows::op_ns(unit, old.mean)?;
     let level = Level::of(old_rows.iter().chain(new_rows).map(|r| r.kind))?;
     let mut keys: BTreeMap<(PathKind, &str, Option<&str>), (f64, f64)> = BTreeMap::new();
     let mut order = Vec::new();
@@ -529,7 +531,7 @@ fn attribute_change(
                 order.push(key);
             }
             let entry = keys.entry(key).or_insert((0.0, 0.0));
-            let ns = attribution::ns_per_op(r);
+            let ns = rows::ns_per_op(r);
             if is_new {
                 entry.1 = ns;
             } else {

@@ -15,6 +15,27 @@ pub use crate::results::Calibration;
 
 use super::{catalog::Target, KernelBtf, Kind, Probes, CALIBRATION_SLOT};
 
+/// The probes' own cost, from calibration, that corrected figures take out. Every timed
+/// duration holds, besides the work itself, the part of its own pair that runs inside it
+/// (`self_ns`, for timed functions) and one whole pair (`pair_ns`) per probed call the same
+/// task made inside it (counted by the programs, so syscall rows are corrected too).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Correction {
+    pub self_ns: f64,
+    pub pair_ns: f64,
+}
+
+impl Correction {
+    /// From a calibration with pair figures; a noisy calibration can come out negative, and a
+    /// probe never costs less than nothing.
+    pub fn from_calibration(cal: &Calibration) -> Option<Correction> {
+        Some(Correction {
+            self_ns: cal.self_ns.unwrap_or(0.0).max(0.0),
+            pair_ns: cal.timed_pair_ns?.max(0.0),
+        })
+    }
+}
+
 /// Runs `calls` getppid calls in the runner, inside its tracking window if `tracked`, and
 /// returns the ns per call.
 pub type GetppidLoop<'a> = dyn FnMut(u32, bool) -> Result<f64> + 'a;
@@ -110,7 +131,7 @@ pub fn calibrate(
         probes.hooks.pop();
     }
     measured?;
-    probes.correction = crate::attribution::Correction::from_calibration(&cal);
+    probes.correction = Correction::from_calibration(&cal);
     Ok(cal)
 }
 

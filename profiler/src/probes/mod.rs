@@ -23,6 +23,7 @@ pub const LSM_RUNS_EVENT: usize = profiler_common::event::LSM_RUNS as usize;
 pub const USER_SLOTS: usize = HOOK_SLOTS as usize - 1;
 const CALIBRATION_SLOT: usize = USER_SLOTS;
 
+use self::calibration::Correction;
 pub use self::{
     btf::{KernelBtf, VMLINUX_BTF},
     catalog::Target,
@@ -30,10 +31,7 @@ pub use self::{
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
 };
-use crate::{
-    attribution::Correction,
-    results::{ProbeRecord, ProbeReport, Refusal},
-};
+use crate::results::{ProbeRecord, ProbeReport, Refusal};
 
 /// What to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,7 @@ use std::fmt::Write;
 
 use super::text::{environment_line, kind_name, num, ordered_rows};
 use crate::{
-    attribution,
-    results::{AttributionRow, PathKind, Results, WorkloadResult},
+    results::{rows, AttributionRow, PathKind, Results, WorkloadResult},
     stats,
 };
 
@@ -121,13 +120,13 @@ impl Part {
 /// than the clean op: the bar then runs past the 100% line.
 fn split(w: &WorkloadResult) -> Option<Split> {
     let clean = stats::summarize(&w.clean)?;
-    let op_ns = attribution::op_ns(w.unit, clean.mean)?;
+    let op_ns = rows::op_ns(w.unit, clean.mean)?;
     let shown = format!("{} {}", num(clean.mean), w.unit.symbol());
     let total = |kind: PathKind| -> f64 {
         w.attribution
             .iter()
             .filter(|r| r.kind == kind && (kind == PathKind::Lsm || r.parent.is_none()))
-            .map(|r| attribution::ns_per_op(r).max(0.0))
+            .map(|r| rows::ns_per_op(r).max(0.0))
             .sum()
     };
     if w.attribution.is_empty() {
@@ -263,7 +262,7 @@ fn workload_section(w: &WorkloadResult) -> String {
     };
     out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit.symbol()));
     if !w.attribution.is_empty() {
-        if let Some(op) = attribution::op_ns(w.unit, clean.mean) {
+        if let Some(op) = rows::op_ns(w.unit, clean.mean) {
             out.push_str(&stacked_bar(op, &w.attribution));
         }
         out.push_str(&attribution_table(&w.attribution));
@@ -327,13 +326,13 @@ fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: &str
 }
 
 /// The clean op split into the top-level paths and the residual.
-fn stacked_bar(op_ns: f64, rows: &[AttributionRow]) -> String {
-    let Some((level, top)) = attribution::top_level(rows) else {
+fn stacked_bar(op_ns: f64, attribution: &[AttributionRow]) -> String {
+    let Some((level, top)) = rows::top_level(attribution) else {
         return String::new();
     };
     let mut segments: Vec<(String, f64)> = top
         .iter()
-        .map(|r| (r.name.clone(), attribution::ns_per_op(r).max(0.0)))
+        .map(|r| (r.name.clone(), rows::ns_per_op(r).max(0.0)))
         .collect();
     let explained: f64 = segments.iter().map(|(_, ns)| ns).sum();
     let residual = (op_ns - explained).max(0.0);
@@ -396,7 +395,7 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
             kind_name(r.kind),
             num(r.calls_per_op),
             num(r.ns_per_call),
-            num(attribution::ns_per_op(r)),
+            num(rows::ns_per_op(r)),
             r.share * 100.0
         );
     }

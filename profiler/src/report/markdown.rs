@@ -4,7 +4,10 @@ use std::fmt::Write;
 use comfy_table::{presets, Table};
 
 use super::text::{environment_line, kind_name, num, ordered_rows, percent};
-use crate::{attribution, results::Results, stats};
+use crate::{
+    results::{rows, Results},
+    stats,
+};
 
 pub fn render(results: &[Results]) -> String {
     let mut out = String::new();
@@ -68,14 +71,14 @@ fn one(r: &Results) -> String {
                 format!("`{name}`"),
                 num(row.calls_per_op),
                 num(row.ns_per_call),
-                num(attribution::ns_per_op(row)),
+                num(rows::ns_per_op(row)),
                 format!("{:.1}%", row.share * 100.0),
             ]);
         }
         let _ = writeln!(out, "{t}\n");
         let residual = stats::summarize(&w.clean)
-            .and_then(|s| attribution::op_ns(w.unit, s.mean))
-            .and_then(|op| attribution::residual_ns(op, &w.attribution));
+            .and_then(|s| rows::op_ns(w.unit, s.mean))
+            .and_then(|op| rows::residual_ns(op, &w.attribution));
         if let Some((level, ns)) = residual {
             let _ = writeln!(out, "Residual {}: {} ns/op\n", level.describe(), num(ns));
         }

@@ -5,8 +5,7 @@ use std::fmt::Write;
 use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
 use crate::{
-    attribution,
-    results::{AttributionRow, Environment, PathKind, Results, WorkloadResult},
+    results::{rows, AttributionRow, Environment, PathKind, Results, WorkloadResult},
     stats,
 };
 
@@ -285,7 +284,7 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
             name,
             num(r.calls_per_op),
             num(r.ns_per_call),
-            num(attribution::ns_per_op(r)),
+            num(rows::ns_per_op(r)),
             format!("{:.1}%", r.share * 100.0),
             corrected(r),
         ]);
@@ -310,8 +309,8 @@ fn corrected(r: &AttributionRow) -> String {
 }
 
 fn residual_line(w: &WorkloadResult, clean_mean: f64) -> Option<String> {
-    let op = attribution::op_ns(w.unit, clean_mean)?;
-    let (level, residual) = attribution::residual_ns(op, &w.attribution)?;
+    let op = rows::op_ns(w.unit, clean_mean)?;
+    let (level, residual) = rows::residual_ns(op, &w.attribution)?;
     Some(if residual < 0.0 {
         format!(
             "Residual: n/a, the probed paths take {} ns/op more than the clean op \
