@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::{results::Results, results_file::write_atomically};
+use crate::results::{json_files, write_atomically, Results};
 
 /// Overrides where baselines live (the `--baseline-dir` flag overrides it in turn).
 pub const DIR_ENV: &str = "HOOKPROF_BASELINE_DIR";
@@ -99,14 +99,6 @@ impl Pending {
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(path)
     }
-}
-
-fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    Ok(std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
-        .collect())
 }
 
 /// The saved results files of baseline `name`, for `compare --baseline`.

@@ -18,7 +18,6 @@ pub mod probe_setup;
 pub mod probes;
 pub mod report;
 pub mod results;
-pub mod results_file;
 pub mod run;
 pub mod runner;
 pub mod scope;

@@ -1,12 +1,7 @@
 //! `hookprof run`, the orchestrator: options -> workloads -> probes (`probe_setup`) -> the
 //! runner, one workload after another (`measure`) -> results file and report. A workload that
 //! fails is recorded and the run goes on; the exit code says so.
-use std::{
-    io::IsTerminal,
-    path::{Path, PathBuf},
-    process::ExitCode,
-    time::Duration,
-};
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -290,7 +285,7 @@ pub fn measure_plan(
     let output = session.output.as_deref();
     let specs = &plan.specs;
     if let Some(out) = output {
-        check_writable(out)?;
+        crate::results::check_writable(out)?;
     }
     let baseline = session.baseline.prepare()?;
     check_pin(&args.pin)?;
@@ -427,7 +422,7 @@ pub fn measure_plan(
     results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
 
     if let Some(out) = output {
-        crate::results_file::write_atomically(out, results.to_json().as_bytes())
+        crate::results::write_atomically(out, results.to_json().as_bytes())
             .with_context(|| format!("write {}", out.display()))?;
     }
     print_results(&results, session.format);
@@ -502,18 +497,6 @@ fn print_list() {
         ]);
     }
     println!("{table}");
-}
-
-/// Fails before the run if the results could not be written afterwards.
-fn check_writable(path: &Path) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    crate::scratch::remove_stale_results(dir);
-    crate::scratch::results_temp_file(dir)
-        .map(drop)
-        .with_context(|| format!("-o {}: cannot write into {}", path.display(), dir.display()))
 }
 
 fn progress_bar(quiet: bool, workloads: usize) -> ProgressBar {

@@ -7,7 +7,6 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::{
@@ -148,18 +147,7 @@ pub fn print_comparison(
 
 /// The results files of one side: the file itself, or every *.json in the directory.
 pub fn load_side(path: &Path) -> anyhow::Result<Vec<Results>> {
-    let shown = path.display();
-    if !path.is_dir() {
-        return Ok(vec![Results::load(path)?]);
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("{shown}: cannot read directory"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
-        .collect();
-    files.sort();
-    anyhow::ensure!(!files.is_empty(), "{shown}: no results files (*.json)");
-    files
+    crate::results::files_named(path)?
         .iter()
         .map(|f| Results::load(f).map_err(anyhow::Error::from))
         .collect()

@@ -7,7 +7,6 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::{
@@ -115,22 +114,7 @@ pub fn execute(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, Results)>> {
     let mut files = Vec::new();
     for path in paths {
-        if path.is_dir() {
-            let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
-                .with_context(|| format!("{}: cannot read directory", path.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
-                .collect();
-            inside.sort();
-            anyhow::ensure!(
-                !inside.is_empty(),
-                "{}: no results files (*.json)",
-                path.display()
-            );
-            files.extend(inside);
-        } else {
-            files.push(path.clone());
-        }
+        files.extend(crate::results::files_named(path)?);
     }
     files
         .into_iter()

@@ -4,10 +4,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 
-use crate::{
-    results::{Environment, Results, SCHEMA_VERSION},
-    results_file::write_atomically,
-};
+use crate::results::{write_atomically, Environment, Results, SCHEMA_VERSION};
 
 pub mod lmbench;
 pub mod time;

@@ -1,8 +1,10 @@
-//! Reading and writing results files: validated loading with errors that name the file and
-//! line, and atomic writes that never leave an existing file truncated.
-use std::path::Path;
+//! Reading results files: validated loading with errors that name the file and line, and the
+//! listing of a directory's results files (compare's sides, history's series, baselines).
+use std::path::{Path, PathBuf};
 
-use crate::results::{Results, WorkloadResult, SCHEMA_VERSION};
+use anyhow::Context;
+
+use super::{Results, SCHEMA_VERSION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
@@ -62,29 +64,32 @@ impl Results {
         }
         serde_json::from_value(value).map_err(parse_error)
     }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("results serialize")
-    }
-
-    pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
-        self.workloads.iter().find(|w| w.name == name)
-    }
 }
 
-/// Writes `contents` to `path` atomically: a temp file in the same directory, then rename, so an
-/// existing file is never left truncated by a failed run.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = crate::scratch::results_temp_file(dir)?;
-    tmp.write_all(contents)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// The results files in `dir` (every `*.json` that is a file), sorted by name; none is no error.
+pub fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read directory", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// A path given for results: the file itself, or the results files in the directory (at least
+/// one).
+pub fn files_named(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let files = json_files(path)?;
+    anyhow::ensure!(
+        !files.is_empty(),
+        "{}: no results files (*.json)",
+        path.display()
+    );
+    Ok(files)
 }
 
 #[cfg(test)]

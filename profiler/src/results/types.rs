@@ -1,6 +1,4 @@
-//! The results file: one JSON document per run (or per imported configuration). `compare` and
-//! `report` read nothing else, so results from many runs and machines can be pooled. Reading
-//! and writing it is `results_file`'s.
+//! The results file's types: one JSON document per run (or per imported configuration).
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -79,6 +77,10 @@ pub struct Calibration {
 }
 
 impl Results {
+    pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+
     /// How many copies of each workload ran at once (`--parallel`; 1 for older files and
     /// imports).
     pub fn parallel(&self) -> u64 {
