@@ -28,6 +28,7 @@ pub fn render_html(c: &Comparison) -> String {
             esc(&d.new.join(" | "))
         );
     }
+    body.push_str(&super::facts::html(&c.call_counts));
     let _ = writeln!(
         body,
         "<p>{}. {}. Holm-adjusted p &lt; {}, |change| &gt; {}%.</p>",

@@ -1,6 +1,7 @@
 //! The comparison as JUnit XML, the test-report format GitLab (merge-request widget), Jenkins,
 //! Azure DevOps and most other CI systems display natively: one test case per workload, a
-//! failure for a regression (with its attribution), skipped for an inconclusive one.
+//! failure for a regression (with its attribution), skipped for an inconclusive one; first, when
+//! call counts differ, a passing case that lists them.
 use std::fmt::Write;
 
 use super::{render::attribution_lines, Comparison};
@@ -12,14 +13,25 @@ pub fn render_junit(c: &Comparison) -> String {
         c.old_labels.join(","),
         c.new_labels.join(",")
     );
+    let facts =
+        Some(super::facts::lines(&c.call_counts)).filter(|_| !c.call_counts.differences.is_empty());
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" \
          tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
         esc(&suite),
-        c.workloads.len(),
+        c.workloads.len() + usize::from(facts.is_some()),
         c.count(Verdict::Regressed),
         c.count(Verdict::Inconclusive)
     );
+    // Call-count differences first, as a passing case of their own: facts, not failures.
+    if let Some(facts) = facts {
+        let _ = writeln!(
+            out,
+            "<testcase classname=\"hookprof.compare\" name=\"call counts\">\
+             <system-out>{}</system-out></testcase>",
+            esc(&facts.join("\n"))
+        );
+    }
     for w in &c.workloads {
         let change = w.change.map_or_else(
             || "no relative change (old mean 0)".to_string(),

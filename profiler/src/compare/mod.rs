@@ -18,6 +18,7 @@ use crate::{
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 
+pub mod facts;
 mod html;
 mod junit;
 mod render;
@@ -268,6 +269,9 @@ pub struct Comparison {
     pub new_labels: Vec<String>,
     /// Environment facts that differ between the sides.
     pub environment: Vec<EnvironmentDifference>,
+    /// Paths and task events that appear, disappear or run more or less often per op: facts
+    /// that need no timing statistics, listed before any verdict.
+    pub call_counts: facts::CallCounts,
     pub workloads: Vec<WorkloadComparison>,
     pub only_in_old: Vec<String>,
     pub only_in_new: Vec<String>,
@@ -450,6 +454,7 @@ pub fn compare(
         old_labels: old.iter().map(|r| r.label.clone()).collect(),
         new_labels: new.iter().map(|r| r.label.clone()).collect(),
         environment: environment_differences(old, new),
+        call_counts: facts::call_counts(old, new),
         only_in_old: names(&old_pool, &new_pool),
         only_in_new: names(&new_pool, &old_pool),
         workloads,

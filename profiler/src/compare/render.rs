@@ -182,6 +182,9 @@ pub fn render_text(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     out.push_str(&environment_text(c));
+    for line in super::facts::lines(&c.call_counts) {
+        let _ = writeln!(out, "{line}");
+    }
     let tested = c
         .workloads
         .iter()
@@ -301,6 +304,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&super::facts::markdown(&c.call_counts));
     let _ = writeln!(
         out,
         "**{}** (Holm-adjusted p < {}, |change| > {}%)\n",
