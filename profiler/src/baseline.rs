@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::results::{json_files, write_atomically, Results};
+use crate::results::{json_files, write_atomically, write_or_keep, Results};
 
 /// Overrides where baselines live (the `--baseline-dir` flag overrides it in turn).
 pub const DIR_ENV: &str = "HOOKPROF_BASELINE_DIR";
@@ -95,8 +95,12 @@ impl Pending {
         }
         let stem = format!("{}-{}", results.environment.started_at, std::process::id());
         let path = self.dir.join(format!("{stem}.json"));
-        write_atomically(&path, results.to_json().as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let contents = results.to_json() + "\n";
+        write_or_keep(
+            &format!("baseline {}", path.display()),
+            contents.as_bytes(),
+            || write_atomically(&path, contents.as_bytes()),
+        )?;
         Ok(path)
     }
 }

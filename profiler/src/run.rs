@@ -16,7 +16,7 @@ use crate::{
     policy::Policy,
     probe_setup::{load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
-    results::{LsmProgramRecord, Results, SCHEMA_VERSION},
+    results::{Destination, LsmProgramRecord, Results, SCHEMA_VERSION},
     runner::{Credentials, Supervisor, Wait},
     workloads::{self, command::CommandLine, Suite, WorkloadSpec},
 };
@@ -282,11 +282,12 @@ pub fn measure_plan(
     args: &CommonMeasureArgs,
     plan: &Plan,
 ) -> Result<ExitCode> {
-    let output = session.output.as_deref();
     let specs = &plan.specs;
-    if let Some(out) = output {
-        crate::results::check_writable(out)?;
-    }
+    let destination = session
+        .output
+        .as_deref()
+        .map(Destination::prepare)
+        .transpose()?;
     let baseline = session.baseline.prepare()?;
     check_pin(&args.pin)?;
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
@@ -421,11 +422,12 @@ pub fn measure_plan(
     results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
     results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
 
-    if let Some(out) = output {
-        crate::results::write_atomically(out, results.to_json().as_bytes())
-            .with_context(|| format!("write {}", out.display()))?;
+    // With `-o -` the results file is stdout, and the report goes to stderr.
+    let report_to_stderr = destination.as_ref().is_some_and(Destination::is_stdout);
+    if let Some(destination) = destination {
+        destination.write((results.to_json() + "\n").as_bytes())?;
     }
-    print_results(&results, session.format);
+    print_results(&results, session.format, report_to_stderr);
     if let Some(baseline) = baseline.filter(|_| results.complete && !results.workloads.is_empty()) {
         let path = baseline.save(&results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
@@ -471,14 +473,16 @@ fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
         .collect()
 }
 
-fn print_results(results: &Results, format: OutputFormat) {
-    match format {
-        OutputFormat::Json => println!("{}", results.to_json()),
-        OutputFormat::Text => print!("{}", crate::report::text::render(results)),
-        OutputFormat::Markdown => print!(
-            "{}",
-            crate::report::markdown::render(std::slice::from_ref(results))
-        ),
+fn print_results(results: &Results, format: OutputFormat, to_stderr: bool) {
+    let report = match format {
+        OutputFormat::Json => results.to_json() + "\n",
+        OutputFormat::Text => crate::report::text::render(results),
+        OutputFormat::Markdown => crate::report::markdown::render(std::slice::from_ref(results)),
+    };
+    if to_stderr {
+        eprint!("{report}");
+    } else {
+        print!("{report}");
     }
 }
 

@@ -61,11 +61,16 @@ pub fn create(workload: &str, user: Option<Credentials>) -> Result<Scratch> {
 }
 
 /// A temporary file for the results, in `dir`, named so that [`remove_stale_results`] finds it
-/// if this process dies before renaming it.
+/// if this process dies before renaming it. Its mode is the umask's, as the results file's will
+/// be.
 pub fn results_temp_file(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
         .prefix(&format!("{RESULTS_PREFIX}{}-", std::process::id()))
         .rand_bytes(RANDOM_LEN)
+        .permissions(std::fs::Permissions::from_mode(
+            crate::results::write::NEW_FILE_MODE,
+        ))
         .tempfile_in(dir)
 }
 

@@ -4,7 +4,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 
-use crate::results::{write_atomically, Environment, Results, SCHEMA_VERSION};
+use crate::results::{Destination, Environment, Results, SCHEMA_VERSION};
 
 pub mod lmbench;
 pub mod time;
@@ -55,11 +55,22 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(file).with_context(|| format!("{shown}: cannot read"))?;
     let text = String::from_utf8_lossy(&bytes);
     let results = parse(&text, &shown)?;
+    anyhow::ensure!(
+        out.as_os_str() != "-",
+        "-o -: import writes one file per configuration: name a directory"
+    );
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    for r in &results {
-        let path = out.join(format!("{}.json", file_stem(&r.label)));
-        write_atomically(&path, r.to_json().as_bytes())
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+    let paths: Vec<PathBuf> = results
+        .iter()
+        .map(|r| out.join(format!("{}.json", file_stem(&r.label))))
+        .collect();
+    // Every file is claimed before any is written, so a bad one fails the import whole.
+    let destinations = paths
+        .iter()
+        .map(|p| Destination::prepare(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for ((r, path), destination) in results.iter().zip(&paths).zip(destinations) {
+        destination.write((r.to_json() + "\n").as_bytes())?;
         let runs = r.workloads.iter().map(|w| w.clean.len()).max().unwrap_or(0);
         println!(
             "{}: {} ({} workloads, {runs} runs)",

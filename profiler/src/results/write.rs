@@ -1,8 +1,12 @@
-//! Writing results files: atomic writes that never leave an existing file truncated, and the
-//! check, before a run, that its results could be written afterwards.
-use std::{io::Write, path::Path};
-
-use anyhow::Context;
+//! Writing results files: atomic writes that never leave an existing file truncated, created
+//! with the umask's mode (or the replaced file's), and a file elsewhere for results that could
+//! not be written where they were asked to go.
+use std::{
+    fs::Permissions,
+    io::Write,
+    os::unix::fs::{MetadataExt, PermissionsExt},
+    path::{Path, PathBuf},
+};
 
 use super::Results;
 
@@ -12,29 +16,133 @@ impl Results {
     }
 }
 
+/// What a new results file is created with before the umask: 0644 under the usual 022, as any
+/// file a command writes.
+pub const NEW_FILE_MODE: u32 = 0o666;
+
 /// The directory a file named by `path` goes into (`.` for a bare name).
-fn parent_dir(path: &Path) -> &Path {
+pub(super) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     }
 }
 
-/// Writes `contents` to `path` atomically: a temp file in the same directory, then rename, so an
-/// existing file is never left truncated by a failed run.
+/// Writes `contents` to the regular file `path` atomically: a temp file in the same directory,
+/// then rename, so an existing file is never left truncated by a failed run. A file that was
+/// there keeps its mode (and its owner, where this process may give it away); a new one has
+/// the umask's mode.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let mut tmp = crate::scratch::results_temp_file(parent_dir(path))?;
+    if let Ok(old) = std::fs::metadata(path) {
+        tmp.as_file()
+            .set_permissions(Permissions::from_mode(old.mode() & 0o7777))?;
+        // Only root can give a file away; anyone else's replacement is theirs.
+        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
+    }
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
-/// Fails before the run if the results could not be written to `path` afterwards.
-pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let dir = parent_dir(path);
-    crate::scratch::remove_stale_results(dir);
-    crate::scratch::results_temp_file(dir)
-        .map(drop)
-        .with_context(|| format!("-o {}: cannot write into {}", path.display(), dir.display()))
+/// Runs `write`; if it fails, keeps `contents` in a file of their own elsewhere and returns an
+/// error that names `what` was not written, why, and where the results are instead.
+pub fn write_or_keep(
+    what: &str,
+    contents: &[u8],
+    write: impl FnOnce() -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let Err(e) = write() else {
+        return Ok(());
+    };
+    match keep_elsewhere(contents) {
+        Ok(kept) => anyhow::bail!(
+            "{what}: cannot write: {e}; the results are in {} instead",
+            kept.display()
+        ),
+        Err(e2) => anyhow::bail!(
+            "{what}: cannot write: {e}, nor keep the results in the temp or current \
+             directory: {e2}"
+        ),
+    }
+}
+
+/// A fallback results file, `hookprof-results-*.json` in the temp directory (else the current
+/// one), kept.
+fn keep_elsewhere(contents: &[u8]) -> std::io::Result<PathBuf> {
+    let mut last = None;
+    for dir in [std::env::temp_dir(), PathBuf::from(".")] {
+        let attempt = (|| {
+            let mut file = tempfile::Builder::new()
+                .prefix("hookprof-results-")
+                .suffix(".json")
+                .permissions(Permissions::from_mode(NEW_FILE_MODE))
+                .tempfile_in(&dir)?;
+            file.write_all(contents)?;
+            file.as_file().sync_all()?;
+            let (_, path) = file.keep().map_err(|e| e.error)?;
+            std::path::absolute(path)
+        })();
+        match attempt {
+            Ok(path) => return Ok(path),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("two directories tried"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_new_file_follows_the_umask_and_a_replaced_one_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let umask = umask();
+        let new = dir.path().join("new.json");
+        write_atomically(&new, b"{}").unwrap();
+        assert_eq!(mode(&new), NEW_FILE_MODE & !umask);
+        let old = dir.path().join("old.json");
+        std::fs::write(&old, "old").unwrap();
+        std::fs::set_permissions(&old, Permissions::from_mode(0o640)).unwrap();
+        write_atomically(&old, b"new").unwrap();
+        assert_eq!(
+            (mode(&old), std::fs::read(&old).unwrap()),
+            (0o640, b"new".to_vec())
+        );
+    }
+
+    #[test]
+    fn results_that_cannot_be_written_are_kept_and_the_error_says_where() {
+        let contents = b"{\"kept\": true}";
+        let err = write_or_keep("-o /x/r.json", contents, || {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("-o /x/r.json: cannot write: No space left"),
+            "{err}"
+        );
+        let kept = err.rsplit_once("the results are in ").unwrap().1;
+        let kept = Path::new(kept.strip_suffix(" instead").unwrap());
+        assert_eq!(std::fs::read(kept).unwrap(), contents);
+        std::fs::remove_file(kept).unwrap();
+        assert!(write_or_keep("x", contents, || Ok(())).is_ok());
+    }
+
+    /// This process's umask, from /proc (reading it with umask(2) would change it).
+    fn umask() -> u32 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .unwrap();
+        u32::from_str_radix(line.trim(), 8).unwrap()
+    }
 }

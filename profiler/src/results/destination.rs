@@ -1,0 +1,330 @@
+//! Where `-o` sends a results file, decided before anything runs, so a run is never lost to a
+//! bad path and nothing at the path is destroyed: `-` (or the file stdout already goes to) is
+//! stdout; a character device or FIFO, behind symlinks or not, is written through, never
+//! replaced; only a regular file is replaced, atomically, at the symlink's target if the path
+//! is one; a directory, block device, socket, dangling symlink, unwritable or full directory is
+//! refused. A regular file is locked for the whole run (an advisory lock), so a second run
+//! writing the same file is refused.
+use std::{
+    fs::{File, OpenOptions},
+    io::Write,
+    os::{
+        fd::AsRawFd,
+        unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt},
+    },
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context};
+
+use super::write::{parent_dir, write_atomically, write_or_keep, NEW_FILE_MODE};
+
+/// The least free space a results file's filesystem must have before a run: more than a full
+/// suite's results file (a few hundred KiB) needs.
+const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// Where a run's results go, checked before it runs.
+#[derive(Debug)]
+pub struct Destination {
+    /// `-o PATH`, as errors name it.
+    shown: String,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Stdout,
+    /// A character device or FIFO, opened before the run and written through.
+    Through(File),
+    /// A regular file, or a name not yet taken (a placeholder is made, so that a second writer
+    /// sees the lock): replaced atomically.
+    Regular {
+        target: PathBuf,
+        /// Holds the advisory lock on the file as it was before the run.
+        lock: File,
+        placeholder: bool,
+        written: bool,
+    },
+}
+
+impl Destination {
+    /// Checks `path` and claims it for this run; every refusal is one line naming the path
+    /// and what to do.
+    pub fn prepare(path: &Path) -> anyhow::Result<Destination> {
+        let shown = format!("-o {}", path.display());
+        let kind = if path == Path::new("-") {
+            Kind::Stdout
+        } else {
+            kind(path, &shown)?
+        };
+        Ok(Destination { shown, kind })
+    }
+
+    /// True when the results go to stdout (anything else printed belongs on stderr then).
+    pub fn is_stdout(&self) -> bool {
+        matches!(self.kind, Kind::Stdout)
+    }
+
+    /// Writes the results; if that fails, they are kept in a file of their own and the error
+    /// says where.
+    pub fn write(mut self, contents: &[u8]) -> anyhow::Result<()> {
+        let shown = self.shown.clone();
+        write_or_keep(&shown, contents, || match &mut self.kind {
+            Kind::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(contents)?;
+                out.flush()
+            }
+            Kind::Through(file) => file.write_all(contents),
+            Kind::Regular {
+                target, written, ..
+            } => {
+                write_atomically(target, contents)?;
+                *written = true;
+                Ok(())
+            }
+        })
+    }
+}
+
+impl Drop for Destination {
+    /// A placeholder that never received results goes (if it is still the one made).
+    fn drop(&mut self) {
+        if let Kind::Regular {
+            target,
+            lock,
+            placeholder: true,
+            written: false,
+        } = &self.kind
+        {
+            let same = |m: std::fs::Metadata| lock.metadata().is_ok_and(|l| l.ino() == m.ino());
+            if std::fs::symlink_metadata(target).is_ok_and(same) {
+                let _ = std::fs::remove_file(target);
+            }
+        }
+    }
+}
+
+fn kind(path: &Path, shown: &str) -> anyhow::Result<Kind> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Ok(to) = std::fs::read_link(path) {
+                bail!(
+                    "{shown} is a symlink to {}, which does not exist: create it, or name a file",
+                    to.display()
+                );
+            }
+            return regular(path.to_path_buf(), shown);
+        }
+        Err(e) => bail!("{shown}: {e}"),
+    };
+    if is_stdout(&meta) {
+        return Ok(Kind::Stdout);
+    }
+    let file_type = meta.file_type();
+    if file_type.is_dir() {
+        bail!(
+            "{shown} is a directory: name a file in it, such as {}",
+            path.join("results.json").display()
+        );
+    }
+    if file_type.is_block_device() {
+        bail!("{shown} is a block device: results are never written onto a disk; name a file");
+    }
+    if file_type.is_socket() {
+        bail!("{shown} is a socket: name a file, or - for stdout");
+    }
+    if file_type.is_char_device() || file_type.is_fifo() {
+        return through(path, shown, file_type.is_fifo()).map(Kind::Through);
+    }
+    // A regular file, perhaps behind symlinks: the file is replaced, the links stay.
+    let target = std::fs::canonicalize(path).with_context(|| format!("{shown}: cannot resolve"))?;
+    regular(target, shown)
+}
+
+/// Opens a device or FIFO for writing now; a FIFO must have its reader already.
+fn through(path: &Path, shown: &str, fifo: bool) -> anyhow::Result<File> {
+    let flags = if fifo { libc::O_NONBLOCK } else { 0 };
+    let file = match OpenOptions::new()
+        .write(true)
+        .custom_flags(flags)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            bail!("{shown} is a FIFO with no reader: start its reader first, or name a file")
+        }
+        Err(e) => bail!("{shown}: cannot open for writing: {e}"),
+    };
+    if fifo {
+        // Blocking writes from here on: the reader takes the results at its own pace.
+        // SAFETY: F_SETFL on an fd this function owns.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+            bail!("{shown}: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(file)
+}
+
+/// Checks the directory of the regular file `target` and locks the file (made empty if it does
+/// not exist yet).
+fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
+    let dir = parent_dir(&target);
+    crate::scratch::remove_stale_results(dir);
+    crate::scratch::results_temp_file(dir)
+        .map(drop)
+        .with_context(|| format!("{shown}: cannot write into {}", dir.display()))?;
+    let free = free_bytes(dir).with_context(|| format!("{shown}: {}", dir.display()))?;
+    if free < MIN_FREE_BYTES {
+        bail!(
+            "{shown}: only {} KiB free in {}: free some space, or name a file elsewhere",
+            free / 1024,
+            dir.display()
+        );
+    }
+    let (lock, placeholder) = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(NEW_FILE_MODE)
+        .open(&target)
+    {
+        Ok(file) => (file, true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let file = File::open(&target)
+                .or_else(|_| OpenOptions::new().write(true).open(&target))
+                .with_context(|| format!("{shown}: cannot open"))?;
+            (file, false)
+        }
+        Err(e) => bail!("{shown}: cannot create: {e}"),
+    };
+    // SAFETY: flock on an fd this function owns.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        bail!(
+            "{shown}: another run is writing it (it holds a lock on the file): wait for that \
+             run to end, or name another file"
+        );
+    }
+    Ok(Kind::Regular {
+        target,
+        lock,
+        placeholder,
+        written: false,
+    })
+}
+
+/// Bytes an unprivileged writer may still use on the filesystem of `dir`.
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs fills the zeroed struct; c is a valid C string.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(s.f_bavail * s.f_frsize)
+}
+
+/// True when `meta` is the file stdout already goes to (`-o /dev/stdout`, `-o r.json > r.json`).
+fn is_stdout(meta: &std::fs::Metadata) -> bool {
+    use std::os::fd::AsFd;
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    File::from(fd)
+        .metadata()
+        .is_ok_and(|out| (out.dev(), out.ino()) == (meta.dev(), meta.ino()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(path: &Path) -> String {
+        Destination::prepare(path).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_directory_a_dangling_symlink_and_a_fifo_without_reader_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = refusal(dir.path());
+        assert!(err.contains("is a directory: name a file in it"), "{err}");
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        let err = refusal(&dangling);
+        assert!(err.contains("which does not exist"), "{err}");
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let err = refusal(&fifo);
+        assert!(err.contains("FIFO with no reader"), "{err}");
+        // Nothing was made or replaced.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_symlinked_file_is_replaced_at_its_target_and_the_link_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.json");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        Destination::prepare(&link).unwrap().write(b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_fifo_with_a_reader_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        // The reader opens in its own time: retry until it is there.
+        let destination = (0..500)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                Destination::prepare(&fifo).ok()
+            })
+            .expect("the reader opened the FIFO");
+        destination.write(b"through").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_and_a_placeholder_without_results_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let first = Destination::prepare(&path).unwrap();
+        let err = refusal(&path);
+        assert!(err.contains("another run is writing it"), "{err}");
+        drop(first);
+        assert!(!path.exists(), "the placeholder stayed");
+        let first = Destination::prepare(&path).unwrap();
+        first.write(b"done").unwrap();
+        // Once written, the file is free for the next run.
+        Destination::prepare(&path)
+            .unwrap()
+            .write(b"again")
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"again");
+    }
+
+    #[test]
+    fn dash_is_stdout() {
+        assert!(Destination::prepare(Path::new("-")).unwrap().is_stdout());
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: c is a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+}
