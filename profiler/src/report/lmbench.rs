@@ -1,9 +1,11 @@
 //! Results printed as an lmbench 2.0 summary, so they sit beside tables posted since 2001: one
-//! row per run labelled by the results' label, then MEAN and STDEV (population, as lmbench
-//! posters computed it) rows per configuration. Under a section, a `*` line names each column
-//! whose hookprof workload deliberately differs from lmbench's benchmark, and how.
+//! row per sample (an imported lmbench run is one sample) labelled by the results' label, then
+//! MEAN and STDEV (population, as lmbench posters computed it) rows per configuration. Under a
+//! section, a `*` line names each column whose hookprof workload deliberately differs from
+//! lmbench's benchmark, and how, and a `!` line each workload that failed, where and why.
 use std::fmt::Write;
 
+use super::figures::failure_sentence;
 use crate::{
     lmbench::{format_value, Cell, Column, Section, SECTIONS},
     results::Results,
@@ -17,7 +19,10 @@ pub fn render(results: &[Results]) -> String {
     );
     for section in SECTIONS {
         let columns = section.columns_of(false);
-        if !results.iter().any(|r| runs_in(r, &columns) > 0) {
+        if !results
+            .iter()
+            .any(|r| runs_in(r, &columns) > 0 || !failures(r, &columns).is_empty())
+        {
             continue;
         }
         out.push('\n');
@@ -41,6 +46,30 @@ fn runs_in(r: &Results, columns: &[&Column]) -> usize {
         .map(|w| w.clean.len())
         .max()
         .unwrap_or(0)
+}
+
+/// `! fork proc: base: fork_proc failed in sample 3: ...` for each column whose workload failed.
+fn failures(r: &Results, columns: &[&Column]) -> Vec<String> {
+    columns
+        .iter()
+        .filter_map(|c| {
+            let w = workload_of(c).and_then(|n| r.workload(n))?;
+            let f = w.failure.as_ref()?;
+            Some(format!(
+                "! {}: {}: {} {}",
+                head_of(c),
+                r.label,
+                w.name,
+                failure_sentence(f)
+            ))
+        })
+        .collect()
+}
+
+/// A column's heading on one line (`fork proc`).
+fn head_of(c: &Column) -> String {
+    let words: Vec<&str> = c.head.iter().copied().filter(|h| !h.is_empty()).collect();
+    words.join(" ")
 }
 
 fn section_text(section: &Section, columns: &[&Column], results: &[Results]) -> String {
@@ -83,8 +112,12 @@ fn section_text(section: &Section, columns: &[&Column], results: &[Results]) -> 
     }
     for c in columns {
         if let Some(how) = c.differs {
-            let head = c.head.iter().copied().filter(|h| !h.is_empty());
-            let _ = writeln!(out, "* {}: {how}", head.collect::<Vec<_>>().join(" "));
+            let _ = writeln!(out, "* {}: {how}", head_of(c));
+        }
+    }
+    for r in results {
+        for line in failures(r, columns) {
+            let _ = writeln!(out, "{line}");
         }
     }
     out
@@ -251,6 +284,31 @@ mod tests {
         // A section with no such column has no mark.
         let ctxsw = printed.split(SECTIONS[1].title).nth(1).unwrap();
         assert!(!ctxsw.split("\n\n").next().unwrap().contains("\n* "));
+    }
+
+    #[test]
+    fn a_failed_workload_is_named_under_its_section_with_phase_and_error() {
+        let mut results = parse(FIXTURE, "fixture").unwrap();
+        let fork = results[0]
+            .workloads
+            .iter_mut()
+            .find(|w| w.name == "fork_proc")
+            .unwrap();
+        fork.clean.clear();
+        fork.failure = Some(crate::results::WorkloadFailure {
+            phase: "sample 3".into(),
+            error: "fork: Resource temporarily unavailable".into(),
+        });
+        let label = results[0].label.clone();
+        let printed = render(&results);
+        let processes = printed.split(SECTIONS[0].title).nth(1).unwrap();
+        let processes = processes.split("\n\n").next().unwrap();
+        assert!(
+            processes.contains(&format!(
+                "\n! fork proc: {label}: fork_proc failed in sample 3: fork: Resource"
+            )),
+            "{processes}"
+        );
     }
 
     #[test]

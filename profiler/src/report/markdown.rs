@@ -3,7 +3,10 @@ use std::fmt::Write;
 
 use comfy_table::{presets, Table};
 
-use super::text::{environment_line, kind_name, num, ordered_rows, percent};
+use super::{
+    figures::{failure_sentence, num, percent, probe_cost, Residual, Scale},
+    text::{environment_line, kind_name, ordered_rows},
+};
 use crate::{
     results::{rows, Results},
     stats,
@@ -39,22 +42,33 @@ fn one(r: &Results) -> String {
         let Some(s) = stats::summarize(&w.clean) else {
             continue;
         };
-        let u = w.unit.symbol();
+        let scale = Scale::of(w.unit, s.mean);
         let probed = stats::summarize(&w.probed);
         t.add_row(vec![
             w.name.clone(),
-            format!("{} ± {} {u}", num(s.mean), num(s.ci_half_width())),
-            format!("{} {u}", num(s.median)),
+            format!(
+                "{} ± {} {}",
+                scale.number(s.mean),
+                scale.number(s.ci_half_width()),
+                scale.symbol
+            ),
+            scale.show(s.median),
+            probed.as_ref().map_or("".into(), |p| scale.show(p.mean)),
             probed
-                .as_ref()
-                .map_or("".into(), |p| format!("{} {u}", num(p.mean))),
-            probed
-                .filter(|_| s.mean != 0.0)
-                .map_or("".into(), |p| percent(p.mean / s.mean - 1.0)),
+                .and_then(|p| probe_cost(w.unit, s.mean, p.mean))
+                .map_or("".into(), percent),
             s.n.to_string(),
         ]);
     }
     let _ = writeln!(out, "{t}\n");
+    for w in &r.workloads {
+        if let Some(f) = &w.failure {
+            let _ = writeln!(out, "- **{}** {}", w.name, failure_sentence(f));
+        }
+    }
+    if r.workloads.iter().any(|w| w.failure.is_some()) {
+        out.push('\n');
+    }
     for w in r.workloads.iter().filter(|w| !w.attribution.is_empty()) {
         let _ = writeln!(out, "### {}\n", w.name);
         let mut t = markdown_table(vec![
@@ -76,11 +90,9 @@ fn one(r: &Results) -> String {
             ]);
         }
         let _ = writeln!(out, "{t}\n");
-        let residual = stats::summarize(&w.clean)
-            .and_then(|s| rows::op_ns(w.unit, s.mean))
-            .and_then(|op| rows::residual_ns(op, &w.attribution));
-        if let Some((level, ns)) = residual {
-            let _ = writeln!(out, "Residual {}: {} ns/op\n", level.describe(), num(ns));
+        let residual = stats::summarize(&w.clean).and_then(|s| Residual::of(w, s.mean));
+        if let Some(residual) = residual {
+            let _ = writeln!(out, "{}\n", residual.sentence());
         }
     }
     out
@@ -99,7 +111,7 @@ mod tests {
         assert!(md.contains("+10.0%"), "{md}");
         assert!(md.contains("`└ apparmor_file_open`"), "{md}");
         assert!(
-            md.contains("Residual outside the probed hooks: 4500 ns/op"),
+            md.contains("Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks"),
             "{md}"
         );
         assert!(

@@ -4,6 +4,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use crate::results::Results;
 
+pub mod figures;
 pub mod html;
 pub mod lmbench;
 pub mod markdown;
@@ -11,7 +12,8 @@ pub mod text;
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Results files; several put their configurations side by side (lmbench rows, pages).
+    /// Results files. Several are shown one after another (text, markdown), as rows of the same
+    /// tables (lmbench), on one page (html) or as a JSON array.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -21,7 +23,8 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
-    /// The lmbench 2.0 summary tables, one row per run plus MEAN and STDEV rows.
+    /// The lmbench 2.0 summary tables: one row per sample (an imported lmbench run is one
+    /// sample), then MEAN and STDEV rows per file.
     Lmbench,
     Markdown,
     /// The results file itself (an array when several files are given).

@@ -4,6 +4,10 @@ use std::fmt::Write;
 
 use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
+use super::figures::{
+    failure_sentence, incomplete_reason, metric_name, origin, probe_cost, Residual, Scale,
+};
+pub(crate) use super::figures::{num, percent};
 use crate::{
     results::{rows, AttributionRow, Environment, PathKind, Results, WorkloadResult},
     stats,
@@ -62,9 +66,9 @@ pub(crate) fn environment_line(r: &Results) -> String {
     if r.parallel() > 1 {
         let _ = write!(line, ", {} copies of each workload at once", r.parallel());
     }
-    let _ = write!(line, " ({}: {})", r.source, r.label);
-    if !r.complete {
-        line.push_str(", INCOMPLETE: the run was interrupted");
+    let _ = write!(line, " ({})", origin(r));
+    if let Some(why) = incomplete_reason(r) {
+        let _ = write!(line, ", INCOMPLETE: {why}");
     }
     line.push('\n');
     line
@@ -95,42 +99,21 @@ fn probe_lines(r: &Results) -> String {
     out
 }
 
-/// A number with about four significant digits, without exponent notation.
-pub(crate) fn num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else if a >= 1.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
-pub(crate) fn percent(fraction: f64) -> String {
-    format!("{:+.1}%", fraction * 100.0)
-}
-
 /// `5.000 us ± 0.1756 us`, or the mean alone when one sample gives no interval.
-fn mean_ci(s: &stats::Summary, unit: &str) -> String {
+fn mean_ci(s: &stats::Summary, scale: Scale) -> String {
     match s.ci {
-        Some(_) => format!("{} {unit} ± {} {unit}", num(s.mean), num(s.ci_half_width())),
-        None => format!("{} {unit} (one sample: no interval)", num(s.mean)),
+        Some(_) => format!("{} ± {}", scale.show(s.mean), scale.show(s.ci_half_width())),
+        None => format!("{} (one sample: no interval)", scale.show(s.mean)),
     }
 }
 
 /// Each parallel copy's own mean, and how the figure above combines them.
-fn copies_line(w: &WorkloadResult) -> String {
-    let u = w.unit.symbol();
+fn copies_line(w: &WorkloadResult, scale: Scale) -> String {
     let means: Vec<String> = w
         .copies
         .iter()
         .filter_map(|c| stats::summarize(&c.clean))
-        .map(|s| format!("{} {u}", num(s.mean)))
+        .map(|s| scale.show(s.mean))
         .collect();
     let combined = if w.unit.higher_is_better() {
         "the figures above are their sum"
@@ -145,25 +128,29 @@ fn copies_line(w: &WorkloadResult) -> String {
 }
 
 fn workload_block(w: &WorkloadResult) -> String {
-    let u = w.unit.symbol();
     let mut out = format!("{} ({})\n", w.name, w.family);
+    if let Some(f) = &w.failure {
+        let _ = writeln!(out, "  Workload {}", failure_sentence(f));
+    }
     let Some(clean) = stats::summarize(&w.clean) else {
         out.push_str("  no clean samples\n");
         return out;
     };
+    let scale = Scale::of(w.unit, clean.mean);
+    let label = format!("{} (mean ± 95% CI):", metric_name(w.unit));
     let _ = writeln!(
         out,
-        "  Time (mean ± 95% CI):  {}    median {} {u}, n = {}",
-        mean_ci(&clean, u),
-        num(clean.median),
+        "  {label:<22} {}    median {}, n = {}",
+        mean_ci(&clean, scale),
+        scale.show(clean.median),
         clean.n
     );
     let _ = writeln!(
         out,
-        "  Range (min … max):     {} {u} … {} {u}    σ = {} {u}",
-        num(clean.min),
-        num(clean.max),
-        num(clean.stdev)
+        "  Range (min … max):     {} … {}    σ = {}",
+        scale.show(clean.min),
+        scale.show(clean.max),
+        scale.show(clean.stdev)
     );
     let outliers = clean.outliers.mild() + clean.outliers.severe();
     if outliers > 0 {
@@ -175,18 +162,15 @@ fn workload_block(w: &WorkloadResult) -> String {
         );
     }
     if !w.copies.is_empty() {
-        out.push_str(&copies_line(w));
+        out.push_str(&copies_line(w, scale));
     }
     if let Some(probed) = stats::summarize(&w.probed) {
-        let overhead = if clean.mean != 0.0 {
-            format!("probe overhead {}", percent(probed.mean / clean.mean - 1.0))
-        } else {
-            "probe overhead n/a".into()
-        };
+        let overhead =
+            probe_cost(w.unit, clean.mean, probed.mean).map_or_else(|| "n/a".into(), percent);
         let _ = writeln!(
             out,
-            "  Probed (mean):         {} {u}    {overhead}, n = {}",
-            num(probed.mean),
+            "  Probed (mean):         {}    probe overhead {overhead}, n = {}",
+            scale.show(probed.mean),
             probed.n
         );
     }
@@ -196,7 +180,7 @@ fn workload_block(w: &WorkloadResult) -> String {
                 out,
                 "  {} (mean ± 95% CI): {}",
                 extra.name,
-                mean_ci(&s, extra.unit.symbol())
+                mean_ci(&s, Scale::of(extra.unit, s.mean))
             );
         }
     }
@@ -212,8 +196,8 @@ fn workload_block(w: &WorkloadResult) -> String {
         for line in attribution_table(&w.attribution).lines() {
             let _ = writeln!(out, "  {line}");
         }
-        if let Some(line) = residual_line(w, clean.mean) {
-            let _ = writeln!(out, "  {line}");
+        if let Some(residual) = Residual::of(w, clean.mean) {
+            let _ = writeln!(out, "  {}", residual.sentence());
         }
     }
     for note in &w.notes {
@@ -306,25 +290,6 @@ fn corrected(r: &AttributionRow) -> String {
         Some(d) => format!("{} (dispatch {})", num(r.corrected_ns_per_op), num(d)),
         None => num(r.corrected_ns_per_op),
     }
-}
-
-fn residual_line(w: &WorkloadResult, clean_mean: f64) -> Option<String> {
-    let op = rows::op_ns(w.unit, clean_mean)?;
-    let (level, residual) = rows::residual_ns(op, &w.attribution)?;
-    Some(if residual < 0.0 {
-        format!(
-            "Residual: n/a, the probed paths take {} ns/op more than the clean op \
-             (their times include the probes' own cost)",
-            num(-residual)
-        )
-    } else {
-        format!(
-            "Residual: {} ns/op ({:.1}% of the clean op) {}",
-            num(residual),
-            residual / op * 100.0,
-            level.describe()
-        )
-    })
 }
 
 #[cfg(test)]
@@ -538,7 +503,11 @@ pub(crate) mod tests {
         );
         let mut r = sample_results();
         r.workloads[0].attribution[1].ns_per_op = 9000.0;
-        assert!(render(&r).contains("Residual: n/a"));
+        assert!(
+            render(&r).contains("Residual: -4100 ns/op (-82.0% of the clean op) outside"),
+            "{}",
+            render(&r)
+        );
     }
 
     #[test]

@@ -1,0 +1,279 @@
+//! What every report format says the same way: a figure in a unit scaled to its size (as
+//! hyperfine prints `612.3 µs`, not `0.0006 s`), what a metric is called, the probes' cost
+//! with the sign of a cost, the residual, a failed workload's phase and error, and where a
+//! run's numbers came from.
+use crate::results::{
+    rows::{self, Level},
+    AttributionRow, Results, Unit, WorkloadFailure, WorkloadResult,
+};
+
+/// A number with about four significant digits, without exponent notation.
+pub(crate) fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// How a unit's figures are shown: times in the unit (ns, us, ms, s) that puts the figure the
+/// scale was chosen for between 1 and 1000; other units as they are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scale {
+    factor: f64,
+    pub symbol: &'static str,
+}
+
+impl Scale {
+    /// The scale for figures of `unit` around `typical` (a mean: the whole line or table row
+    /// then reads in one unit).
+    pub fn of(unit: Unit, typical: f64) -> Scale {
+        let as_is = Scale {
+            factor: 1.0,
+            symbol: unit.symbol(),
+        };
+        let Some(ns) = rows::op_ns(unit, typical).filter(|ns| ns.is_finite() && *ns != 0.0)
+        else {
+            return as_is;
+        };
+        let per_ns = ns / typical;
+        let (unit_ns, symbol) = match ns.abs() {
+            a if a < 1e3 => (1.0, "ns"),
+            a if a < 1e6 => (1e3, "us"),
+            a if a < 1e9 => (1e6, "ms"),
+            _ => (1e9, "s"),
+        };
+        Scale {
+            factor: per_ns / unit_ns,
+            symbol,
+        }
+    }
+
+    /// The figure in this scale's unit, without the symbol.
+    pub fn number(self, v: f64) -> String {
+        num(v * self.factor)
+    }
+
+    /// The figure with its unit: `612.3 us`.
+    pub fn show(self, v: f64) -> String {
+        format!("{} {}", self.number(v), self.symbol)
+    }
+}
+
+/// What a workload's main metric is: `Time` per operation, or `Bandwidth`.
+pub(crate) fn metric_name(unit: Unit) -> &'static str {
+    match unit {
+        Unit::MegabytesPerSecond => "Bandwidth",
+        Unit::Percent => "CPU",
+        Unit::Microseconds | Unit::Nanoseconds | Unit::Seconds => "Time",
+    }
+}
+
+/// What the probes cost, as a fraction of the clean figure: positive when the probed pass was
+/// worse (slower, or less bandwidth), negative when it did better. None without a clean mean.
+pub(crate) fn probe_cost(unit: Unit, clean_mean: f64, probed_mean: f64) -> Option<f64> {
+    if clean_mean == 0.0 {
+        return None;
+    }
+    let change = probed_mean / clean_mean - 1.0;
+    Some(if unit.higher_is_better() {
+        -change
+    } else {
+        change
+    })
+}
+
+pub(crate) fn percent(fraction: f64) -> String {
+    format!("{:+.1}%", fraction * 100.0)
+}
+
+/// The clean op in ns: a time metric's mean, or, for bandwidth, what the rows' shares were
+/// taken of (each row's ns per op over its share of the clean op).
+pub(crate) fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
+    rows::op_ns(w.unit, clean_mean).or_else(|| {
+        w.attribution
+            .iter()
+            .find(|r| r.share > 0.0 && r.ns_per_op > 0.0)
+            .map(|r| r.ns_per_op / r.share)
+    })
+}
+
+/// The op time outside the top-level probed paths: the same figure in every format, negative
+/// when the probed paths (which carry the probes' own cost) take more than the clean op.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Residual {
+    pub level: Level,
+    pub ns: f64,
+    pub op_ns: f64,
+}
+
+impl Residual {
+    pub fn of(w: &WorkloadResult, clean_mean: f64) -> Option<Residual> {
+        Residual::of_rows(clean_op_ns(w, clean_mean)?, &w.attribution)
+    }
+
+    pub fn of_rows(op_ns: f64, rows: &[AttributionRow]) -> Option<Residual> {
+        let (level, ns) = rows::residual_ns(op_ns, rows)?;
+        Some(Residual { level, ns, op_ns })
+    }
+
+    /// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks`, and why a
+    /// negative one is negative.
+    pub fn sentence(&self) -> String {
+        let mut s = format!(
+            "Residual: {} ns/op ({:.1}% of the clean op) {}",
+            num(self.ns),
+            self.ns / self.op_ns * 100.0,
+            self.level.describe()
+        );
+        if self.ns < 0.0 {
+            s.push_str(
+                ": the probed paths take more than the clean op (their times include the \
+                 probes' own cost)",
+            );
+        }
+        s
+    }
+}
+
+/// `failed in warm-up: '/bin/false' failed (exit status: 1)`.
+pub(crate) fn failure_sentence(f: &WorkloadFailure) -> String {
+    let error = f
+        .error
+        .strip_prefix(&format!("{}: ", f.phase))
+        .unwrap_or(&f.error);
+    format!("failed in {}: {error}", f.phase)
+}
+
+/// Why a run is incomplete: the workloads that failed, else an interruption.
+pub(crate) fn incomplete_reason(r: &Results) -> Option<String> {
+    if r.complete {
+        return None;
+    }
+    let failed: Vec<&str> = r
+        .workloads
+        .iter()
+        .filter(|w| w.failure.is_some())
+        .map(|w| w.name.as_str())
+        .collect();
+    Some(match failed.len() {
+        0 => "the run was interrupted".into(),
+        1 => format!("workload {} failed", failed[0]),
+        n => format!("{n} workloads failed ({})", failed.join(", ")),
+    })
+}
+
+/// `label base, measured by hookprof` or `label 00-base, imported from lmbench`.
+pub(crate) fn origin(r: &Results) -> String {
+    match r.source.strip_prefix("import:") {
+        Some(from) => format!("label {}, imported from {from}", r.label),
+        None => format!("label {}, measured by {}", r.label, r.source),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::text::tests::sample_results;
+
+    #[test]
+    fn times_are_shown_in_the_unit_their_size_calls_for() {
+        let s = Scale::of(Unit::Seconds, 0.0006);
+        assert_eq!(
+            (s.show(0.0006), s.show(0.0001), s.symbol),
+            ("600.0 us".into(), "100.0 us".into(), "us")
+        );
+        assert_eq!(Scale::of(Unit::Seconds, 0.0123).show(0.0123), "12.30 ms");
+        assert_eq!(Scale::of(Unit::Seconds, 124.36).show(124.36), "124.4 s");
+        assert_eq!(
+            Scale::of(Unit::Microseconds, 0.1923).show(0.1923),
+            "192.3 ns"
+        );
+        assert_eq!(Scale::of(Unit::Microseconds, 5.0).show(5.0), "5.000 us");
+        assert_eq!(
+            Scale::of(Unit::Microseconds, 1742.0).show(1742.0),
+            "1.742 ms"
+        );
+        assert_eq!(Scale::of(Unit::Nanoseconds, 1.272).show(1.272), "1.272 ns");
+        // Not a time, or nothing to size it by: as it is.
+        assert_eq!(
+            Scale::of(Unit::MegabytesPerSecond, 977.6).show(977.6),
+            "977.6 MB/s"
+        );
+        assert_eq!(Scale::of(Unit::Seconds, 0.0).show(0.0), "0 s");
+    }
+
+    #[test]
+    fn the_probes_cost_is_positive_when_they_made_things_worse() {
+        assert_eq!(
+            probe_cost(Unit::Microseconds, 5.0, 5.5).map(percent),
+            Some("+10.0%".into())
+        );
+        // 1121 MB/s probed against 977.6 clean: the probed pass moved more, a negative cost.
+        let bw = probe_cost(Unit::MegabytesPerSecond, 977.6, 1121.0).unwrap();
+        assert_eq!(percent(bw), "-14.7%");
+        assert_eq!(
+            probe_cost(Unit::MegabytesPerSecond, 1000.0, 900.0).map(percent),
+            Some("+10.0%".into())
+        );
+        assert_eq!(probe_cost(Unit::Seconds, 0.0, 1.0), None);
+    }
+
+    #[test]
+    fn a_negative_residual_is_the_same_figure_and_says_why() {
+        let w = &sample_results().workloads[0];
+        let r = Residual::of(w, 5.0).unwrap();
+        assert_eq!(r.ns, 4500.0);
+        let r = Residual::of(w, 0.4).unwrap();
+        assert_eq!(r.ns, -100.0);
+        assert!(
+            r.sentence()
+                .starts_with("Residual: -100.0 ns/op (-25.0% of the clean op) outside the probed hooks: the probed paths take more"),
+            "{}",
+            r.sentence()
+        );
+    }
+
+    #[test]
+    fn a_bandwidth_op_is_what_its_rows_shares_were_taken_of() {
+        let mut w = sample_results().workloads[0].clone();
+        w.unit = Unit::MegabytesPerSecond;
+        // The fixture's shares are of a 5000 ns op.
+        assert_eq!(clean_op_ns(&w, 977.6), Some(5000.0));
+        w.attribution.clear();
+        assert_eq!(clean_op_ns(&w, 977.6), None);
+    }
+
+    #[test]
+    fn a_failure_names_its_phase_once_and_an_incomplete_run_its_cause() {
+        let f = WorkloadFailure {
+            phase: "warm-up".into(),
+            error: "warm-up: '/bin/false' failed (exit status: 1)".into(),
+        };
+        assert_eq!(
+            failure_sentence(&f),
+            "failed in warm-up: '/bin/false' failed (exit status: 1)"
+        );
+        let mut r = sample_results();
+        assert_eq!(incomplete_reason(&r), None);
+        r.complete = false;
+        assert_eq!(incomplete_reason(&r).unwrap(), "the run was interrupted");
+        r.workloads[1].failure = Some(f);
+        assert_eq!(incomplete_reason(&r).unwrap(), "workload build failed");
+    }
+
+    #[test]
+    fn the_origin_says_label_and_source() {
+        let mut r = sample_results();
+        assert_eq!(origin(&r), "label base, measured by hookprof");
+        r.source = "import:lmbench".into();
+        assert_eq!(origin(&r), "label base, imported from lmbench");
+    }
+}
