@@ -21,8 +21,9 @@ fn browser() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A run of three workloads: open_close with syscalls, a hook and an LSM function under it,
-/// fork_proc with a task path, null_call with syscalls only; `slower` adds 500 ns to
+/// A run of five workloads: open_close with syscalls, a hook and an LSM function under it,
+/// fork_proc with a task path, null_call with syscalls only, bw_pipe (a bandwidth: its rows'
+/// shares say what its op took), and fs_create_0k, which failed; `slower` adds 500 ns to
 /// security_file_open and to the op.
 fn results(label: &str, started_at: u64, slower: f64) -> String {
     let row = |kind: &str, name: &str, parent: Option<&str>, ns: f64| {
@@ -30,11 +31,12 @@ fn results(label: &str, started_at: u64, slower: f64) -> String {
             "kind": kind, "name": name, "parent": parent, "calls_per_op": 1.0,
             "ns_per_call": ns, "ns_per_op": ns, "share": 0.0,
             "samples_ns_per_op": [ns, ns * 1.01, ns * 0.99],
+            "histogram": [0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 10, 2, 0, 1],
         })
     };
     let open = 5.0 + slower / 1000.0;
     serde_json::json!({
-        "schema_version": 1, "label": label, "complete": true, "source": "hookprof",
+        "schema_version": 1, "label": label, "complete": false, "source": "hookprof",
         "environment": {"kernel_release": "6.1.0-test", "hookprof_version": "0", "started_at": started_at},
         "workloads": [
             {"name": "open_close", "family": "processes", "unit": "us",
@@ -52,13 +54,58 @@ fn results(label: &str, started_at: u64, slower: f64) -> String {
                 row("syscall", "wait4", None, 8000.0),
                 row("task_path", "copy_process", None, 20000.0),
                 row("hook", "security_task_alloc", None, 900.0),
+                row("hook", "security_task_getsecid_obj", None, 40.0),
              ]},
             {"name": "null_call", "family": "latency", "unit": "us",
              "clean": [0.2, 0.201, 0.199, 0.2, 0.2],
              "attribution": [row("syscall", "getppid", None, 120.0)]},
+            {"name": "bw_pipe", "family": "bandwidth", "unit": "MB/s",
+             "clean": [977.6, 980.0, 975.0], "probed": [1121.0, 1119.0, 1123.0],
+             "attribution": [
+                {"kind": "syscall", "name": "write", "calls_per_op": 1.0, "ns_per_call": 40000.0,
+                 "ns_per_op": 40000.0, "share": 0.6, "histogram": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                 0, 0, 0, 0, 0, 2, 9, 4]},
+             ]},
+            {"name": "fs_create_0k", "family": "file_vm", "unit": "us", "clean": [],
+             "failure": {"phase": "sample 2", "error": "No space left on device (os error 28)"}},
         ]
     })
     .to_string()
+}
+
+/// Appended to a copy of a page before it is rendered: after layout, the body's `data-layout`
+/// says `ok`, or which chart labels run out of their chart, or into (or within 2 px of) another
+/// label beside them on the page.
+const LAYOUT_CHECK: &str = "<script>\
+const bad = [];\
+const texts = [];\
+for (const svg of document.querySelectorAll('svg')) {\
+  const box = svg.getBoundingClientRect();\
+  for (const t of svg.querySelectorAll('text')) {\
+    const r = t.getBoundingClientRect();\
+    texts.push([t.textContent, r]);\
+    if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)\
+      bad.push('outside ' + svg.getAttribute('aria-label') + ': ' + t.textContent);\
+  }\
+}\
+for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {\
+  const [a, b] = [texts[i][1], texts[j][1]];\
+  if (a.left < b.right + 2 && b.left < a.right + 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2)\
+    bad.push('too close: ' + texts[i][0] + ' / ' + texts[j][0]);\
+}\
+document.body.setAttribute('data-layout', bad.length ? bad.join(' | ') : 'ok');\
+</script>";
+
+fn with_layout_check(page: &[u8]) -> String {
+    String::from_utf8_lossy(page).replace("</body>", &format!("{LAYOUT_CHECK}</body>"))
+}
+
+/// What the layout check found, for a failure message.
+fn layout_of(dom: &str) -> &str {
+    dom.split("data-layout=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("no layout check ran")
 }
 
 /// Renders `page` headless: the DOM after loading, and a screenshot.
@@ -138,11 +185,11 @@ fn the_report_and_the_comparison_render_their_figures_in_chromium() {
     let report = hookprof(&["report", &old, "--format", "html"]);
     assert!(report.status.success());
     let report_page = dir.path().join("report.html");
-    std::fs::write(&report_page, &report.stdout).unwrap();
+    std::fs::write(&report_page, with_layout_check(&report.stdout)).unwrap();
     let compare = hookprof(&["compare", &old, &new, "--format", "html"]);
     assert_eq!(compare.status.code(), Some(1), "open_close regressed");
     let compare_page = dir.path().join("compare.html");
-    std::fs::write(&compare_page, &compare.stdout).unwrap();
+    std::fs::write(&compare_page, with_layout_check(&compare.stdout)).unwrap();
 
     let (dom, shot) = render(&chromium, &report_page, dir.path());
     // The overview opens the page: before any workload's own section.
@@ -153,12 +200,26 @@ fn the_report_and_the_comparison_render_their_figures_in_chromium() {
         overview < dom.find("<h3").expect("workload sections"),
         "{dom}"
     );
-    for name in ["open_close", "fork_proc", "null_call"] {
+    let overview_figure = &dom[overview..dom[overview..].find("</figure>").unwrap() + overview];
+    // Every workload has its row: the bandwidth one split like the others, the failed one
+    // saying where and why.
+    for name in ["open_close", "fork_proc", "null_call", "bw_pipe"] {
         assert!(
-            dom[overview..].contains(&format!("{name}: ")),
-            "{name}: {dom}"
+            overview_figure.contains(&format!("{name}: ")),
+            "{name}: {overview_figure}"
         );
     }
+    assert!(
+        overview_figure.contains(">fs_create_0k<")
+            && overview_figure.contains("failed in sample 2: No space left on device"),
+        "{overview_figure}"
+    );
+    assert!(
+        dom.contains("INCOMPLETE: workload fs_create_0k failed"),
+        "{dom}"
+    );
+    assert!(dom.contains(">977.5 MB/s<"), "{dom}");
+    assert!(dom.contains("data-layout=\"ok\""), "{}", layout_of(&dom));
     // Syscall blue, LSM red, task-path green, residual grey: each drawn.
     let colours = [
         [0x4e, 0x79, 0xa7],
@@ -175,6 +236,20 @@ fn the_report_and_the_comparison_render_their_figures_in_chromium() {
     );
 
     let (dom, shot) = render(&chromium, &compare_page, dir.path());
+    assert!(dom.contains("data-layout=\"ok\""), "{}", layout_of(&dom));
+    // Every link on the page leads somewhere on it.
+    let links: Vec<&str> = dom
+        .split("href=\"#")
+        .skip(1)
+        .map(|l| l.split('"').next().unwrap())
+        .collect();
+    assert!(!links.is_empty(), "{dom}");
+    for id in links {
+        assert!(
+            dom.contains(&format!("id=\"{id}\"")),
+            "#{id} leads nowhere: {dom}"
+        );
+    }
     assert!(
         dom.contains("aria-label=\"change attribution of open_close\""),
         "{dom}"

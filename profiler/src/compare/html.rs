@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta};
 use crate::{
     report::{
-        html::{esc, page},
+        html::{esc, kind_colour, page, RESIDUAL_COLOUR},
         text::{kind_name, num},
     },
     results::PathKind,
@@ -48,9 +48,15 @@ pub fn render_html(c: &Comparison) -> String {
             Verdict::Improved => " class=\"improved\"",
             _ => "",
         };
+        // Only a workload that changed has a section of its own to link to.
+        let name = if has_section(w.verdict) {
+            format!("<a href=\"#{}\">{}</a>", anchor(&w.name), esc(&w.name))
+        } else {
+            esc(&w.name)
+        };
         let _ = writeln!(
             body,
-            "<tr{class}><td><a href=\"#{id}\">{name}</a></td><td>{} {u}</td><td>{} {u}</td>\
+            "<tr{class}><td>{name}</td><td>{} {u}</td><td>{} {u}</td>\
              <td>{}</td><td>{}</td><td>{}</td></tr>",
             num(w.old.mean),
             num(w.new.mean),
@@ -59,15 +65,13 @@ pub fn render_html(c: &Comparison) -> String {
                 .map(super::render::format_p)
                 .unwrap_or_else(|| "n/a".into()),
             w.verdict,
-            id = anchor(&w.name),
-            name = esc(&w.name),
         );
     }
     body.push_str("</table>\n");
     let changed: Vec<_> = c
         .workloads
         .iter()
-        .filter(|w| matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+        .filter(|w| has_section(w.verdict))
         .collect();
     if changed.is_empty() {
         body.push_str("<p>No workload changed significantly.</p>\n");
@@ -93,6 +97,10 @@ pub fn render_html(c: &Comparison) -> String {
     page(&title, &body)
 }
 
+fn has_section(verdict: Verdict) -> bool {
+    matches!(verdict, Verdict::Regressed | Verdict::Improved)
+}
+
 fn anchor(name: &str) -> String {
     format!(
         "w-{}",
@@ -100,15 +108,17 @@ fn anchor(name: &str) -> String {
     )
 }
 
-/// A diverging bar per path (and the residual): right and red where the time grew, left and
-/// green where it shrank, LSM functions indented under their hooks.
+/// A diverging bar per path (and the residual): right where the time grew, left where it
+/// shrank, each in its kind's colour as on the report page, LSM functions indented under
+/// their hooks.
 fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
-    let mut rows: Vec<(String, f64)> = Vec::new();
+    let mut rows: Vec<(String, &str, f64)> = Vec::new();
     let mut top: Vec<&PathDelta> = a.paths.iter().filter(|p| p.top_level).collect();
     top.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));
     for p in top.iter().take(12) {
         rows.push((
             format!("{} {}", kind_name(p.kind), p.name),
+            kind_colour(p.kind),
             p.delta_ns_per_op,
         ));
         for l in a
@@ -116,14 +126,18 @@ fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
             .iter()
             .filter(|l| l.kind == PathKind::Lsm && l.parent.as_ref() == Some(&p.name))
         {
-            rows.push((format!("  └ {}", l.name), l.delta_ns_per_op));
+            rows.push((
+                format!("  └ {}", l.name),
+                kind_colour(PathKind::Lsm),
+                l.delta_ns_per_op,
+            ));
         }
     }
-    rows.push(("residual".into(), a.residual_ns));
-    rows.push(("whole op".into(), a.total_ns));
+    rows.push(("residual".into(), RESIDUAL_COLOUR, a.residual_ns));
+    rows.push(("whole op".into(), "#555", a.total_ns));
     let reach = rows
         .iter()
-        .map(|(_, d)| d.abs())
+        .map(|(_, _, d)| d.abs())
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let (label_w, half, row_h) = (260.0, 220.0, 18.0);
@@ -135,15 +149,10 @@ fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
         label_w + 2.0 * half + 90.0,
         esc(name)
     );
-    for (i, (label, delta)) in rows.iter().enumerate() {
+    for (i, (label, colour, delta)) in rows.iter().enumerate() {
         let y = 4.0 + i as f64 * row_h;
         let w = delta.abs() / reach * half;
-        let (x, colour) = if *delta >= 0.0 {
-            (zero, "#e15759")
-        } else {
-            (zero - w, "#59a14f")
-        };
-        let colour = if i + 1 == rows.len() { "#555" } else { colour };
+        let x = if *delta >= 0.0 { zero } else { zero - w };
         let _ = write!(
             svg,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" xml:space=\"preserve\">{}</text>\

@@ -39,8 +39,7 @@ impl Scale {
             factor: 1.0,
             symbol: unit.symbol(),
         };
-        let Some(ns) = rows::op_ns(unit, typical).filter(|ns| ns.is_finite() && *ns != 0.0)
-        else {
+        let Some(ns) = rows::op_ns(unit, typical).filter(|ns| ns.is_finite() && *ns != 0.0) else {
             return as_is;
         };
         let per_ns = ns / typical;

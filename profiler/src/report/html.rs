@@ -4,23 +4,37 @@
 //! per hook.
 use std::fmt::Write;
 
-use super::text::{environment_line, kind_name, num, ordered_rows};
+use super::{
+    figures::{clean_op_ns, failure_sentence, num, Residual, Scale},
+    text::{environment_line, kind_name, ordered_rows},
+};
 use crate::{
-    results::{rows, AttributionRow, PathKind, Results, WorkloadResult},
+    results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
     stats,
 };
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:70em;margin:1em auto;color:#222}\
 table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;\
 text-align:right}td:first-child,th:first-child{text-align:left}\
-svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 0}\
+svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 24px 4px 0}\
 figure{margin:1em 0}figcaption{font-size:90%;color:#555;max-width:60em}\
-tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}";
+tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
 
-/// Segment colours of the stacked bars; the residual is grey.
-const PALETTE: &[&str] = &[
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-];
+/// One colour per path kind, on every chart of both pages.
+pub(crate) fn kind_colour(kind: PathKind) -> &'static str {
+    match kind {
+        PathKind::Syscall => "#4e79a7",
+        PathKind::Hook => "#f28e2b",
+        PathKind::Lsm => "#e15759",
+        PathKind::TaskPath => "#59a14f",
+    }
+}
+
+/// The residual (time outside every probed path), grey wherever it is drawn.
+pub(crate) const RESIDUAL_COLOUR: &str = "#bbbbbb";
+/// The clean and probed means: neutral greys, not a path kind's colour.
+const CLEAN_COLOUR: &str = "#555555";
+const PROBED_COLOUR: &str = "#999999";
 
 /// Escapes text for HTML element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -66,7 +80,7 @@ struct Split {
     /// (part, ns per op), in the order drawn; LSM functions first, inside their hooks' share.
     parts: Vec<(Part, f64)>,
     op_ns: f64,
-    /// The clean mean as printed, with its unit.
+    /// The clean mean as printed, with its unit, or why there is none.
     shown: String,
 }
 
@@ -97,17 +111,17 @@ impl Part {
             Part::Lsm => "LSM functions under the hooks",
             Part::TaskPath => "fork/exit/exec task paths",
             Part::Residual => "residual (user space, unprobed kernel work)",
-            Part::NotProbed => "not probed (clean time only)",
+            Part::NotProbed => "nothing attributed (clean figure only)",
         }
     }
 
     fn colour(self) -> &'static str {
         match self {
-            Part::Syscall => "#4e79a7",
-            Part::Hook => "#f28e2b",
-            Part::Lsm => "#e15759",
-            Part::TaskPath => "#59a14f",
-            Part::Residual => "#bbbbbb",
+            Part::Syscall => kind_colour(PathKind::Syscall),
+            Part::Hook => kind_colour(PathKind::Hook),
+            Part::Lsm => kind_colour(PathKind::Lsm),
+            Part::TaskPath => kind_colour(PathKind::TaskPath),
+            Part::Residual => RESIDUAL_COLOUR,
             Part::NotProbed => "#e8e8e8",
         }
     }
@@ -117,11 +131,31 @@ impl Part {
 /// (fork, exit, exec) inside syscalls, so each part is what its paths take less what runs
 /// inside them; the residual is the op less every syscall (less every hook and task path when
 /// syscalls were not probed). Probes inflate what they time, so the parts can add up to more
-/// than the clean op: the bar then runs past the 100% line.
-fn split(w: &WorkloadResult) -> Option<Split> {
-    let clean = stats::summarize(&w.clean)?;
-    let op_ns = rows::op_ns(w.unit, clean.mean)?;
-    let shown = format!("{} {}", num(clean.mean), w.unit.symbol());
+/// than the clean op: the bar then runs past the 100% line. A workload with nothing
+/// attributed is one bar of clean figure; a failed one has no bar, only why.
+fn split(w: &WorkloadResult) -> Split {
+    let Some(clean) = stats::summarize(&w.clean) else {
+        let why = match &w.failure {
+            Some(f) => failure_sentence(f),
+            None => "no clean samples".into(),
+        };
+        return Split {
+            name: w.name.clone(),
+            parts: Vec::new(),
+            op_ns: 1.0,
+            shown: why,
+        };
+    };
+    let shown = Scale::of(w.unit, clean.mean).show(clean.mean);
+    let op_ns = clean_op_ns(w, clean.mean).filter(|_| !w.attribution.is_empty());
+    let Some(op_ns) = op_ns else {
+        return Split {
+            name: w.name.clone(),
+            parts: vec![(Part::NotProbed, 1.0)],
+            op_ns: 1.0,
+            shown,
+        };
+    };
     let total = |kind: PathKind| -> f64 {
         w.attribution
             .iter()
@@ -129,14 +163,6 @@ fn split(w: &WorkloadResult) -> Option<Split> {
             .map(|r| rows::ns_per_op(r).max(0.0))
             .sum()
     };
-    if w.attribution.is_empty() {
-        return Some(Split {
-            name: w.name.clone(),
-            parts: vec![(Part::NotProbed, op_ns)],
-            op_ns,
-            shown,
-        });
-    }
     let (lsm, hooks, tasks, syscalls) = (
         total(PathKind::Lsm),
         total(PathKind::Hook),
@@ -155,18 +181,18 @@ fn split(w: &WorkloadResult) -> Option<Split> {
         (Part::Syscall, (syscalls - hooks - tasks).max(0.0)),
         (Part::Residual, (op_ns - inside_syscalls).max(0.0)),
     ];
-    Some(Split {
+    Split {
         name: w.name.clone(),
         parts,
         op_ns,
         shown,
-    })
+    }
 }
 
 /// The whole suite in one figure: a horizontal stacked bar per workload, its clean op split into
 /// syscalls, hooks with their LSM functions, task paths and the residual, as shares of the op.
 pub fn overview(r: &Results) -> String {
-    let rows: Vec<Split> = r.workloads.iter().filter_map(split).collect();
+    let rows: Vec<Split> = r.workloads.iter().map(split).collect();
     if rows.is_empty() {
         return String::new();
     }
@@ -208,20 +234,32 @@ pub fn overview(r: &Results) -> String {
             y + 12.0,
             esc(&s.name)
         );
+        if s.parts.is_empty() {
+            let _ = write!(
+                svg,
+                "<text class=\"failed\" x=\"{}\" y=\"{}\">{}</text>",
+                label_w + 4.0,
+                y + 12.0,
+                esc(&s.shown)
+            );
+            continue;
+        }
         let mut x = label_w;
         for &(part, ns) in s.parts.iter().filter(|(_, ns)| *ns > 0.0) {
             let share = ns / s.op_ns;
             let w = (share * full).min(label_w + bar_w - x);
+            let what = match part {
+                Part::NotProbed => String::new(),
+                _ => format!(": {} ns/op, {:.1}% of the clean op", num(ns), share * 100.0),
+            };
             let _ = write!(
                 svg,
                 "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\">\
-                 <title>{}: {}: {} ns/op, {:.1}% of the clean op</title></rect>",
+                 <title>{}: {}{what}</title></rect>",
                 row_h - 4.0,
                 part.colour(),
                 esc(&s.name),
                 part.name(),
-                num(ns),
-                share * 100.0
             );
             x += w;
         }
@@ -256,13 +294,20 @@ fn workload_section(w: &WorkloadResult) -> String {
         esc(&w.name),
         esc(&w.family)
     );
+    if let Some(f) = &w.failure {
+        let _ = writeln!(
+            out,
+            "<p class=\"failed\">Workload {}</p>",
+            esc(&failure_sentence(f))
+        );
+    }
     let (Some(clean), probed) = (stats::summarize(&w.clean), stats::summarize(&w.probed)) else {
         out.push_str("<p>no clean samples</p>\n");
         return out;
     };
-    out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit.symbol()));
+    out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit));
     if !w.attribution.is_empty() {
-        if let Some(op) = rows::op_ns(w.unit, clean.mean) {
+        if let Some(op) = clean_op_ns(w, clean.mean) {
             out.push_str(&stacked_bar(op, &w.attribution));
         }
         out.push_str(&attribution_table(&w.attribution));
@@ -278,9 +323,10 @@ fn workload_section(w: &WorkloadResult) -> String {
 }
 
 /// Clean and probed means as horizontal bars, each with its 95% CI as a whisker.
-fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: &str) -> String {
-    let bars: Vec<(&str, &stats::Summary, &str)> = std::iter::once(("clean", clean, "#4e79a7"))
-        .chain(probed.map(|p| ("probed", p, "#f28e2b")))
+fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: Unit) -> String {
+    let shown = Scale::of(unit, clean.mean);
+    let bars: Vec<(&str, &stats::Summary, &str)> = std::iter::once(("clean", clean, CLEAN_COLOUR))
+        .chain(probed.map(|p| ("probed", p, PROBED_COLOUR)))
         .collect();
     let top = bars
         .iter()
@@ -315,67 +361,81 @@ fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: &str
         }
         let _ = write!(
             svg,
-            "<text x=\"{:.1}\" y=\"{}\">{} {unit}</text>",
+            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
             scale(s.ci.map_or(s.mean, |c| c.1)) + 6.0,
             y + 12.0,
-            esc(&num(s.mean))
+            esc(&shown.show(s.mean))
         );
     }
     svg.push_str("</svg>\n");
     svg
 }
 
-/// The clean op split into the top-level paths and the residual.
-fn stacked_bar(op_ns: f64, attribution: &[AttributionRow]) -> String {
-    let Some((level, top)) = rows::top_level(attribution) else {
+/// The clean op split into the top-level paths and the residual, each drawn as its share of
+/// the clean op (the table's share column): paths that take more than the op run past the
+/// dashed 100% line, as in the overview. Segments take their kind's colour, alternately lighter.
+fn stacked_bar(op_ns: f64, rows: &[AttributionRow]) -> String {
+    let (Some((_, top)), Some(residual)) = (rows::top_level(rows), Residual::of_rows(op_ns, rows))
+    else {
         return String::new();
     };
-    let mut segments: Vec<(String, f64)> = top
-        .iter()
-        .map(|r| (r.name.clone(), rows::ns_per_op(r).max(0.0)))
-        .collect();
-    let explained: f64 = segments.iter().map(|(_, ns)| ns).sum();
-    let residual = (op_ns - explained).max(0.0);
-    segments.push((format!("residual ({})", level.describe()), residual));
-    let total = explained + residual;
-    if total <= 0.0 {
+    if op_ns <= 0.0 {
         return String::new();
     }
+    let mut segments: Vec<(String, &str, f64)> = top
+        .iter()
+        .map(|r| {
+            (
+                format!("{} {}", kind_name(r.kind), r.name),
+                kind_colour(r.kind),
+                rows::ns_per_op(r).max(0.0),
+            )
+        })
+        .collect();
+    segments.push((
+        format!("residual ({})", residual.level.describe()),
+        RESIDUAL_COLOUR,
+        residual.ns,
+    ));
+    let drawn: f64 = segments.iter().map(|(_, _, ns)| ns.max(0.0)).sum();
     let width = 600.0;
-    let legend_rows = segments.len();
+    let full = width / (drawn / op_ns).clamp(1.0, 3.0);
     let mut svg = format!(
         "<svg class=\"chart\" width=\"620\" height=\"{}\" role=\"img\" \
          aria-label=\"where an operation's time goes\">",
-        30 + 16 * legend_rows
+        44 + 16 * segments.len()
     );
     let mut x = 0.0;
-    for (i, (name, ns)) in segments.iter().enumerate() {
-        let colour = if i + 1 == segments.len() {
-            "#bbb"
-        } else {
-            PALETTE[i % PALETTE.len()]
-        };
-        let w = ns / total * width;
+    for (i, (name, colour, ns)) in segments.iter().enumerate() {
+        let share = ns / op_ns;
+        let w = (share.max(0.0) * full).min(width - x);
+        let opacity = if i % 2 == 0 { 1.0 } else { 0.7 };
         let _ = write!(
             svg,
-            "<rect x=\"{x:.1}\" y=\"0\" width=\"{w:.1}\" height=\"20\" fill=\"{colour}\">\
-             <title>{} {} ns/op</title></rect>",
+            "<rect x=\"{x:.1}\" y=\"0\" width=\"{w:.1}\" height=\"20\" fill=\"{colour}\" \
+             fill-opacity=\"{opacity}\" stroke=\"#fff\"><title>{} {} ns/op</title></rect>",
             esc(name),
             num(*ns)
         );
-        let ly = 34 + 16 * i;
+        let ly = 46 + 16 * i;
         let _ = write!(
             svg,
-            "<rect x=\"0\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>\
-             <text x=\"14\" y=\"{ly}\">{} {} ns/op ({:.1}%)</text>",
+            "<rect x=\"0\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\" \
+             fill-opacity=\"{opacity}\"/><text x=\"14\" y=\"{ly}\">{} {} ns/op ({:.1}%)</text>",
             ly - 9,
             esc(name),
             num(*ns),
-            ns / total * 100.0
+            share * 100.0
         );
         x += w;
     }
-    svg.push_str("</svg>\n");
+    let _ = writeln!(
+        svg,
+        "<path d=\"M{full:.1} 0V24\" stroke=\"#000\" stroke-dasharray=\"3 2\"/>\
+         <text x=\"{:.1}\" y=\"34\" text-anchor=\"{}\">100% of the clean op</text></svg>",
+        full,
+        if full > width - 60.0 { "end" } else { "middle" }
+    );
     svg
 }
 
@@ -403,44 +463,67 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
     out
 }
 
-/// Bucket b counts calls of 2^(b-1) <= ns < 2^b; only the span of non-empty buckets is drawn.
+/// Bucket b counts calls of 2^(b-1) <= ns < 2^b; only the span of non-empty buckets is drawn,
+/// its bars in the row's kind colour, the axis marked at bucket edges in a unit scaled to them
+/// (every other edge, or fewer, so the marks never touch).
 fn histogram(row: &AttributionRow) -> String {
     let h = &row.histogram;
     let first = h.iter().position(|&c| c > 0).unwrap_or(0);
     let last = h.iter().rposition(|&c| c > 0).unwrap_or(0);
     let peak = h.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let (bar, gap, height) = (18.0, 2.0, 60.0);
-    let mut svg = format!(
-        "<svg class=\"chart\" width=\"{}\" height=\"{}\" role=\"img\" \
-         aria-label=\"latency histogram\"><text x=\"0\" y=\"10\">{} {} (log2 ns)</text>",
-        ((last - first + 1) as f64 * (bar + gap)).max(260.0),
-        height + 30.0,
+    let (bar, gap, height, top): (f64, f64, f64, f64) = (24.0, 4.0, 60.0, 16.0);
+    let title = format!(
+        "{} {} (calls per latency bucket)",
         kind_name(row.kind),
-        esc(&row.name)
+        row.name
     );
+    let buckets = last - first + 1;
+    // An edge label is at most 8 characters (`1.049 ms`), about 50 px.
+    let step = (60.0 / (bar + gap)).ceil() as usize;
+    let width = (buckets as f64 * (bar + gap) + 30.0).max(title.len() as f64 * 6.5);
+    let mut svg = format!(
+        "<svg class=\"chart\" width=\"{width:.0}\" height=\"{}\" role=\"img\" \
+         aria-label=\"latency histogram\"><text x=\"0\" y=\"11\">{}</text>",
+        top + height + 30.0,
+        esc(&title)
+    );
+    let low = |b: usize| if b == 0 { 0 } else { 1u64 << (b - 1).min(63) };
+    let edge = |b: usize| {
+        let ns = low(b) as f64;
+        Scale::of(Unit::Nanoseconds, ns).show(ns)
+    };
     for (i, b) in (first..=last).enumerate() {
         let count = h[b];
         let bh = count as f64 / peak * height;
         let x = i as f64 * (bar + gap);
-        let low = if b == 0 { 0 } else { 1u64 << (b - 1).min(63) };
         let _ = write!(
             svg,
-            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{bar}\" height=\"{bh:.1}\" fill=\"#59a14f\">\
-             <title>{low}.. ns: {count}</title></rect>",
-            14.0 + height - bh
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{bar}\" height=\"{bh:.1}\" fill=\"{}\">\
+             <title>{} to {}: {count} calls</title></rect>",
+            top + height - bh,
+            kind_colour(row.kind),
+            edge(b),
+            edge(b + 1)
         );
     }
-    let low = |b: usize| if b == 0 { 0 } else { 1u64 << (b - 1).min(63) };
-    let _ = writeln!(
+    let axis = top + height;
+    let _ = write!(
         svg,
-        "<text x=\"0\" y=\"{}\">{} ns</text><text x=\"{:.1}\" y=\"{}\" \
-         text-anchor=\"end\">{} ns</text></svg>",
-        height + 28.0,
-        low(first),
-        ((last - first + 1) as f64 * (bar + gap)).max(260.0),
-        height + 28.0,
-        low(last + 1)
+        "<path d=\"M0 {axis}H{:.1}\" stroke=\"#888\"/>",
+        buckets as f64 * (bar + gap)
     );
+    for i in (0..=buckets).step_by(step) {
+        let x = i as f64 * (bar + gap);
+        let _ = write!(
+            svg,
+            "<path d=\"M{x:.1} {axis}v4\" stroke=\"#888\"/><text x=\"{x:.1}\" y=\"{}\" \
+             text-anchor=\"{}\" font-size=\"10\">{}</text>",
+            axis + 15.0,
+            if i == 0 { "start" } else { "middle" },
+            edge(first + i)
+        );
+    }
+    svg.push_str("</svg>\n");
     svg
 }
 
@@ -472,16 +555,121 @@ mod tests {
         assert!(overview < html.find("<h3>").unwrap());
         // open_close: 5000 ns clean; apparmor 380 ns inside security_file_open's 400 (+ the
         // 100 of security_file_free), openat 3000 ns around them.
-        let w = split(&sample_results().workloads[0]).unwrap();
+        let w = split(&sample_results().workloads[0]);
         let part = |p: Part| w.parts.iter().find(|(q, _)| *q == p).map(|(_, ns)| *ns);
         assert_eq!(part(Part::Lsm), Some(380.0));
         assert_eq!(part(Part::Hook), Some(120.0));
         assert_eq!(part(Part::Syscall), Some(2500.0));
         assert_eq!(part(Part::Residual), Some(2000.0));
         // build was not probed: one bar of clean time.
-        let b = split(&sample_results().workloads[1]).unwrap();
+        let b = split(&sample_results().workloads[1]);
         assert_eq!(b.parts.len(), 1);
         assert!(b.parts[0].0 == Part::NotProbed);
+    }
+
+    #[test]
+    fn bandwidth_and_failed_workloads_have_their_row_in_the_overview() {
+        let mut r = sample_results();
+        let mut bw = r.workloads[0].clone();
+        bw.name = "bw_pipe".into();
+        bw.unit = Unit::MegabytesPerSecond;
+        bw.clean = vec![977.6; 3];
+        let mut failed = r.workloads[1].clone();
+        failed.name = "broken".into();
+        failed.clean.clear();
+        failed.failure = Some(crate::results::WorkloadFailure {
+            phase: "set-up".into(),
+            error: "no such file".into(),
+        });
+        r.workloads.extend([bw, failed]);
+        let html = overview(&r);
+        // The bandwidth op is what its rows' shares were taken of: split like a latency.
+        assert!(
+            html.contains(
+                "bw_pipe: LSM functions under the hooks: 380.0 ns/op, 7.6% of the clean op"
+            ),
+            "{html}"
+        );
+        assert!(html.contains(">977.6 MB/s<"), "{html}");
+        assert!(
+            html.contains(
+                "<text class=\"failed\" x=\"134\" y=\"114\">failed in set-up: no such file</text>"
+            ),
+            "{html}"
+        );
+        let page = render(&[r]);
+        assert!(page.contains("<p class=\"failed\">Workload failed in set-up: no such file</p>"));
+    }
+
+    #[test]
+    fn the_breakdown_bar_draws_the_table_s_shares_and_the_residual_as_text_says() {
+        let mut w = sample_results().workloads[0].clone();
+        // The hooks take 9100 ns of a 5000 ns op: 182% of it, as the table says.
+        w.attribution[1].ns_per_op = 9000.0;
+        let bar = stacked_bar(5000.0, &w.attribution);
+        assert!(
+            bar.contains("hook security_file_open 9000 ns/op (180.0%)"),
+            "{bar}"
+        );
+        assert!(
+            bar.contains("residual (outside the probed hooks) -4100 ns/op (-82.0%)"),
+            "{bar}"
+        );
+        // 100% of the op at 600 / 1.82 px: the bar runs past the line, never renormalised.
+        assert!(bar.contains("<path d=\"M329.7 0V24\""), "{bar}");
+    }
+
+    #[test]
+    fn every_chart_colours_a_path_by_its_kind() {
+        let html = render(&[sample_results()]);
+        let w = &sample_results().workloads[0];
+        let bar = stacked_bar(5000.0, &w.attribution);
+        // Both hooks orange, as in the overview's legend; the residual grey.
+        assert_eq!(bar.matches("fill=\"#f28e2b\"").count(), 4, "{bar}");
+        assert!(bar.contains(&format!("fill=\"{RESIDUAL_COLOUR}\"")));
+        assert_eq!(Part::Hook.colour(), "#f28e2b");
+        // A histogram's bars take their row's kind colour: the LSM function's is red.
+        let lsm = histogram(&w.attribution[2]);
+        assert!(lsm.contains("fill=\"#e15759\""), "{lsm}");
+        // The clean and probed means are no path's colour.
+        let means = html
+            .split("aria-label=\"clean vs probed mean\"")
+            .nth(1)
+            .unwrap();
+        let means = means.split("</svg>").next().unwrap();
+        for kind in [
+            PathKind::Syscall,
+            PathKind::Hook,
+            PathKind::Lsm,
+            PathKind::TaskPath,
+        ] {
+            assert!(!means.contains(kind_colour(kind)), "{means}");
+        }
+    }
+
+    #[test]
+    fn histogram_edges_are_scaled_and_spaced_apart() {
+        let mut row = sample_results().workloads[0].attribution[0].clone();
+        // Buckets 8..=20: 128 ns up to 1 ms.
+        row.histogram = vec![0; 21];
+        row.histogram[8] = 3;
+        row.histogram[20] = 1;
+        let svg = histogram(&row);
+        assert!(
+            svg.contains(">128.0 ns<") && svg.contains(">8.192 us<"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(">524.3 us<") || svg.contains(">1.049 ms<"),
+            "{svg}"
+        );
+        let xs: Vec<f64> = svg
+            .split("<text x=\"")
+            .skip(2)
+            .map(|t| t.split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(xs.len() >= 4, "{svg}");
+        assert!(xs.windows(2).all(|p| p[1] - p[0] >= 55.0), "{xs:?}");
     }
 
     #[test]
