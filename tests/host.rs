@@ -237,6 +237,10 @@ fn bad_input_is_one_line_and_exit_code_2() {
         (&["run", "--inject", "no_such_hook=100"], "no_such_hook"),
         (&["run", "--inject", "file_open=abc"], "whole number"),
         (
+            &["run", "--inject", "syscall:no_such_call=100"],
+            "'no_such_call' is not an x86_64 syscall",
+        ),
+        (
             &["run", "--probes", "none", "--stack-noop"],
             "--probes none",
         ),

@@ -100,11 +100,25 @@ pub struct LsmSlotConfig {
 }
 const _: () = assert!(size_of::<LsmSlotConfig>() == 8);
 
+/// Per syscall number: whether a tracked task busy-waits on its way out of it, and how long
+/// (ground-truth injection on kernels that refuse BPF LSM programs).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct SyscallInjectConfig {
+    pub busy_ns: u64,
+    /// 1 if the syscall is injected (with `busy_ns` 0 it still takes the injection's path, so
+    /// a baseline injecting 0 differs from a run injecting NS by the wait alone).
+    pub injected: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<SyscallInjectConfig>() == 16);
+
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: plain-old-data, repr(C), no implicit padding (sizes pinned above).
     unsafe impl aya::Pod for super::Tally {}
     unsafe impl aya::Pod for super::LsmSlotConfig {}
+    unsafe impl aya::Pod for super::SyscallInjectConfig {}
 }
 
 #[cfg(test)]

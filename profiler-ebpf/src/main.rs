@@ -5,6 +5,7 @@
 #![no_main]
 
 mod hooks;
+mod inject;
 mod lsm;
 mod maps;
 mod pair_parts;

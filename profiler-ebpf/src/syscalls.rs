@@ -45,9 +45,10 @@ pub fn empty_sys_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
-/// sys_enter's raw arguments: (struct pt_regs *regs, long id).
+/// sys_enter's raw arguments: (struct pt_regs *regs, long id); sys_exit's are
+/// (struct pt_regs *regs, long ret).
 #[inline(always)]
-fn raw_args(ctx: &RawTracePointContext) -> (*const u8, i64) {
+pub fn raw_args(ctx: &RawTracePointContext) -> (*const u8, i64) {
     let args = ctx.as_ptr() as *const u64;
     unsafe { (*args as *const u8, *args.add(1) as i64) }
 }
@@ -117,7 +118,7 @@ fn on_sys_exit() {
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
-fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
+pub fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is only tested for presence, never read through.
     if unsafe { GATE_OWNERS.get(&tgid) }.is_none() {

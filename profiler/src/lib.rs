@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod environment;
 pub mod history;
 pub mod import;
+pub mod injection;
 pub mod inspect;
 pub mod lmbench;
 pub mod measure;

@@ -8,13 +8,14 @@ use indicatif::ProgressBar;
 
 use crate::{
     discovery::{self, Found},
+    injection::{self, Injection},
     measure::SamplingOptions,
     memory,
     probes::{
         calibration::{self, Calibration},
         lsm_hook_of,
         selection::{self, Selection},
-        KernelBtf, ProbePlan, Probes, Target,
+        KernelBtf, ProbePlan, Probes, SyscallInjection, Target,
     },
     runner::{Supervisor, Wait},
     workloads::WorkloadSpec,
@@ -174,6 +175,26 @@ pub(crate) fn load_probes(
         calibration,
         focus,
     }))
+}
+
+/// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
+/// supervisor keeping its gate owners naming the runners (None without such an injection).
+pub(crate) fn inject_syscalls(
+    injections: &[Injection],
+    supervisor: &mut Supervisor,
+) -> Result<Wait<Option<SyscallInjection>>> {
+    let syscalls = injection::syscalls(injections);
+    if syscalls.is_empty() {
+        return Ok(Wait::Done(None));
+    }
+    require_bpf_privileges()?;
+    let Wait::Done(attached) = supervisor.blocking(move || SyscallInjection::attach(&syscalls))?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    let (injection, owners) = attached?;
+    supervisor.keep_windows_open(owners)?;
+    Ok(Wait::Done(Some(injection)))
 }
 
 /// The discovery pass in two rounds: the hooks and task paths each workload calls, then the

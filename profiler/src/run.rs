@@ -11,10 +11,11 @@ use profiler_common::MAX_GATE_OWNERS;
 
 use crate::{
     environment,
+    injection::{self, Injection},
     measure::{self, Overhead, SamplingOptions},
     memory,
     policy::Policy,
-    probe_setup::{load_probes, probe_kinds, ProbeSetup},
+    probe_setup::{inject_syscalls, load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
     results::{Destination, LsmProgramRecord, Results, SCHEMA_VERSION},
     runner::{Credentials, Supervisor, Wait},
@@ -127,10 +128,13 @@ pub struct CommonMeasureArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_GATE_OWNERS)))]
     pub parallel: u32,
-    /// Ground truth: a BPF LSM program on HOOK busy-waits NS per call for the whole run
-    /// (e.g. file_open=2000). Repeatable. It returns the verdict it was given.
-    #[arg(long, value_name = "HOOK=NS", value_parser = parse_inject)]
-    pub inject: Vec<(String, u64)>,
+    /// Ground truth, a known cost in force for the whole run, clean and probed samples alike.
+    /// HOOK=NS (or lsm:HOOK=NS): a BPF LSM program on HOOK busy-waits NS per call (e.g.
+    /// file_open=2000); it returns the verdict it was given. syscall:NAME=NS: the workload's
+    /// tasks, and no other process, busy-wait NS on their way out of syscall NAME (e.g.
+    /// syscall:getppid=2000); needs no BPF LSM. Repeatable.
+    #[arg(long, value_name = "[KIND:]TARGET=NS", value_parser = Injection::parse)]
+    pub inject: Vec<Injection>,
     /// Attach a no-op BPF LSM program on every hook the workloads use (LSM stacking on one
     /// boot). It returns the verdict it was given.
     #[arg(long)]
@@ -189,8 +193,8 @@ impl MeasureArgs {
         if let Some(j) = jobs {
             args.push(format!("--jobs={j}"));
         }
-        for (hook, ns) in inject {
-            args.push(format!("--inject={hook}={ns}"));
+        for injection in inject {
+            args.push(format!("--inject={injection}"));
         }
         if *stack_noop {
             args.push("--stack-noop".into());
@@ -200,22 +204,6 @@ impl MeasureArgs {
         }
         args
     }
-}
-
-fn parse_inject(s: &str) -> Result<(String, u64), String> {
-    let (hook, ns) = s
-        .split_once('=')
-        .ok_or("expected HOOK=NS, e.g. file_open=2000")?;
-    let ns: u64 = ns
-        .parse()
-        .map_err(|_| format!("'{ns}' is not a whole number of ns"))?;
-    if hook.is_empty() {
-        return Err("expected HOOK=NS, e.g. file_open=2000".into());
-    }
-    Ok((
-        hook.strip_prefix("security_").unwrap_or(hook).to_string(),
-        ns,
-    ))
 }
 
 /// `--pin` may name only CPUs this process is allowed on (`taskset`, a cpuset), not merely CPUs
@@ -299,8 +287,12 @@ pub fn measure_plan(
         );
     }
     let kinds = probe_kinds(&args.probes)?;
-    if kinds.is_none() && (args.stack_noop || !args.inject.is_empty()) {
-        bail!("--inject and --stack-noop need probes: they cannot be combined with --probes none");
+    let lsm_inject = injection::lsm_hooks(&args.inject);
+    if kinds.is_none() && (args.stack_noop || !lsm_inject.is_empty()) {
+        bail!(
+            "--inject HOOK=NS and --stack-noop need probes: they cannot be combined with \
+             --probes none (--inject syscall:NAME=NS can)"
+        );
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
     let bar = progress_bar(session.quiet, specs.len());
@@ -333,7 +325,7 @@ pub fn measure_plan(
             let setup = ProbeSetup {
                 kinds,
                 hooks: &args.hooks,
-                inject: &args.inject,
+                inject: &lsm_inject,
                 stack_noop: args.stack_noop,
                 specs,
                 options: &options,
@@ -355,6 +347,12 @@ pub fn measure_plan(
         }
         None => (None, None, None),
     };
+    // After calibration and discovery: the injection is part of the measured kernel only.
+    let Wait::Done(syscall_injection) = inject_syscalls(&args.inject, &mut supervisor)? else {
+        bar.finish_and_clear();
+        eprintln!("hookprof: interrupted before measuring");
+        return Ok(ExitCode::from(130));
+    };
 
     // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
     // only switched on when such programs are attached (they cost every program a little).
@@ -373,6 +371,7 @@ pub fn measure_plan(
         options: recorded_options(args, plan, policies, overhead),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
+        syscall_injections: Vec::new(),
         calibration,
         workloads: Vec::new(),
     };
@@ -418,7 +417,11 @@ pub fn measure_plan(
     if let Some(p) = &probes {
         results.lsm_programs = lsm_program_records(p);
     }
-    drop(probes); // unloads every program before anything else is printed
+    if let Some(injection) = &syscall_injection {
+        results.syscall_injections = injection.records()?;
+    }
+    // Unloads every program before anything else is printed.
+    drop((probes, syscall_injection));
     results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
     results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
 
@@ -531,7 +534,14 @@ fn recorded_options(
         ("pin", json!(args.pin)),
         ("parallel", json!(args.parallel)),
         ("user", json!(args.user)),
-        ("inject", json!(args.inject)),
+        (
+            "inject",
+            json!(args
+                .inject
+                .iter()
+                .map(Injection::to_string)
+                .collect::<Vec<_>>()),
+        ),
         ("stack_noop", json!(args.stack_noop)),
         ("timeout_per_workload", json!(args.timeout_per_workload)),
         (
@@ -576,7 +586,13 @@ mod tests {
                 probes: vec!["syscalls".into(), "hooks".into()],
                 pin: vec![0, 1],
                 parallel: 4,
-                inject: vec![("file_open".into(), 2000), ("task_alloc".into(), 10)],
+                inject: [
+                    "file_open=2000",
+                    "lsm:task_alloc=10",
+                    "syscall:getppid=2000",
+                ]
+                .map(|s| Injection::parse(s).unwrap())
+                .to_vec(),
                 stack_noop: true,
                 user: Some("nobody".into()),
                 timeout_per_workload: 60,

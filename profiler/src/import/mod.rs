@@ -115,6 +115,7 @@ pub(crate) fn new_results(label: &str, source: &str) -> Results {
         probes: Default::default(),
         calibration: None,
         lsm_programs: Vec::new(),
+        syscall_injections: Vec::new(),
         workloads: Vec::new(),
     }
 }

@@ -13,7 +13,7 @@ use crate::results::Refusal;
 
 /// The kernel's BTF as aya needs it, parsed once per process: it is slow under emulation, and
 /// a run loads several probe sets (the discovery rounds, the measured one).
-fn aya_btf() -> Result<&'static aya::Btf> {
+pub(super) fn aya_btf() -> Result<&'static aya::Btf> {
     static BTF: std::sync::OnceLock<aya::Btf> = std::sync::OnceLock::new();
     if let Some(btf) = BTF.get() {
         return Ok(btf);

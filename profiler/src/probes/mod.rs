@@ -11,6 +11,7 @@ mod lsm;
 mod refusal;
 pub mod selection;
 mod snapshot;
+mod syscall_injection;
 
 use anyhow::{Context, Result};
 use aya::{programs::links::FdLink, Ebpf};
@@ -30,8 +31,30 @@ pub use self::{
     lsm::lsm_hook_of,
     refusal::reason,
     snapshot::{tally_sum, Snapshot},
+    syscall_injection::{GateOwners, SyscallInjection},
 };
 use crate::results::{ProbeRecord, ProbeReport, Refusal};
+
+/// Makes `tgids` the only entries of a `GATE_OWNERS` map (of any instance of the object).
+fn replace_gate_owners<T: std::borrow::BorrowMut<aya::maps::MapData>>(
+    owners: &mut aya::maps::HashMap<T, u32, u8>,
+    tgids: &[u32],
+) -> Result<()> {
+    anyhow::ensure!(
+        tgids.len() <= profiler_common::MAX_GATE_OWNERS as usize,
+        "{} runners, at most {} can own the gate",
+        tgids.len(),
+        profiler_common::MAX_GATE_OWNERS
+    );
+    let old: Vec<u32> = owners.keys().collect::<Result<_, _>>()?;
+    for tgid in old.iter().filter(|t| !tgids.contains(t)) {
+        owners.remove(tgid).context("unset a gate owner")?;
+    }
+    for &tgid in tgids {
+        owners.insert(tgid, 1, 0).context("set a gate owner")?;
+    }
+    Ok(())
+}
 
 /// What to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,25 +118,12 @@ impl Probes {
     /// Makes `tgids` (the runners, one per parallel copy) the only processes whose gate calls
     /// open and close tracking windows; until then nobody's do.
     pub fn set_gate_owners(&mut self, tgids: &[u32]) -> Result<()> {
-        anyhow::ensure!(
-            tgids.len() <= profiler_common::MAX_GATE_OWNERS as usize,
-            "{} runners, at most {} can own the gate",
-            tgids.len(),
-            profiler_common::MAX_GATE_OWNERS
-        );
         let mut owners: aya::maps::HashMap<_, u32, u8> = aya::maps::HashMap::try_from(
             self.ebpf
                 .map_mut("GATE_OWNERS")
                 .context("no GATE_OWNERS map")?,
         )?;
-        let old: Vec<u32> = owners.keys().collect::<Result<_, _>>()?;
-        for tgid in old.iter().filter(|t| !tgids.contains(t)) {
-            owners.remove(tgid).context("unset a gate owner")?;
-        }
-        for &tgid in tgids {
-            owners.insert(tgid, 1, 0).context("set a gate owner")?;
-        }
-        Ok(())
+        replace_gate_owners(&mut owners, tgids)
     }
 
     /// Records refusals met elsewhere (the discovery pass's), so the run's report has them.

@@ -362,6 +362,7 @@ pub(crate) mod tests {
             },
             calibration: None,
             lsm_programs: Vec::new(),
+            syscall_injections: Vec::new(),
             workloads: vec![
                 WorkloadResult {
                     name: "open_close".into(),

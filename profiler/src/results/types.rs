@@ -27,6 +27,9 @@ pub struct Results {
     /// Ground-truth BPF LSM programs attached for the whole run (`--inject`, `--stack-noop`).
     #[serde(default)]
     pub lsm_programs: Vec<LsmProgramRecord>,
+    /// Syscall injections in force for the whole run (`--inject syscall:NAME=NS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syscall_injections: Vec<SyscallInjectionRecord>,
     pub workloads: Vec<WorkloadResult>,
 }
 
@@ -38,6 +41,26 @@ pub struct LsmProgramRecord {
     pub busy_ns: u64,
     /// The kernel's own BPF statistics for the program over the whole run: invocations and
     /// mean run time (a cross-check of the injected cost).
+    #[serde(default)]
+    pub runs: u64,
+    #[serde(default)]
+    pub mean_run_ns: f64,
+}
+
+/// A syscall the runners' tracked tasks busy-waited on, on their way out of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyscallInjectionRecord {
+    /// x86_64 name and number.
+    pub syscall: String,
+    pub nr: u32,
+    /// The wait asked for, ns per call.
+    pub busy_ns: u64,
+    /// Calls that waited (the tracked tasks' calls only, clean and probed samples alike) and
+    /// the wait each took on average, clock to clock.
+    pub calls: u64,
+    pub mean_wait_ns: f64,
+    /// The kernel's own BPF statistics for the program: it runs on every syscall exit on the
+    /// machine (an untracked task's after one lookup), so these are mostly others' runs.
     #[serde(default)]
     pub runs: u64,
     #[serde(default)]

@@ -26,7 +26,7 @@ use super::{
     serve::RunnerArgs,
     Wait,
 };
-use crate::policy::Policy;
+use crate::{policy::Policy, probes::GateOwners};
 
 /// How often the progress display is redrawn while a request is under way.
 const TICK: Duration = Duration::from_millis(100);
@@ -63,6 +63,9 @@ pub struct Supervisor {
     deadline: Option<Instant>,
     bar: ProgressBar,
     interrupted: bool,
+    /// With a syscall injection: its gate owners, kept naming the runners, whose work then
+    /// always runs inside their tracking windows (see `keep_windows_open`).
+    injection_owners: Option<GateOwners>,
 }
 
 /// How waiting for a reply ended.
@@ -101,6 +104,7 @@ impl Supervisor {
             deadline: None,
             bar,
             interrupted: false,
+            injection_owners: None,
         })
     }
 
@@ -141,6 +145,29 @@ impl Supervisor {
         Ok(())
     }
 
+    /// From now on, every runner's set-up and runs happen inside its tracking window, clean
+    /// runs too, and `owners` (a syscall injection's) always names the runners: the injection
+    /// is a kernel change in force for the whole run, not only while probes are attached.
+    pub fn keep_windows_open(&mut self, owners: GateOwners) -> Result<()> {
+        self.injection_owners = Some(owners);
+        self.owners_follow_runners()
+    }
+
+    /// True once `keep_windows_open` was called: every request runs tracked.
+    pub fn windows_kept_open(&self) -> bool {
+        self.injection_owners.is_some()
+    }
+
+    fn owners_follow_runners(&mut self) -> Result<()> {
+        let pids: Vec<u32> = self.runners.iter().map(|r| r.pid).collect();
+        match &mut self.injection_owners {
+            Some(owners) => owners
+                .set(&pids)
+                .context("name the runners to the injection"),
+            None => Ok(()),
+        }
+    }
+
     /// The pid of the first runner (started if there is none): the probes' gate owner.
     pub fn runner_pid(&mut self) -> Result<u32> {
         Ok(self.runner_pids(1)?[0])
@@ -151,6 +178,7 @@ impl Supervisor {
         while self.runners.len() < n {
             let runner = self.spawn()?;
             self.runners.push(runner);
+            self.owners_follow_runners()?;
         }
         Ok(self.runners[..n].iter().map(|r| r.pid).collect())
     }
@@ -366,6 +394,7 @@ impl Supervisor {
             .map(|r| self.rt.block_on(r.child.wait()).ok())
             .collect();
         kill_orphans();
+        let _ = self.owners_follow_runners(); // none left: nobody's gate counts
         statuses
     }
 
@@ -393,6 +422,7 @@ impl Supervisor {
             }
         }
         kill_orphans();
+        let _ = self.owners_follow_runners(); // none left: nobody's gate counts
     }
 }
 

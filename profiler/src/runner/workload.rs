@@ -55,6 +55,7 @@ impl<'s> RemoteWorkload<'s> {
         setups: Vec<WorkloadSetup>,
     ) -> Result<Wait<RemoteWorkload<'s>>> {
         let runner_pids = supervisor.runner_pids(setups.len())?;
+        let tracked_anyway = supervisor.windows_kept_open();
         let requests: Vec<Request> = setups
             .into_iter()
             .map(|setup| Request::Create {
@@ -63,7 +64,7 @@ impl<'s> RemoteWorkload<'s> {
                 scratch_dir: setup.scratch_dir,
                 pin: setup.pin,
                 jobs: setup.jobs,
-                tracked: setup.tracked,
+                tracked: setup.tracked || tracked_anyway,
             })
             .collect();
         let created = supervisor.request_each(&requests);
@@ -114,7 +115,7 @@ impl<'s> RemoteWorkload<'s> {
         let start_at_ns = (self.copies() > 1).then(|| monotonic_ns() + START_AHEAD_NS);
         let request = Request::Run {
             ops,
-            tracked,
+            tracked: tracked || self.supervisor.windows_kept_open(),
             start_at_ns,
         };
         let requests = vec![request; self.copies()];
