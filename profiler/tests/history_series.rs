@@ -58,7 +58,17 @@ fn each_step_of_an_imported_kernbench_series_is_listed_with_size_and_p() {
         "{elapsed}"
     );
     assert!(step("build.system").contains("(+4.2%)"), "{text}");
-    assert!(text.contains("No change point: build.user"), "{text}");
+    // The flat metric says which step its 11 points could have found.
+    assert!(
+        text.contains(
+            "No change point in 1 metric; what each could have found:\n  build.user: a step of ±"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("in the middle of these 11 points would be found in 80%"),
+        "{text}"
+    );
 
     let json = hookprof(&[
         "history",

@@ -1,7 +1,11 @@
 //! `hookprof history`: a series of results (nightly runs, a patch series, imported kernbench
 //! logs) in order, and where each metric's level steps, with the size of the step, its
-//! significance and, for hookprof results, the hooks whose cost moved at that point.
+//! significance and, for hookprof results, the hooks whose cost moved at that point. Each point
+//! is valued from its own replicates (its rounds, else its samples); the scatter between points
+//! is the noise a step must beat, and a metric without a step says which step it could have
+//! found.
 use std::{
+    collections::HashMap,
     fmt::Write,
     path::{Path, PathBuf},
     process::ExitCode,
@@ -13,13 +17,21 @@ use crate::{
     compare::{self, attribution_lines, ChangeAttribution},
     report::text::num,
     results::{Results, Unit},
-    stats::{self, Criteria},
+    stats::Criteria,
 };
 
 pub mod edivisive;
+pub mod noise;
+
+use self::{
+    edivisive::Detectable,
+    noise::{Noise, PointValue, Replicate},
+};
 
 /// Shuffles per permutation test: p-values down to 0.001.
 const PERMUTATIONS: usize = 999;
+/// The longest series `points_needed` looks at (far beyond what any alpha > 0.001 needs).
+const MAX_POINTS_NEEDED: usize = 64;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
@@ -76,9 +88,37 @@ pub struct MetricHistory {
     /// `workload` or `workload.extra`.
     pub metric: String,
     pub unit: Unit,
-    /// Per point of the series: the median of that file's samples (None when it lacks the metric).
+    /// Per point of the series: the mean of that file's round medians, or the median of its
+    /// samples when it records one round (None when it lacks the metric).
     pub values: Vec<Option<f64>>,
+    /// What every point's value came from (None when the points differ).
+    pub replicate: Option<Replicate>,
+    /// Within and between points, around the levels between the steps (None without a level
+    /// of two points).
+    pub noise: Option<Noise>,
+    pub sensitivity: Sensitivity,
     pub steps: Vec<Step>,
+}
+
+/// Which step the series could find: the smallest step in its middle that the method finds
+/// in [`edivisive::POWER`] of series of this length with this noise (normal), at the metric's
+/// alpha.
+#[derive(Debug, Serialize)]
+pub struct Sensitivity {
+    /// Points with the metric.
+    pub points: usize,
+    /// The mean of those points: what relative steps are relative to.
+    pub level: f64,
+    /// In the metric's unit; None when the series is too short for any step, or its noise
+    /// unknown.
+    pub detectable_step: Option<f64>,
+    /// detectable_step over the mean of the points.
+    pub detectable_relative: Option<f64>,
+    /// When the series is too short: the fewest points in which a step can be found at this
+    /// alpha (None: none up to 64 points, the permutation test's p never goes below alpha)...
+    pub points_needed: Option<usize>,
+    /// ... and the step those points could find with this series' noise.
+    pub step_with_points_needed: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -141,8 +181,8 @@ fn ordered(mut files: Vec<(PathBuf, Results)>, order: Order) -> Vec<(PathBuf, Re
     files
 }
 
-/// One metric's value in one file: the median of its clean samples.
-fn value(r: &Results, workload: &str, extra: Option<&str>) -> Option<(f64, Unit)> {
+/// One metric's point in one file, from its clean samples' rounds.
+fn value(r: &Results, workload: &str, extra: Option<&str>) -> Option<(PointValue, Unit)> {
     let w = r.workload(workload)?;
     let (samples, unit) = match extra {
         None => (&w.clean, w.unit),
@@ -151,7 +191,38 @@ fn value(r: &Results, workload: &str, extra: Option<&str>) -> Option<(f64, Unit)
             (&m.clean, m.unit)
         }
     };
-    Some((stats::summarize(samples)?.median, unit))
+    Some((noise::point_value(&w.by_round(samples))?, unit))
+}
+
+/// The step a series of `points` could find, with `noise`, around `level`; `detectable` gives
+/// the step in units of the noise for a length (memoised by the caller: it is simulated).
+fn sensitivity(
+    points: usize,
+    noise: Option<&Noise>,
+    level: f64,
+    alpha: f64,
+    detectable: &mut impl FnMut(usize) -> Detectable,
+) -> Sensitivity {
+    let sd = noise.map(Noise::sd);
+    let scaled = |d: Detectable| match (d, sd) {
+        (Detectable::Step(k), Some(sd)) => Some(k * sd),
+        _ => None,
+    };
+    let detectable_step = scaled(detectable(points));
+    let points_needed = match detectable(points) {
+        Detectable::Step(_) => None,
+        Detectable::TooShort => edivisive::points_needed(alpha, PERMUTATIONS, MAX_POINTS_NEEDED),
+    };
+    Sensitivity {
+        points,
+        level,
+        detectable_step,
+        detectable_relative: detectable_step
+            .filter(|_| level != 0.0)
+            .map(|s| s / level.abs()),
+        points_needed,
+        step_with_points_needed: points_needed.and_then(|m| scaled(detectable(m))),
+    }
 }
 
 /// Every metric of the series in first-seen order: workloads, then `workload.extra`.
@@ -186,13 +257,19 @@ pub fn analyse(
         ),
     };
     let alpha_per_metric = alpha / chosen.len().max(1) as f64;
+    let mut simulated: HashMap<usize, Detectable> = HashMap::new();
+    let mut detectable = |n: usize| {
+        *simulated
+            .entry(n)
+            .or_insert_with(|| edivisive::detectable_step(n, alpha_per_metric, PERMUTATIONS))
+    };
     let mut metrics = Vec::new();
     for name in chosen {
         let (workload, extra) = match name.split_once('.') {
             Some((w, e)) => (w, Some(e)),
             None => (name.as_str(), None),
         };
-        let values: Vec<Option<(f64, Unit)>> = files
+        let values: Vec<Option<(PointValue, Unit)>> = files
             .iter()
             .map(|(_, r)| value(r, workload, extra))
             .collect();
@@ -201,10 +278,11 @@ pub fn analyse(
         };
         // The series skips points without the metric; indices map back to the points.
         let present: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_some()).collect();
-        let series: Vec<f64> = present
+        let points: Vec<PointValue> = present
             .iter()
             .map(|&i| values[i].expect("present").0)
             .collect();
+        let series: Vec<f64> = points.iter().map(|p| p.value).collect();
         let found = edivisive::change_points(&series, alpha_per_metric, PERMUTATIONS);
         let bounds: Vec<usize> = std::iter::once(0)
             .chain(found.iter().map(|c| c.index))
@@ -237,16 +315,28 @@ pub fn analyse(
                 }
             })
             .collect();
+        let noise = noise::noise(&points, &bounds);
+        let level = series.iter().sum::<f64>() / series.len() as f64;
         metrics.push(MetricHistory {
             metric: name,
             unit,
-            values: values.iter().map(|v| v.map(|(x, _)| x)).collect(),
+            values: values.iter().map(|v| v.map(|(p, _)| p.value)).collect(),
+            replicate: Some(points[0].replicate)
+                .filter(|r| points.iter().all(|p| p.replicate == *r)),
+            sensitivity: sensitivity(
+                series.len(),
+                noise.as_ref(),
+                level,
+                alpha_per_metric,
+                &mut detectable,
+            ),
+            noise,
             steps,
         });
     }
     Ok(History {
-        method: "E-Divisive means (Matteson & James 2014) on each file's median, \
-                 permutation test",
+        method: "E-Divisive means (Matteson & James 2014) on each file's value (the mean of \
+                 its rounds' medians, or its samples' median), permutation test",
         points: files
             .iter()
             .map(|(p, r)| Point {
@@ -268,6 +358,14 @@ fn moved_paths(before: &[Results], after: &[Results], workload: &str) -> Option<
         .into_iter()
         .find(|w| w.name == workload)?
         .attribution
+}
+
+/// A significance level to three significant digits: 0.05, 0.0125, 0.00278.
+fn format_alpha(alpha: f64) -> String {
+    let decimals = (2.0 - alpha.log10().floor()).max(0.0) as usize;
+    let text = format!("{alpha:.decimals$}");
+    let text = text.trim_end_matches('0');
+    text.trim_end_matches('.').to_string()
 }
 
 fn format_p(p: f64) -> String {
@@ -292,15 +390,10 @@ pub fn render_text(h: &History) -> String {
         "Change points: {}, {} shuffles, p < {}{family}; a level must hold for {} points.",
         h.method,
         h.permutations,
-        format_p(h.alpha_per_metric),
+        format_alpha(h.alpha_per_metric),
         edivisive::MIN_SEGMENT
     );
-    let quiet: Vec<&str> = h
-        .metrics
-        .iter()
-        .filter(|m| m.steps.is_empty())
-        .map(|m| m.metric.as_str())
-        .collect();
+    let quiet: Vec<&MetricHistory> = h.metrics.iter().filter(|m| m.steps.is_empty()).collect();
     for m in h
         .metrics
         .iter()
@@ -314,7 +407,11 @@ pub fn render_text(h: &History) -> String {
             .collect();
         let _ = writeln!(out, "\n{} ({u}): {}", m.metric, values.join(" "));
         if m.steps.is_empty() {
-            let _ = writeln!(out, "  no change point");
+            let _ = writeln!(
+                out,
+                "  no change point: {}",
+                could_find(m, h.alpha_per_metric)
+            );
         }
         for s in &m.steps {
             let p = &h.points[s.at];
@@ -334,11 +431,106 @@ pub fn render_text(h: &History) -> String {
                 }
             }
         }
+        if let Some(line) = noise_line(m) {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     if !quiet.is_empty() && h.metrics.len() > 1 {
-        let _ = writeln!(out, "\nNo change point: {}", quiet.join(", "));
+        let _ = writeln!(
+            out,
+            "\nNo change point in {} metric{}; what each could have found:",
+            quiet.len(),
+            if quiet.len() == 1 { "" } else { "s" }
+        );
+        for m in quiet {
+            let _ = writeln!(out, "  {}: {}", m.metric, could_find(m, h.alpha_per_metric));
+        }
     }
     out
+}
+
+/// `±0.33 us (6.5%)`.
+fn step_size(step: f64, level: f64, unit: Unit) -> String {
+    let relative = if level == 0.0 {
+        String::new()
+    } else {
+        // Two decimals below 1%, where noise of a few hundredths of a percent is common.
+        let percent = step / level.abs() * 100.0;
+        let decimals = if percent < 1.0 { 2 } else { 1 };
+        format!(" ({percent:.decimals$}%)")
+    };
+    format!("±{} {}{relative}", num(step), unit.symbol())
+}
+
+/// The noise a step must beat: between the points, and within one from its own replicates.
+fn noise_line(m: &MetricHistory) -> Option<String> {
+    let n = m.noise.as_ref()?;
+    let level = m.sensitivity.level;
+    let mut line = format!(
+        "noise: {} between points (sd, {} df)",
+        step_size(n.between_points_sd, level, m.unit).trim_start_matches('±'),
+        n.df
+    );
+    if let Some(se) = n.within_point_se {
+        let from = match m.replicate {
+            Some(Replicate::Round) => "its rounds",
+            Some(Replicate::Sample) => "its samples",
+            None => "its rounds or samples",
+        };
+        let _ = write!(
+            line,
+            ", {} within a point (standard error from {from})",
+            step_size(se, level, m.unit).trim_start_matches('±')
+        );
+    }
+    Some(line)
+}
+
+/// Which step the series could have found, for a metric without a change point.
+fn could_find(m: &MetricHistory, alpha: f64) -> String {
+    let s = &m.sensitivity;
+    let power = edivisive::POWER * 100.0;
+    let points = |n: usize| format!("{n} point{}", if n == 1 { "" } else { "s" });
+    match (s.detectable_step, s.points_needed) {
+        (Some(step), _) => format!(
+            "a step of {} or more in the middle of these {} would be found in {power:.0}% of \
+             such series",
+            step_size(step, s.level, m.unit),
+            points(s.points)
+        ),
+        (None, Some(needed)) => {
+            let mut text = format!(
+                "{} cannot show a step at p < {} (a level must hold {} points, and the \
+                 permutation test needs {needed} points in all)",
+                points(s.points),
+                format_alpha(alpha),
+                edivisive::MIN_SEGMENT
+            );
+            let _ = match s.step_with_points_needed {
+                Some(step) => write!(
+                    text,
+                    "; {needed} points with this noise would find a step of {} in {power:.0}% \
+                     of such series",
+                    step_size(step, s.level, m.unit)
+                ),
+                None => write!(
+                    text,
+                    "; the noise between points is unknown (no level of 2 points)"
+                ),
+            };
+            text
+        }
+        (None, None) if m.noise.is_none() => {
+            "the noise between points is unknown (no level of 2 points)".into()
+        }
+        (None, None) => format!(
+            "no series of up to {MAX_POINTS_NEEDED} points shows a step at p < {} with {} \
+             shuffles (p never goes below {}): analyse fewer metrics (--metric) or raise --alpha",
+            format_alpha(alpha),
+            PERMUTATIONS,
+            format_alpha(1.0 / (PERMUTATIONS + 1) as f64)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -415,5 +607,110 @@ mod tests {
             .metrics
             .iter()
             .any(|m| m.metric == "build" && m.steps.is_empty()));
+    }
+
+    /// Ten nightly runs of open_close, three rounds of five samples each: samples agree within
+    /// a round (0.2%), rounds within a run differ by up to 3%, runs by up to 4%, as issue-sized
+    /// run-to-run noise does on a busy machine. `step` multiplies the last five runs.
+    fn rounds_series(points: usize, step: f64) -> Vec<(PathBuf, Results)> {
+        const RUN: [f64; 10] = [0.01, -0.04, 0.03, 0.0, -0.02, 0.04, -0.01, 0.02, -0.03, 0.0];
+        const ROUND: [f64; 3] = [0.03, -0.02, 0.0];
+        const SAMPLE: [f64; 5] = [0.002, -0.001, 0.0, 0.001, -0.002];
+        (0..points)
+            .map(|run| {
+                let mut r = sample_results();
+                r.label = format!("run-{run}");
+                r.environment.started_at = 1_000_000 + 86_400 * run as u64;
+                let level =
+                    5.0 * (1.0 + RUN[run % 10]) * if run >= points / 2 { step } else { 1.0 };
+                let w = &mut r.workloads[0];
+                w.clean = (0..3)
+                    .flat_map(|round| {
+                        let round_level = level * (1.0 + ROUND[(round + run) % 3]);
+                        SAMPLE.iter().map(move |s| round_level * (1.0 + s))
+                    })
+                    .collect();
+                w.round_sizes = vec![5, 5, 5];
+                (PathBuf::from(format!("r{run:02}.json")), r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_noisy_flat_series_of_rounds_has_no_step_and_says_what_it_could_find() {
+        let h = analyse(&rounds_series(10, 1.0), Some("open_close"), 0.05).unwrap();
+        let m = &h.metrics[0];
+        let text = render_text(&h);
+        assert!(m.steps.is_empty(), "{text}");
+        assert_eq!(m.replicate, Some(Replicate::Round));
+        // Each point is the mean of its three round medians.
+        assert!((m.values[0].unwrap() - 5.05 * (1.0 + 0.01 / 3.0)).abs() < 1e-9);
+        let noise = m.noise.unwrap();
+        assert_eq!(noise.df, 9);
+        // The rounds' own spread (about 1.5% standard error) is less than the runs' (2.7%).
+        assert!(noise.within_point_se.unwrap() < noise.between_points_sd);
+        let step = m.sensitivity.detectable_relative.unwrap();
+        let Detectable::Step(k) = edivisive::detectable_step(10, 0.05, PERMUTATIONS) else {
+            panic!("10 points can show a step");
+        };
+        let sd = noise.between_points_sd / m.sensitivity.level;
+        assert!((step - k * sd).abs() < 1e-12, "{step} vs {k} x {sd}");
+        assert!(
+            text.contains("no change point: a step of ±")
+                && text.contains("or more in the middle of these 10 points would be found in 80%"),
+            "{text}"
+        );
+        assert!(
+            text.contains("within a point (standard error from its rounds)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_twenty_percent_step_in_the_middle_of_the_same_noise_is_found() {
+        let h = analyse(&rounds_series(10, 1.2), Some("open_close"), 0.05).unwrap();
+        let m = &h.metrics[0];
+        assert_eq!(m.steps.len(), 1, "{}", render_text(&h));
+        assert_eq!(m.steps[0].at, 5);
+        assert!(
+            (m.steps[0].relative - 0.2).abs() < 0.03,
+            "{}",
+            m.steps[0].relative
+        );
+        // The noise is measured around each level, not across the step.
+        assert!(m.noise.unwrap().between_points_sd < 0.05 * 6.0);
+    }
+
+    #[test]
+    fn three_points_say_how_many_points_a_step_needs_and_which_they_could_find() {
+        let h = analyse(&rounds_series(3, 1.0), Some("open_close"), 0.05).unwrap();
+        let m = &h.metrics[0];
+        let s = &m.sensitivity;
+        assert_eq!(
+            (s.points, s.detectable_step, s.points_needed),
+            (3, None, Some(8))
+        );
+        let Detectable::Step(k) = edivisive::detectable_step(8, 0.05, PERMUTATIONS) else {
+            panic!("8 points can show a step");
+        };
+        let sd = m.noise.unwrap().sd();
+        assert!((s.step_with_points_needed.unwrap() - k * sd).abs() < 1e-12);
+        let text = render_text(&h);
+        assert!(
+            text.contains(
+                "no change point: 3 points cannot show a step at p < 0.05 (a level must hold 2 \
+                 points, and the permutation test needs 8 points in all); 8 points with this \
+                 noise would find a step of ±"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn significance_levels_print_to_three_significant_digits() {
+        assert_eq!(format_alpha(0.05), "0.05");
+        assert_eq!(format_alpha(0.05 / 4.0), "0.0125");
+        assert_eq!(format_alpha(0.05 / 18.0), "0.00278");
+        assert_eq!(format_alpha(0.0005), "0.0005");
     }
 }

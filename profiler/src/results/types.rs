@@ -341,6 +341,12 @@ impl WorkloadResult {
     pub fn probed_by_round(&self) -> Vec<&[f64]> {
         split_by_round(&self.probed, &self.round_sizes)
     }
+
+    /// Any per-sample series of this workload (a further metric's), split by round as
+    /// [`WorkloadResult::clean_by_round`].
+    pub fn by_round<'a>(&self, samples: &'a [f64]) -> Vec<&'a [f64]> {
+        split_by_round(samples, &self.round_sizes)
+    }
 }
 
 fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
