@@ -647,7 +647,7 @@ mod tests {
         assert!((m.values[0].unwrap() - 5.05 * (1.0 + 0.01 / 3.0)).abs() < 1e-9);
         let noise = m.noise.unwrap();
         assert_eq!(noise.df, 9);
-        // The rounds' own spread (about 1.5% standard error) is less than the runs' (2.7%).
+        // The rounds' own spread (1.4% standard error) is less than the runs' (2.6%).
         assert!(noise.within_point_se.unwrap() < noise.between_points_sd);
         let step = m.sensitivity.detectable_relative.unwrap();
         let Detectable::Step(k) = edivisive::detectable_step(10, 0.05, PERMUTATIONS) else {
