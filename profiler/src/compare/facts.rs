@@ -100,8 +100,9 @@ pub struct CallCounts {
 type Key = (Counted, String, Option<String>);
 
 /// One file's counts for one workload, and the kinds it counted at all (a kind it did not
-/// count says nothing about the paths of that kind).
-fn counts_of(w: &WorkloadResult) -> (BTreeSet<Counted>, BTreeMap<Key, f64>) {
+/// count says nothing about the paths of that kind). Task events count only where the file's
+/// probes include all three task tracepoints: without them the counters stay at 0.
+fn counts_of(w: &WorkloadResult, tasks_probed: bool) -> (BTreeSet<Counted>, BTreeMap<Key, f64>) {
     let mut kinds = BTreeSet::new();
     let mut counts = BTreeMap::new();
     for r in &w.attribution {
@@ -111,8 +112,8 @@ fn counts_of(w: &WorkloadResult) -> (BTreeSet<Counted>, BTreeMap<Key, f64>) {
             .entry((kind, r.name.clone(), r.parent.clone()))
             .or_insert(0.0) += r.calls_per_op;
     }
-    for event in TASK_EVENTS {
-        if let Some(&n) = w.events_per_op.get(event) {
+    for event in TASK_EVENTS.iter().filter(|_| tasks_probed) {
+        if let Some(&n) = w.events_per_op.get(*event) {
             kinds.insert(Counted::TaskEvent);
             counts.insert((Counted::TaskEvent, event.to_string(), None), n);
         }
@@ -120,11 +121,24 @@ fn counts_of(w: &WorkloadResult) -> (BTreeSet<Counted>, BTreeMap<Key, f64>) {
     (kinds, counts)
 }
 
+/// True if the run attached the fork, exec and exit tracepoints.
+fn tasks_probed(r: &Results) -> bool {
+    TASK_EVENTS.iter().all(|event| {
+        let target = format!("sched_process_{event}");
+        r.probes.attached.iter().any(|a| a.target == target)
+    })
+}
+
 /// Each file's counts of workload `name` on one side.
 fn side_counts(side: &[Results], name: &str) -> Vec<(BTreeSet<Counted>, BTreeMap<Key, f64>)> {
     side.iter()
-        .flat_map(|r| r.workloads.iter().filter(|w| w.name == name))
-        .map(counts_of)
+        .flat_map(|r| {
+            let tasks = tasks_probed(r);
+            r.workloads
+                .iter()
+                .filter(|w| w.name == name)
+                .map(move |w| counts_of(w, tasks))
+        })
         .filter(|(kinds, _)| !kinds.is_empty())
         .collect()
 }
@@ -388,6 +402,7 @@ mod tests {
         calls(&mut new, "security_file_open", 2.0);
         // The old side counted task events (fork, exit) but never an exec.
         new.workloads[0].events_per_op.insert("exec".into(), 1.0);
+        let (old, new) = (with_task_probes(old), with_task_probes(new));
         let c = call_counts(&[old], &[new]);
         assert_eq!(c.workloads_compared, ["open_close"]);
         let lines: Vec<String> = c.differences.iter().map(difference_line).collect();
@@ -401,6 +416,25 @@ mod tests {
         );
         assert_eq!(c.differences[0].change, CountChange::Changed);
         assert_eq!(c.selection_note, None);
+    }
+
+    fn with_task_probes(mut r: Results) -> Results {
+        for event in TASK_EVENTS {
+            r.probes.attached.push(crate::results::ProbeRecord {
+                kind: "tp_btf".into(),
+                target: format!("sched_process_{event}"),
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn task_events_without_their_tracepoints_are_not_counted() {
+        // The old run had no task tracepoints: its zero execs say nothing.
+        let mut new = with_task_probes(sample_results());
+        new.workloads[0].events_per_op.insert("exec".into(), 1.0);
+        let c = call_counts(&[sample_results()], &[new]);
+        assert!(c.differences.is_empty(), "{:?}", c.differences);
     }
 
     #[test]
