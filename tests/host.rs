@@ -245,6 +245,14 @@ fn bad_input_is_one_line_and_exit_code_2() {
             "--probes none",
         ),
         (&["run", "--pin", "100000"], "--pin 100000"),
+        (
+            &["run", "--pin", "0,0,0"],
+            "--pin 0,0,0: give one CPU, or two",
+        ),
+        (
+            &["stat", "--pin", "0", "--pin", "0,0", "--", "true"],
+            "--pin 0,0,0",
+        ),
         (&["run", "--samples", "1"], "--samples"),
         (&["run", "--parallel", "0"], "--parallel"),
         (&["run", "--parallel", "65"], "--parallel"),

@@ -30,6 +30,9 @@ pub struct HooksArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// List every function the kernel refused, not only how many and why.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -112,20 +115,38 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
         kinds.add_row([kind.as_str(), status.as_str().unwrap_or("")]);
     }
     println!("{kinds}\n");
+    print!("{}", function_lines(&functions, &report, args.verbose));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The functions tried, one line each; without `verbose` the refused ones are counted per
+/// reason instead (on a kernel that refuses trampolines that is every one of them).
+fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> String {
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)
         .set_header(["function", "under", "lsm", "fentry/fexit"]);
-    for t in &functions {
+    // (status, how many) per refusal status, in the order first met.
+    let mut refused: Vec<(String, usize)> = Vec::new();
+    for t in functions {
         // The reason is on the probe kind's line above; here the errno is enough.
-        let refused = report.refused.iter().find(|r| r.target == t.function);
-        let status = refused.map_or_else(
+        let refusal = report.refused.iter().find(|r| r.target == t.function);
+        let status = refusal.map_or_else(
             || "attached".to_string(),
             |r| match r.errno {
                 Some(n) => format!("refused ({})", std::io::Error::from_raw_os_error(n)),
                 None => "refused".to_string(),
             },
         );
+        if refusal.is_some() {
+            match refused.iter_mut().find(|(s, _)| *s == status) {
+                Some((_, n)) => *n += 1,
+                None => refused.push((status.clone(), 1)),
+            }
+            if !verbose {
+                continue;
+            }
+        }
         table.add_row([
             t.function.as_str(),
             t.parent.as_deref().unwrap_or(""),
@@ -133,8 +154,19 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
             &status,
         ]);
     }
-    println!("{table}");
-    Ok(ExitCode::SUCCESS)
+    let mut out = String::new();
+    if !table.is_empty() {
+        out.push_str(&format!("{table}\n"));
+    }
+    if !verbose {
+        for (status, n) in &refused {
+            let functions = if *n == 1 { "function" } else { "functions" };
+            out.push_str(&format!(
+                "{n} {functions} {status} for fentry/fexit (-v lists them)\n"
+            ));
+        }
+    }
+    out
 }
 
 /// Whether a BPF LSM program loads and attaches here ("available" or the reason it does not).
@@ -289,6 +321,50 @@ fn print_pair_parts(
             "  kernel stats, {what}: per helper call: current task {task:.1} ns, its storage \
              {:.1} ns, clock {clock:.1} ns, tally {tally:.1} ns ({who_calls_what})",
             state - task
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Refusal;
+
+    #[test]
+    fn refused_functions_are_counted_per_reason_and_listed_with_verbose() {
+        let functions: Vec<Target> = ["security_file_open", "security_file_free", "do_exit"]
+            .into_iter()
+            .map(Target::top)
+            .collect();
+        let refusal = |target: &str| Refusal {
+            kind: "fentry".into(),
+            target: target.into(),
+            errno: Some(libc::EPERM),
+            reason: "EPERM: the kernel refuses BPF trampolines here".into(),
+        };
+        let report = ProbeReport {
+            attached: Vec::new(),
+            refused: vec![refusal("security_file_open"), refusal("security_file_free")],
+        };
+        let short = function_lines(&functions, &report, false);
+        assert_eq!(short.lines().count(), 3, "{short}");
+        assert!(
+            short.contains(" do_exit ") && short.contains(" attached"),
+            "{short}"
+        );
+        assert!(!short.contains("security_file_open"), "{short}");
+        assert!(
+            short.ends_with(
+                "2 functions refused (Operation not permitted (os error 1)) for fentry/fexit \
+                 (-v lists them)\n"
+            ),
+            "{short}"
+        );
+        let all = function_lines(&functions, &report, true);
+        assert_eq!(all.lines().count(), 4, "{all}");
+        assert!(
+            all.contains("security_file_free") && !all.contains("-v lists"),
+            "{all}"
         );
     }
 }

@@ -8,10 +8,11 @@ use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat}
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
 #[command(arg_required_else_help = true)]
 #[command(after_help = "Exit codes (for CI):\n  \
-0    success; compare: no regression (inconclusive workloads only warn)\n  \
-1    compare: a workload regressed\n  \
-2    bad input or error; run: a workload failed (the results file holds the others,\n       with \"complete\": false)\n  \
-3    compare --fail-on inconclusive: a workload could not be decided\n  \
+0    success; compare, ab: no regression (inconclusive workloads only warn)\n  \
+1    compare, ab: a workload regressed\n  \
+2    bad input or error; run, stat: a workload failed (the results file holds the others,\n       \
+with \"complete\": false)\n  \
+3    compare, ab with --fail-on inconclusive: a workload could not be decided\n  \
 130  interrupted (SIGINT or SIGTERM)")]
 struct Cli {
     #[command(subcommand)]

@@ -206,11 +206,19 @@ impl MeasureArgs {
     }
 }
 
-/// `--pin` may name only CPUs this process is allowed on (`taskset`, a cpuset), not merely CPUs
-/// the machine has.
+/// `--pin` names one CPU or two (the second for the other end of two-process workloads), and
+/// only CPUs this process is allowed on (`taskset`, a cpuset), not merely CPUs the machine has.
 fn check_pin(pin: &[usize]) -> Result<()> {
     if pin.is_empty() {
         return Ok(());
+    }
+    if pin.len() > 2 {
+        let given: Vec<String> = pin.iter().map(usize::to_string).collect();
+        bail!(
+            "--pin {}: give one CPU, or two (the second pins the other end of two-process \
+             workloads)",
+            given.join(",")
+        );
     }
     let allowed = workloads::allowed_cpus().context("sched_getaffinity")?;
     if let Some(&cpu) = pin.iter().find(|c| !allowed.contains(c)) {
