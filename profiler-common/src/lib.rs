@@ -22,10 +22,17 @@ pub const LSM_MAX_ARGS: u32 = 6;
 pub const GATE_FD: i64 = -0x686b70; // "hkp"
 pub const GATE_OPEN: u64 = 0x686b_0001;
 pub const GATE_CLOSE: u64 = 0x686b_0000;
+/// `ioctl(GATE_FD, GATE_SPAWN)` inside the window: until the next GATE_OPEN each child the
+/// owner forks counts from its execve on, not before (`stat`'s command: what posix_spawn does
+/// in the child before the exec is the launcher's set-up, not the command's).
+pub const GATE_SPAWN: u64 = 0x686b_0002;
 /// At most this many processes own the gate at once: the runners of `--parallel N`.
 pub const MAX_GATE_OWNERS: u32 = 64;
 /// x86_64 syscall number of ioctl(2).
 pub const SYS_IOCTL: i64 = 16;
+/// x86_64 syscall numbers of execve(2) and execveat(2).
+pub const SYS_EXECVE: i64 = 59;
+pub const SYS_EXECVEAT: i64 = 322;
 
 /// Indexes into the per-CPU `EVENTS` counter array.
 pub mod event {

@@ -7,7 +7,10 @@ use aya_ebpf::{
     EbpfContext,
 };
 use aya_log_ebpf::warn;
-use profiler_common::{event, GATE_CLOSE, GATE_FD, GATE_OPEN, MAX_SYSCALLS, SYS_IOCTL};
+use profiler_common::{
+    event, GATE_CLOSE, GATE_FD, GATE_OPEN, GATE_SPAWN, MAX_SYSCALLS, SYS_EXECVE, SYS_EXECVEAT,
+    SYS_IOCTL,
+};
 
 use crate::{
     maps::{
@@ -59,9 +62,16 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     if nr == SYS_IOCTL && handle_gate(ctx, regs) {
         return;
     }
-    let Some(state) = task_state::current() else {
+    let Some(state) = task_state::current_even_dormant() else {
         return;
     };
+    // A spawned child counts from its execve on: what precedes it is the launcher's set-up.
+    if state.dormant != 0 {
+        if nr != SYS_EXECVE && nr != SYS_EXECVEAT {
+            return;
+        }
+        state.dormant = 0;
+    }
     // No timed function is open when a task enters a syscall from user space: frames left
     // over lost their exit (a probe attached or detached mid-call), so they are dropped, their
     // calls counted (exits count them) and never timed.
@@ -140,6 +150,11 @@ pub fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
             }
         }
         Ok(GATE_CLOSE) => task_state::untrack_current(),
+        Ok(GATE_SPAWN) => {
+            if let Some(state) = task_state::current() {
+                state.spawning = 1;
+            }
+        }
         // The owner called the gate with a command it does not have.
         Ok(command) => {
             count_event(event::GATE_MISUSE);

@@ -38,6 +38,11 @@ pub struct TaskState {
     pub depth: u32,
     /// Entries made while the stack was full: their exits come first and are not timed.
     pub overflowed: u32,
+    /// 1 while the task counts nothing: a child forked by a spawning gate owner, until its
+    /// execve.
+    pub dormant: u32,
+    /// 1 while a gate owner spawns a command (`GATE_SPAWN`): its children are born dormant.
+    pub spawning: u32,
     pub frames: [Frame; MAX_DEPTH],
 }
 
@@ -88,9 +93,16 @@ fn lookup(task: *mut task_struct, flags: u64) -> Option<&'static mut TaskState> 
     unsafe { (p as *mut TaskState).as_mut() }
 }
 
-/// The current task's state if it is tracked: the one helper call an untracked task pays.
+/// The current task's state if it is tracked and counting: the one helper call an untracked
+/// task pays.
 #[inline(always)]
 pub fn current() -> Option<&'static mut TaskState> {
+    current_even_dormant().filter(|s| s.dormant == 0)
+}
+
+/// The current task's state if it is tracked, dormant or not.
+#[inline(always)]
+pub fn current_even_dormant() -> Option<&'static mut TaskState> {
     lookup(unsafe { bpf_get_current_task_btf() }, 0)
 }
 
@@ -101,6 +113,8 @@ pub fn track(task: *mut task_struct) -> Option<&'static mut TaskState> {
     state.syscall_open = 0;
     state.depth = 0;
     state.overflowed = 0;
+    state.dormant = 0;
+    state.spawning = 0;
     Some(state)
 }
 

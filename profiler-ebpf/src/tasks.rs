@@ -45,18 +45,24 @@ pub fn exit_raw(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// A tracked task's child is tracked too; a spawning gate owner's child is born dormant (it
+/// counts from its execve on).
 #[inline(always)]
 fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
-    if task_state::current().is_none() {
+    let Some(parent) = task_state::current() else {
         return;
-    }
+    };
+    let dormant = parent.spawning;
     count_event(event::FORK);
-    if task_state::track(child).is_none() {
-        count_event(event::TRACK_FULL);
-        warn!(
-            ctx,
-            "no tracking storage for a forked child: it goes untracked"
-        );
+    match task_state::track(child) {
+        Some(state) => state.dormant = dormant,
+        None => {
+            count_event(event::TRACK_FULL);
+            warn!(
+                ctx,
+                "no tracking storage for a forked child: it goes untracked"
+            );
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! everything they fork while it is open. The runner opens and closes its window with a gate
 //! ioctl that the sys_enter program intercepts; only the gate owners' calls count (the
 //! supervisor names the runners, one per parallel copy, with `Probes::set_gate_owners`).
-use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN};
+use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, GATE_SPAWN};
 
 thread_local! {
     /// Whether this thread's tracking window is open (so `untracked` knows what to restore).
@@ -26,6 +26,21 @@ pub fn with_window<T>(tracked: bool, f: impl FnOnce() -> T) -> T {
     gate(true);
     let out = f();
     gate(false);
+    out
+}
+
+/// Runs `f`, which starts a program, so that a child it forks counts from its execve on: what
+/// the child does before (posix_spawn's set-up: a sigaction per signal, the dup2s) is the
+/// launcher's, not the program's. The fork, the exec and the wait count, as for any program a
+/// shell starts. Outside a window it just runs `f`.
+pub fn spawning<T>(f: impl FnOnce() -> T) -> T {
+    if !WINDOW_OPEN.with(|w| w.get()) {
+        return f();
+    }
+    // SAFETY: ioctl on an invalid fd has no effect beyond returning EBADF.
+    unsafe { libc::ioctl(GATE_FD as libc::c_int, GATE_SPAWN as libc::c_ulong) };
+    let out = f();
+    gate(true);
     out
 }
 

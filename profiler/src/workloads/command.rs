@@ -1,10 +1,12 @@
 //! `hookprof stat`'s workload: one op is one run of the user's command, from start to exit,
 //! with `--prepare` before each run outside the timing and the tracking window.
 //!
-//! The runner starts the command as a shell starts one (std's `Command`: posix_spawn, a vfork
-//! and an exec), so what the launch does (the clone, the child's dup2s, the exec, the wait) is
-//! part of the op, as it is of any command run. Its stdio is /dev/null; it runs in hookprof's
-//! working directory.
+//! The runner starts the command with std's `Command` (posix_spawn: a vfork and an exec), and
+//! what any start of a command does (the fork, the exec, the wait) is part of the op. What
+//! posix_spawn's child does before the exec is not: it resets every signal's handler (some 120
+//! sigactions, which a shell's fork does not make) and sets up stdio. So the child counts from
+//! its execve on (`scope::spawning`); the set-up's time is in the residual. Its stdio is
+//! /dev/null; it runs in hookprof's working directory.
 use std::{
     fs::File,
     process::{Command, Stdio},
@@ -15,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::scope::untracked;
+use crate::scope::{spawning, untracked};
 
 /// The command `stat` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,13 +108,15 @@ impl Workload for RunCommand {
                 self.stdio()
             })?;
             let start = Instant::now();
-            let status = Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdin(stdin)
-                .stdout(stdout)
-                .stderr(stderr)
-                .status()
-                .with_context(|| format!("run '{}'", self.command.name()))?;
+            let status = spawning(|| {
+                Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .stdin(stdin)
+                    .stdout(stdout)
+                    .stderr(stderr)
+                    .status()
+            })
+            .with_context(|| format!("run '{}'", self.command.name()))?;
             elapsed += start.elapsed();
             if !status.success() {
                 bail!("'{}' failed ({status})", self.command.name());
