@@ -14,6 +14,7 @@ pub mod inspect;
 pub mod lmbench;
 pub mod measure;
 pub mod memory;
+pub mod output;
 pub mod policy;
 pub mod probe_setup;
 pub mod probes;

@@ -14,6 +14,7 @@ use crate::{
     injection::{self, Injection},
     measure::{self, Overhead, SamplingOptions},
     memory,
+    output::{self, Format},
     policy::Policy,
     probe_setup::{inject_syscalls, load_probes, probe_kinds, ProbeSetup},
     probes::Probes,
@@ -21,13 +22,6 @@ use crate::{
     runner::{Credentials, Supervisor, Wait},
     workloads::{self, command::CommandLine, Suite, WorkloadSpec},
 };
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
-    Markdown,
-}
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -51,8 +45,8 @@ pub struct SessionArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// What to print on stdout.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
+    #[arg(long, default_value = "text", value_parser = Format::parser(RESULTS_PRINTED))]
+    pub format: Format,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -438,7 +432,7 @@ pub fn measure_plan(
     if let Some(destination) = destination {
         destination.write((results.to_json() + "\n").as_bytes())?;
     }
-    print_results(&results, session.format, report_to_stderr);
+    print_results(&results, session.format, report_to_stderr)?;
     if let Some(baseline) = baseline.filter(|_| results.complete && !results.workloads.is_empty()) {
         let path = baseline.save(&results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
@@ -484,17 +478,17 @@ fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
         .collect()
 }
 
-fn print_results(results: &Results, format: OutputFormat, to_stderr: bool) {
-    let report = match format {
-        OutputFormat::Json => results.to_json() + "\n",
-        OutputFormat::Text => crate::report::text::render(results),
-        OutputFormat::Markdown => crate::report::markdown::render(std::slice::from_ref(results)),
-    };
+/// The formats `run` and `stat` print their results in (`report` has the others).
+const RESULTS_PRINTED: &[Format] = &[Format::Text, Format::Json, Format::Markdown];
+
+fn print_results(results: &Results, format: Format, to_stderr: bool) -> Result<()> {
+    let report = output::render(std::slice::from_ref(results), format)?;
     if to_stderr {
         eprint!("{report}");
     } else {
         print!("{report}");
     }
+    Ok(())
 }
 
 fn print_list() {

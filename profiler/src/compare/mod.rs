@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::{
     baseline,
+    output::{self, Document, Format},
     results::{
         rows::{self, Level},
         AttributionRow, PathKind, Results, Unit,
@@ -18,6 +19,7 @@ use crate::{
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 
+mod export;
 pub mod facts;
 mod html;
 mod junit;
@@ -61,7 +63,7 @@ pub struct CompareOptions {
     /// or nothing.
     #[arg(long, value_enum, default_value_t = FailOn::Regression)]
     pub fail_on: FailOn,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value = "text", value_parser = Format::parser(Comparison::FORMATS))]
     pub format: Format,
 }
 
@@ -95,18 +97,6 @@ pub enum FailOn {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    /// GitHub-flavoured markdown, e.g. for a CI step summary.
-    Markdown,
-    Json,
-    /// A self-contained page: each changed workload with a chart of the paths that moved.
-    Html,
-    /// JUnit XML: a test case per workload, a failure per regression (GitLab, Jenkins, ...).
-    Junit,
-}
-
 pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let criteria = args.options.criteria()?;
     let (old_path, new_path) = match (&args.baseline, args.files.as_slice()) {
@@ -131,14 +121,7 @@ pub fn print_comparison(
     options: &CompareOptions,
 ) -> anyhow::Result<ExitCode> {
     let comparison = compare(old, new, criteria)?;
-    let out = match options.format {
-        Format::Text => render_text(&comparison),
-        Format::Markdown => render_markdown(&comparison),
-        Format::Json => serde_json::to_string_pretty(&comparison)? + "\n",
-        Format::Html => render_html(&comparison),
-        Format::Junit => render_junit(&comparison),
-    };
-    print!("{out}");
+    print!("{}", output::render(&comparison, options.format)?);
     let code = comparison.exit_code(options.fail_on);
     if let Some(warning) = comparison.inconclusive_warning(options.fail_on) {
         eprintln!("hookprof: warning: {warning}");

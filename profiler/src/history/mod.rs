@@ -15,12 +15,14 @@ use serde::Serialize;
 
 use crate::{
     compare::{self, attribution_lines, ChangeAttribution},
+    output::{self, Document, Format},
     report::text::num,
     results::{Results, Unit},
     stats::Criteria,
 };
 
 pub mod edivisive;
+mod export;
 pub mod noise;
 
 use self::{
@@ -48,7 +50,7 @@ pub struct HistoryArgs {
     /// Family-wise significance level, shared (Bonferroni) by the metrics analysed.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value = "text", value_parser = Format::parser(History::FORMATS))]
     pub format: Format,
 }
 
@@ -57,12 +59,6 @@ pub enum Order {
     Time,
     Name,
     Given,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Serialize)]
@@ -143,10 +139,7 @@ pub fn execute(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     );
     let files = ordered(load(&args.paths)?, args.order);
     let history = analyse(&files, args.metric.as_deref(), args.alpha)?;
-    match args.format {
-        Format::Text => print!("{}", render_text(&history)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&history)?),
-    }
+    print!("{}", output::render(&history, args.format)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,16 +1,12 @@
 //! Results as GitHub-flavoured markdown (a CI step summary, a pull-request comment).
 use std::fmt::Write;
 
-use comfy_table::{presets, Table};
-
 use super::{
-    figures::{failure_sentence, num, percent, probe_cost, Residual, Scale},
-    text::{environment_line, kind_name, ordered_rows},
+    figures::{failure_sentence, percent, probe_cost, Residual, Scale},
+    markup::Markup,
+    text::environment_line,
 };
-use crate::{
-    results::{rows, Results},
-    stats,
-};
+use crate::{results::Results, stats};
 
 pub fn render(results: &[Results]) -> String {
     let mut out = String::new();
@@ -20,17 +16,11 @@ pub fn render(results: &[Results]) -> String {
     out
 }
 
-fn markdown_table(header: Vec<&str>) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::ASCII_MARKDOWN).set_header(header);
-    t
-}
-
 fn one(r: &Results) -> String {
     let mut out = format!("## hookprof: {}\n\n", r.label);
     // The environment line ends in a newline; a blank line ends the paragraph.
     let _ = writeln!(out, "{}", environment_line(r));
-    let mut t = markdown_table(vec![
+    let mut t = Markup::Markdown.table(&[
         "workload",
         "mean ± 95% CI",
         "median",
@@ -71,25 +61,8 @@ fn one(r: &Results) -> String {
     }
     for w in r.workloads.iter().filter(|w| !w.attribution.is_empty()) {
         let _ = writeln!(out, "### {}\n", w.name);
-        let mut t = markdown_table(vec![
-            "kind", "path", "calls/op", "ns/call", "ns/op", "share",
-        ]);
-        for (name, row) in ordered_rows(&w.attribution) {
-            // Markdown collapses leading spaces: indent LSM rows visibly.
-            let name = match name.strip_prefix("  ") {
-                Some(lsm) => format!("└ {lsm}"),
-                None => name,
-            };
-            t.add_row(vec![
-                kind_name(row.kind).to_string(),
-                format!("`{name}`"),
-                num(row.calls_per_op),
-                num(row.ns_per_call),
-                num(rows::ns_per_op(row)),
-                format!("{:.1}%", row.share * 100.0),
-            ]);
-        }
-        let _ = writeln!(out, "{t}\n");
+        let table = Markup::Markdown.attribution_table(&w.attribution, &[], |_| Vec::new());
+        let _ = writeln!(out, "{table}\n");
         let residual = stats::summarize(&w.clean).and_then(|s| Residual::of(w, s.mean));
         if let Some(residual) = residual {
             let _ = writeln!(out, "{}\n", residual.sentence());

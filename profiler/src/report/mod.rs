@@ -2,12 +2,16 @@
 //! JSON or a self-contained HTML page.
 use std::{path::PathBuf, process::ExitCode};
 
-use crate::results::Results;
+use crate::{
+    output::{self, Document, Exporter, Format},
+    results::Results,
+};
 
 pub mod figures;
 pub mod html;
 pub mod lmbench;
 pub mod markdown;
+mod markup;
 pub mod text;
 
 #[derive(clap::Args, Debug)]
@@ -16,21 +20,8 @@ pub struct ReportArgs {
     /// tables (lmbench), on one page (html) or as a JSON array.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value = "text", value_parser = Format::parser(<[Results]>::FORMATS))]
     pub format: Format,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    /// The lmbench 2.0 summary tables: one row per sample (an imported lmbench run is one
-    /// sample), then MEAN and STDEV rows per file.
-    Lmbench,
-    Markdown,
-    /// The results file itself (an array when several files are given).
-    Json,
-    /// One self-contained page with inline SVG charts.
-    Html,
 }
 
 pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -39,23 +30,63 @@ pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| Results::load(f))
         .collect::<Result<Vec<_>, _>>()?;
-    print!("{}", render(&results, args.format)?);
+    print!("{}", output::render(results.as_slice(), args.format)?);
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn render(results: &[Results], format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => results
-            .iter()
-            .map(text::render)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Format::Lmbench => lmbench::render(results),
-        Format::Markdown => markdown::render(results),
-        Format::Json => match results {
-            [one] => one.to_json() + "\n",
-            many => serde_json::to_string_pretty(many)? + "\n",
-        },
-        Format::Html => html::render(results),
-    })
+/// Results files: what `report` prints, and `run` and `stat` print of theirs.
+impl Document for [Results] {
+    const FORMATS: &'static [Format] = &[
+        Format::Text,
+        Format::Lmbench,
+        Format::Markdown,
+        Format::Json,
+        Format::Html,
+    ];
+
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        match format {
+            Format::Text => Some(&output::Text),
+            Format::Lmbench => Some(&output::Lmbench),
+            Format::Markdown => Some(&output::Markdown),
+            Format::Json => Some(&output::Json),
+            Format::Html => Some(&output::Html),
+            Format::Junit => None,
+        }
+    }
+}
+
+impl Exporter<[Results]> for output::Text {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        let texts: Vec<String> = results.iter().map(text::render).collect();
+        Ok(texts.join("\n").into_bytes())
+    }
+}
+
+impl Exporter<[Results]> for output::Lmbench {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        Ok(lmbench::render(results).into_bytes())
+    }
+}
+
+impl Exporter<[Results]> for output::Markdown {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        Ok(markdown::render(results).into_bytes())
+    }
+}
+
+/// One file is the results file itself; several, an array of them.
+impl Exporter<[Results]> for output::Json {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        match results {
+            [one] => output::pretty_json(one),
+            many => output::pretty_json(many),
+        }
+    }
+}
+
+impl Exporter<[Results]> for output::Html {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        Ok(html::render(results).into_bytes())
+    }
 }

@@ -2,14 +2,13 @@
 //! and probed numbers and where each operation's time goes.
 use std::fmt::Write;
 
-use comfy_table::{presets, CellAlignment, Table, TableComponent};
-
 use super::figures::{
     failure_sentence, incomplete_reason, metric_name, origin, probe_cost, Residual, Scale,
 };
 pub(crate) use super::figures::{num, percent};
+use super::markup::Markup;
 use crate::{
-    results::{rows, AttributionRow, Environment, PathKind, Results, WorkloadResult},
+    results::{AttributionRow, Environment, PathKind, Results, WorkloadResult},
     stats,
 };
 
@@ -241,44 +240,7 @@ pub(crate) fn kind_name(kind: PathKind) -> &'static str {
 }
 
 fn attribution_table(rows: &[AttributionRow]) -> String {
-    let mut table = Table::new();
-    table
-        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
-        .set_header(vec![
-            "kind",
-            "path",
-            "calls/op",
-            "ns/call",
-            "ns/op",
-            "share",
-            "corrected ns/op",
-        ]);
-    // A rule under the header and around the table, none between rows.
-    for between_rows in [
-        TableComponent::HorizontalLines,
-        TableComponent::MiddleIntersections,
-        TableComponent::LeftBorderIntersections,
-        TableComponent::RightBorderIntersections,
-    ] {
-        table.remove_style(between_rows);
-    }
-    for (name, r) in ordered_rows(rows) {
-        table.add_row(vec![
-            kind_name(r.kind).to_string(),
-            name,
-            num(r.calls_per_op),
-            num(r.ns_per_call),
-            num(rows::ns_per_op(r)),
-            format!("{:.1}%", r.share * 100.0),
-            corrected(r),
-        ]);
-    }
-    for col in 2..7 {
-        if let Some(c) = table.column_mut(col) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.to_string()
+    Markup::Terminal.attribution_table(rows, &["corrected ns/op"], |r| vec![corrected(r)])
 }
 
 /// The nested-probe-corrected time, and a hook's own dispatch cost beside its LSM functions.

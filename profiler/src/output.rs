@@ -1,0 +1,122 @@
+//! One output layer for every command (hyperfine's `export` module is the model): a `Format`
+//! chosen on the command line, and per document a command prints (results, a comparison, a
+//! history) the formats it has, each written by an `Exporter`.
+use anyhow::Result;
+use clap::{builder::PossibleValuesParser, builder::TypedValueParser, ValueEnum};
+use serde::Serialize;
+
+/// How a document is printed. Each command takes the formats its document has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    /// The lmbench 2.0 summary tables: one row per sample (an imported lmbench run is one
+    /// sample), then MEAN and STDEV rows per file.
+    Lmbench,
+    /// GitHub-flavoured markdown, e.g. for a CI step summary or a pull-request comment.
+    Markdown,
+    /// JSON: results as their file holds them (an array for several files); a comparison or
+    /// a history as data.
+    Json,
+    /// One self-contained page with inline SVG charts.
+    Html,
+    /// JUnit XML: a test case per workload, a failure per regression (GitLab, Jenkins, ...).
+    Junit,
+}
+
+impl Format {
+    /// A clap value parser that takes only `formats`, so each command's help lists what it
+    /// can print.
+    pub fn parser(formats: &'static [Format]) -> impl TypedValueParser<Value = Format> {
+        PossibleValuesParser::new(formats.iter().filter_map(Format::to_possible_value))
+            .map(|name| Format::from_str(&name, false).expect("one of the formats"))
+    }
+}
+
+/// Writes one document in one format.
+pub trait Exporter<D: ?Sized> {
+    fn serialize(&self, doc: &D) -> Result<Vec<u8>>;
+}
+
+/// Something a command prints, and the exporter of each format it has.
+pub trait Document {
+    /// The formats this document has, the first the default.
+    const FORMATS: &'static [Format];
+
+    /// The exporter for `format`; None for a format not in `FORMATS`.
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>>;
+}
+
+/// `doc` in `format`, as text.
+pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<String> {
+    let exporter = D::exporter(format).ok_or_else(|| {
+        let names: Vec<String> = D::FORMATS
+            .iter()
+            .filter_map(|f| f.to_possible_value().map(|v| v.get_name().to_string()))
+            .collect();
+        anyhow::anyhow!(
+            "--format {}: not one of {}",
+            format
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_string()),
+            names.join(", ")
+        )
+    })?;
+    Ok(String::from_utf8(exporter.serialize(doc)?)?)
+}
+
+pub struct Text;
+pub struct Markdown;
+pub struct Json;
+pub struct Html;
+pub struct Lmbench;
+pub struct Junit;
+
+/// Pretty-printed JSON and a final newline, as every command's JSON ends.
+pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {
+    let mut out = serde_json::to_vec_pretty(value)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Args {
+        #[arg(long, default_value = "text", value_parser = Format::parser(&[Format::Text, Format::Json]))]
+        format: Format,
+    }
+
+    #[test]
+    fn a_command_takes_only_its_own_formats() {
+        let parse = |f: &str| Args::try_parse_from(["x", "--format", f]).map(|a| a.format);
+        assert_eq!(parse("json").unwrap(), Format::Json);
+        let e = parse("html").unwrap_err().to_string();
+        assert!(e.contains("[possible values: text, json]"), "{e}");
+    }
+
+    struct Doc;
+    impl Exporter<Doc> for Text {
+        fn serialize(&self, _: &Doc) -> Result<Vec<u8>> {
+            Ok(b"doc\n".to_vec())
+        }
+    }
+    impl Document for Doc {
+        const FORMATS: &'static [Format] = &[Format::Text];
+        fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+            match format {
+                Format::Text => Some(&Text),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_format_the_document_lacks_is_an_error_naming_those_it_has() {
+        assert_eq!(render(&Doc, Format::Text).unwrap(), "doc\n");
+        let e = render(&Doc, Format::Html).unwrap_err().to_string();
+        assert_eq!(e, "--format html: not one of text");
+    }
+}

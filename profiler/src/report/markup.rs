@@ -1,0 +1,89 @@
+//! What the terminal text and markdown share: their tables (one builder, a style each) and the
+//! attribution table's cells, so both print a path's figures alike.
+use comfy_table::{presets, CellAlignment, Table, TableComponent};
+
+use super::{
+    figures::num,
+    text::{kind_name, ordered_rows},
+};
+use crate::results::{rows, AttributionRow};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Markup {
+    /// A terminal: a rule under the header and around the table, numbers right-aligned.
+    Terminal,
+    /// GitHub-flavoured markdown.
+    Markdown,
+}
+
+impl Markup {
+    /// An empty table with `header` in this markup.
+    pub fn table(self, header: &[&str]) -> Table {
+        let mut table = Table::new();
+        match self {
+            Markup::Terminal => {
+                table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+                for between_rows in [
+                    TableComponent::HorizontalLines,
+                    TableComponent::MiddleIntersections,
+                    TableComponent::LeftBorderIntersections,
+                    TableComponent::RightBorderIntersections,
+                ] {
+                    table.remove_style(between_rows);
+                }
+            }
+            Markup::Markdown => {
+                table.load_preset(presets::ASCII_MARKDOWN);
+            }
+        }
+        table.set_header(header.to_vec());
+        table
+    }
+
+    /// A path's name as `ordered_rows` gives it (LSM functions indented under their hook):
+    /// markdown collapses leading spaces, so there an LSM row is marked and names are code.
+    fn path(self, ordered_name: String) -> String {
+        match self {
+            Markup::Terminal => ordered_name,
+            Markup::Markdown => match ordered_name.strip_prefix("  ") {
+                Some(lsm) => format!("`└ {lsm}`"),
+                None => format!("`{ordered_name}`"),
+            },
+        }
+    }
+
+    /// The attribution table: kind, path, calls/op, ns/call, ns/op and share, then the cells
+    /// `more` adds to each row under the headers in `more_headers`.
+    pub fn attribution_table(
+        self,
+        rows: &[AttributionRow],
+        more_headers: &[&str],
+        more: impl Fn(&AttributionRow) -> Vec<String>,
+    ) -> String {
+        let header: Vec<&str> = ["kind", "path", "calls/op", "ns/call", "ns/op", "share"]
+            .into_iter()
+            .chain(more_headers.iter().copied())
+            .collect();
+        let mut table = self.table(&header);
+        for (name, r) in ordered_rows(rows) {
+            let mut cells = vec![
+                kind_name(r.kind).to_string(),
+                self.path(name),
+                num(r.calls_per_op),
+                num(r.ns_per_call),
+                num(rows::ns_per_op(r)),
+                format!("{:.1}%", r.share * 100.0),
+            ];
+            cells.extend(more(r));
+            table.add_row(cells);
+        }
+        if self == Markup::Terminal {
+            for col in 2..header.len() {
+                if let Some(c) = table.column_mut(col) {
+                    c.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+        }
+        table.to_string()
+    }
+}
