@@ -441,12 +441,7 @@ pub fn measure_plan(
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));
     }
-    let failed: Vec<&str> = results
-        .workloads
-        .iter()
-        .filter(|w| w.failure.is_some())
-        .map(|w| w.name.as_str())
-        .collect();
+    let failed = results.failed_workloads();
     if !failed.is_empty() {
         eprintln!(
             "hookprof: error: {} of {} workloads failed ({}); results hold the others",

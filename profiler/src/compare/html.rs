@@ -5,8 +5,9 @@ use std::fmt::Write;
 use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta};
 use crate::{
     report::{
+        figures::Scale,
         html::{esc, kind_colour, page, RESIDUAL_COLOUR},
-        text::{kind_name, num},
+        text::kind_name,
     },
     results::PathKind,
     stats::Verdict,
@@ -42,7 +43,7 @@ pub fn render_html(c: &Comparison) -> String {
          <th>p (Holm)</th><th>verdict</th></tr>\n",
     );
     for w in &c.workloads {
-        let u = w.unit.symbol();
+        let scale = Scale::of(w.unit, w.old.mean);
         let class = match w.verdict {
             Verdict::Regressed => " class=\"regressed\"",
             Verdict::Improved => " class=\"improved\"",
@@ -56,10 +57,10 @@ pub fn render_html(c: &Comparison) -> String {
         };
         let _ = writeln!(
             body,
-            "<tr{class}><td>{name}</td><td>{} {u}</td><td>{} {u}</td>\
+            "<tr{class}><td>{name}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>{}</td><td>{}</td></tr>",
-            num(w.old.mean),
-            num(w.new.mean),
+            scale.show(w.old.mean),
+            scale.show(w.new.mean),
             esc(&super::render::change_cell(w)),
             w.adjusted_p
                 .map(super::render::format_p)

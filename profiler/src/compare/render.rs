@@ -3,7 +3,7 @@ use std::fmt::Write;
 
 use super::{ChangeAttribution, Comparison, PathDelta, Replication, WorkloadComparison};
 use crate::{
-    report::text::{kind_name, num},
+    report::{figures::Scale, text::kind_name},
     results::{PathKind, Unit},
     stats::{Summary, Verdict},
 };
@@ -121,11 +121,11 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> &'static str {
 }
 
 fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
-    let u = unit.symbol();
+    let scale = Scale::of(unit, s.mean);
     format!(
-        "{} {u} ± {} {u} (n = {}{})",
-        num(s.mean),
-        num(s.ci_half_width()),
+        "{} ± {} (n = {}{})",
+        scale.show(s.mean),
+        scale.show(s.ci_half_width()),
         s.n,
         match replication {
             Replication::Sample => "",
@@ -239,13 +239,13 @@ pub fn render_text(c: &Comparison) -> String {
                     )
                 })
                 .unwrap_or_default();
+            let scale = Scale::of(e.unit, e.old.mean);
             let _ = writeln!(
                 out,
-                "  {}: {} {u} -> {} {u}{change}",
+                "  {}: {} -> {}{change}",
                 e.name,
-                num(e.old.mean),
-                num(e.new.mean),
-                u = e.unit.symbol()
+                scale.show(e.old.mean),
+                scale.show(e.new.mean),
             );
         }
         if let Some(a) = &w.attribution {
@@ -321,13 +321,13 @@ pub fn render_markdown(c: &Comparison) -> String {
             Verdict::Regressed | Verdict::Improved => format!("**{}**", w.verdict),
             v => v.to_string(),
         };
-        let u = w.unit.symbol();
+        let scale = Scale::of(w.unit, w.old.mean);
         let _ = writeln!(
             out,
-            "| {} | {} {u} | {} {u} | {change} | {} | {verdict} |",
+            "| {} | {} | {} | {change} | {} | {verdict} |",
             w.name,
-            num(w.old.mean),
-            num(w.new.mean),
+            scale.show(w.old.mean),
+            scale.show(w.new.mean),
             w.adjusted_p.map(format_p).unwrap_or_else(|| "n/a".into()),
         );
     }
@@ -348,4 +348,16 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_side_s_mean_reads_in_the_unit_its_size_calls_for() {
+        let s = crate::stats::summarize(&[0.0006, 0.0007, 0.0005]).unwrap();
+        let shown = mean_ci(&s, Unit::Seconds, Replication::Sample);
+        assert!(shown.starts_with("600.0 us ± 248.4 us (n = 3)"), "{shown}");
+    }
 }

@@ -156,12 +156,7 @@ pub(crate) fn incomplete_reason(r: &Results) -> Option<String> {
     if r.complete {
         return None;
     }
-    let failed: Vec<&str> = r
-        .workloads
-        .iter()
-        .filter(|w| w.failure.is_some())
-        .map(|w| w.name.as_str())
-        .collect();
+    let failed = r.failed_workloads();
     Some(match failed.len() {
         0 => "the run was interrupted".into(),
         1 => format!("workload {} failed", failed[0]),

@@ -102,6 +102,15 @@ impl Results {
         self.workloads.iter().find(|w| w.name == name)
     }
 
+    /// The names of the workloads that failed, in run order.
+    pub fn failed_workloads(&self) -> Vec<&str> {
+        self.workloads
+            .iter()
+            .filter(|w| w.failure.is_some())
+            .map(|w| w.name.as_str())
+            .collect()
+    }
+
     /// How many copies of each workload ran at once (`--parallel`; 1 for older files and
     /// imports).
     pub fn parallel(&self) -> u64 {
