@@ -299,3 +299,70 @@ fn import_writes_through_symlinks_and_devices_and_refuses_a_directory_first() {
     );
     assert_refused("import -o -", &import(Path::new("-")), "name a directory");
 }
+
+/// A results file with workload null_call sampled as `samples`.
+fn results_with(samples: &str) -> String {
+    format!(
+        "{{\"schema_version\": 1, \"label\": \"l\", \"complete\": true, \"source\": \"hookprof\",\n\
+         \"environment\": {{\"kernel_release\": \"6.1\", \"hookprof_version\": \"0.1\"}},\n\
+         \"workloads\": [{{\"name\": \"null_call\", \"family\": \"processes\", \"unit\": \"us\",\n\
+         \"clean\": [{samples}]}}]}}\n"
+    )
+}
+
+#[test]
+fn hostile_results_files_are_refused_in_one_line_and_extreme_ones_compared() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let zero = dir.path().join("zero");
+    let random = dir.path().join("urandom");
+    mknod(&zero, libc::S_IFCHR, 1, 5);
+    mknod(&random, libc::S_IFCHR, 1, 9);
+    let file = |name: &str, samples: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, results_with(samples)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let nan = file("nan.json", "0.4, \"NaN\"");
+    let negative = file("negative.json", "0.4, -350.8");
+    let huge = file("huge.json", "1e308, 1e308, 1e308");
+    let mixed = file("mixed.json", "0.0, 1.7976931348623157e308, 1e-300");
+    let (zero, random) = (zero.to_str().unwrap(), random.to_str().unwrap());
+    // (arguments, what the one line must name)
+    let refused: [(&[&str], String); 5] = [
+        (&["report", zero], format!("{zero}:1:1: ")),
+        (&["report", random], format!("{random}:1:")),
+        (&["compare", zero, &huge], format!("{zero}:1:1: ")),
+        (&["report", &nan], format!("{nan}:4:")),
+        (&["compare", &huge, &negative], format!("{negative}:4:")),
+    ];
+    for (args, names) in &refused {
+        let t = Instant::now();
+        let out = hookprof_tests::hookprof(args);
+        assert_refused(&format!("{args:?}"), &out, names);
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{args:?}: {:?}",
+            t.elapsed()
+        );
+    }
+    assert!(stderr(&hookprof_tests::hookprof(&["report", &negative])).contains("negative"));
+    // Finite samples of any size: numbers out, no panic.
+    for args in [
+        &["compare", &huge, &huge][..],
+        &["compare", &huge, &mixed],
+        &["compare", &mixed, &huge, "--format", "json"],
+        &["report", &huge],
+        &["report", &mixed],
+        &["history", &huge, &mixed, &huge, &mixed],
+    ] {
+        let out = hookprof_tests::hookprof(args);
+        let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+        for bad in ["NaN", "inf"] {
+            assert!(!words.contains(&bad), "{args:?}: {bad} in\n{text}");
+        }
+    }
+}

@@ -48,7 +48,7 @@ pub struct Summary {
 impl Summary {
     /// Half the width of the confidence interval (0 when there is none).
     pub fn ci_half_width(&self) -> f64 {
-        self.ci.map_or(0.0, |(lo, hi)| (hi - lo) / 2.0)
+        self.ci.map_or(0.0, |(lo, hi)| hi / 2.0 - lo / 2.0)
     }
 }
 
@@ -60,17 +60,25 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     }
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let mean = sorted.iter().sum::<f64>() / n as f64;
-    let sum_sq: f64 = sorted.iter().map(|v| (v - mean).powi(2)).sum();
-    let stdev = if n > 1 {
+    // In units of the largest magnitude, so sums and squares of values near f64::MAX stay
+    // finite; the figures are scaled back at the end.
+    let scale = sorted[0].abs().max(sorted[n - 1].abs());
+    let scale = if scale > 0.0 { scale } else { 1.0 };
+    let mean_z = sorted.iter().map(|v| v / scale).sum::<f64>() / n as f64;
+    let sum_sq: f64 = sorted.iter().map(|v| (v / scale - mean_z).powi(2)).sum();
+    let stdev_z = if n > 1 {
         (sum_sq / (n - 1) as f64).sqrt()
     } else {
         0.0
     };
-    let pop_stdev = (sum_sq / n as f64).sqrt();
+    let (mean, stdev) = (mean_z * scale, finite(stdev_z * scale));
+    let pop_stdev = finite((sum_sq / n as f64).sqrt() * scale);
     let ci = (n > 1).then(|| {
-        let half = t_quantile(n as f64 - 1.0) * stdev / (n as f64).sqrt();
-        (mean - half, mean + half)
+        let half = t_quantile(n as f64 - 1.0) * stdev_z / (n as f64).sqrt();
+        (
+            finite((mean_z - half) * scale),
+            finite((mean_z + half) * scale),
+        )
     });
     Some(Summary {
         n,
@@ -80,7 +88,11 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         pop_stdev,
         min: sorted[0],
         max: sorted[n - 1],
-        cv: if mean == 0.0 { 0.0 } else { stdev / mean.abs() },
+        cv: if mean == 0.0 {
+            0.0
+        } else {
+            finite(stdev_z / mean_z.abs())
+        },
         ci,
         outliers: tukey_outliers(&sorted),
     })
@@ -98,7 +110,19 @@ fn t_quantile(df: f64) -> f64 {
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
     let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+    let f = pos - lo as f64;
+    // A weighted sum, not lo + (hi - lo) * f: the difference of extremes can overflow.
+    if f == 0.0 {
+        sorted[lo]
+    } else {
+        sorted[lo] * (1.0 - f) + sorted[hi] * f
+    }
+}
+
+/// `x`, or the largest finite value of its sign where the arithmetic overflowed (a spread or
+/// interval of values near f64::MAX): every figure hookprof reports is a number.
+fn finite(x: f64) -> f64 {
+    x.clamp(f64::MIN, f64::MAX)
 }
 
 fn tukey_outliers(sorted: &[f64]) -> Outliers {
@@ -142,14 +166,21 @@ pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
     if old.n < 2 || new.n < 2 {
         return None;
     }
-    let difference = new.mean - old.mean;
+    // In units of the largest figure, so that differences and squares of values near f64::MAX
+    // stay finite (t, df and p do not depend on the unit).
+    let scale = [old.mean, new.mean, old.stdev, new.stdev]
+        .iter()
+        .fold(0.0_f64, |m, v| m.max(v.abs()));
+    let scale = if scale > 0.0 { scale } else { 1.0 };
+    let difference = new.mean / scale - old.mean / scale;
     let (vo, vn) = (
-        old.stdev.powi(2) / old.n as f64,
-        new.stdev.powi(2) / new.n as f64,
+        (old.stdev / scale).powi(2) / old.n as f64,
+        (new.stdev / scale).powi(2) / new.n as f64,
     );
     let var = vo + vn;
     if var == 0.0 {
         let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        let difference = finite(difference * scale);
         return Some(Welch {
             difference,
             std_error: 0.0,
@@ -160,22 +191,24 @@ pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
     }
     let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
     // Squares of tiny variances underflow to 0/0: fall back to the pooled degrees of freedom.
-    let df = if df.is_finite() && df > 0.0 {
-        df
-    } else {
-        (old.n + new.n - 2) as f64
-    };
+    // Welch's df lies between the smaller side's n - 1 and the pooled df; rounding may not.
+    let pooled = (old.n + new.n - 2) as f64;
+    let df = if df.is_finite() { df } else { pooled };
+    let df = df.clamp((old.n.min(new.n) - 1) as f64, pooled);
     let std_error = var.sqrt();
     let t = difference / std_error;
     let dist = StudentsT::new(0.0, 1.0, df).expect("df > 0");
     let p_value = (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0);
     let half = t_quantile(df) * std_error;
     Some(Welch {
-        difference,
-        std_error,
+        difference: finite(difference * scale),
+        std_error: finite(std_error * scale),
         df,
         p_value,
-        ci: (difference - half, difference + half),
+        ci: (
+            finite((difference - half) * scale),
+            finite((difference + half) * scale),
+        ),
     })
 }
 
@@ -257,8 +290,8 @@ pub fn relative_change(old: &Summary, new: &Summary) -> Option<Change> {
     let scale = old.mean.abs();
     let test = welch(old, new);
     Some(Change {
-        relative: (new.mean - old.mean) / scale,
-        ci: test.map(|w| (w.ci.0 / scale, w.ci.1 / scale)),
+        relative: finite(new.mean / scale - old.mean / scale),
+        ci: test.map(|w| (finite(w.ci.0 / scale), finite(w.ci.1 / scale))),
         p_value: test.map(|w| w.p_value),
     })
 }
@@ -437,5 +470,41 @@ mod tests {
         assert_eq!(verdict(&faster, Some(1e-4), false, &c), Verdict::Improved);
         // Significant before adjustment, not after: no regression.
         assert_eq!(verdict(&faster, Some(0.2), false, &c), Verdict::NoChange);
+    }
+
+    /// Every figure of a summary, a Welch test and a change is a number, whatever the
+    /// magnitudes (samples of 1e308 made mean, variance and t overflow, and statrs panicked).
+    #[test]
+    fn extreme_magnitudes_give_numbers_not_overflow_or_a_panic() {
+        let big = f64::MAX;
+        let sides: [&[f64]; 6] = [
+            &[1e308; 5],
+            &[1e308, 1e308, 1.5e308, big],
+            &[0.0, big, 0.0, big],
+            &[-big, big, -big],
+            &[5e-324, 1e-320, 0.0],
+            &[1.0, 2.0, 3.0],
+        ];
+        for old in sides {
+            for new in sides {
+                let (o, n) = (summarize(old).unwrap(), summarize(new).unwrap());
+                let (lo, hi) = o.ci.unwrap();
+                let half = o.ci_half_width();
+                for v in [o.mean, o.median, o.stdev, o.pop_stdev, o.cv, lo, hi, half] {
+                    assert!(v.is_finite(), "{old:?}: {o:?}");
+                }
+                let w = welch(&o, &n).unwrap();
+                for v in [w.difference, w.std_error, w.df, w.p_value, w.ci.0, w.ci.1] {
+                    assert!(v.is_finite(), "{old:?} vs {new:?}: {w:?}");
+                }
+                if let Some(c) = relative_change(&o, &n) {
+                    let (lo, hi) = c.ci.unwrap();
+                    assert!([c.relative, lo, hi].iter().all(|v| v.is_finite()), "{c:?}");
+                }
+            }
+        }
+        let same = summarize(&[1e308; 5]).unwrap();
+        assert_eq!((same.mean, same.stdev), (1e308, 0.0));
+        assert_eq!(welch(&same, &same).unwrap().p_value, 1.0);
     }
 }

@@ -1,13 +1,14 @@
 //! A short `cargo fuzz` run of each parser that reads outside input (results files, lmbench
-//! summaries, /usr/bin/time logs). The fuzz crate is its own workspace under `fuzz/`; it needs
-//! the nightly toolchain and cargo-fuzz, which is installed if missing.
+//! summaries, /usr/bin/time logs) and of the statistics `compare` and `history` compute from
+//! it. The fuzz crate is its own workspace under `fuzz/`; it needs the nightly toolchain and
+//! cargo-fuzz, which is installed if missing.
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
 use crate::workspace_root;
 
-const TARGETS: &[&str] = &["results", "import_lmbench", "import_time"];
+const TARGETS: &[&str] = &["results", "import_lmbench", "import_time", "statistics"];
 /// Seconds of fuzzing per target: enough to catch shallow crashes, short enough for every test
 /// run.
 const SECONDS_PER_TARGET: u32 = 25;

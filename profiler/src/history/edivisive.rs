@@ -133,6 +133,12 @@ fn standard_normal(rng: &mut StdRng) -> f64 {
 /// segment and keeps it when its permutation p-value is below `alpha`; the first split that is
 /// not significant ends the search.
 pub fn change_points(series: &[f64], alpha: f64, permutations: usize) -> Vec<ChangePoint> {
+    // In units of the largest magnitude, so sums of distances between values near f64::MAX
+    // stay finite; the statistic is scaled back (it is linear in the data's unit).
+    let scale = series.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let scale = if scale > 0.0 { scale } else { 1.0 };
+    let series: Vec<f64> = series.iter().map(|v| v / scale).collect();
+    let series = series.as_slice();
     let mut rng = StdRng::seed_from_u64(SEED);
     let mut segments = vec![(0, series.len())];
     let mut found = Vec::new();
@@ -152,7 +158,7 @@ pub fn change_points(series: &[f64], alpha: f64, permutations: usize) -> Vec<Cha
         }
         found.push(ChangePoint {
             index,
-            statistic,
+            statistic: (statistic * scale).clamp(f64::MIN, f64::MAX),
             p_value,
         });
         segments.splice(s..=s, [(a, index), (index, b)]);

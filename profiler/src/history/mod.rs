@@ -286,7 +286,8 @@ pub fn analyse(
             .enumerate()
             .map(|(s, c)| {
                 let (lo, at, hi) = (bounds[s], bounds[s + 1], bounds[s + 2]);
-                let mean = |part: &[f64]| part.iter().sum::<f64>() / part.len() as f64;
+                // Each value divided first: a sum of values near f64::MAX overflows.
+                let mean = |part: &[f64]| part.iter().map(|v| v / part.len() as f64).sum::<f64>();
                 let (before, after) = (mean(&series[lo..at]), mean(&series[at..hi]));
                 let side = |range: std::ops::Range<usize>| -> Vec<Results> {
                     range.map(|i| files[present[i]].1.clone()).collect()

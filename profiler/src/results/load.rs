@@ -1,10 +1,21 @@
 //! Reading results files: validated loading with errors that name the file and line, and the
 //! listing of a directory's results files (compare's sides, history's series, baselines).
-use std::path::{Path, PathBuf};
+use std::{
+    io::{ErrorKind, Read},
+    path::{Path, PathBuf},
+};
 
 use anyhow::Context;
+use serde::{
+    de::{Error as _, SeqAccess, Visitor},
+    Deserialize, Deserializer,
+};
 
 use super::{Results, SCHEMA_VERSION};
+
+/// The largest results file read: a thousand times a quick-suite run's (about 250 KB), so a
+/// device or an endless stream named by mistake ends in an error, not in memory exhaustion.
+pub const MAX_BYTES: u64 = 256 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
@@ -13,7 +24,8 @@ pub enum ResultsError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: not a hookprof results file: {message}")]
+    /// Not JSON, or a value that is not what the field holds.
+    #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: String,
         line: usize,
@@ -24,46 +36,115 @@ pub enum ResultsError {
         "{path}: schema_version {found} is not supported (this hookprof reads {SCHEMA_VERSION})"
     )]
     Schema { path: String, found: u64 },
+    #[error(
+        "{path}: more than {} MiB, larger than any results file: name a hookprof results file",
+        MAX_BYTES >> 20
+    )]
+    TooLarge { path: String },
 }
 
 impl Results {
-    /// Reads and validates a results file; every failure names the file (and line, for JSON).
+    /// Reads and validates a results file as a stream (at most [`MAX_BYTES`]); every failure
+    /// names the file, and the line and column for what is in it.
     pub fn load(path: &Path) -> Result<Results, ResultsError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Io {
+        let file = std::fs::File::open(path).map_err(|source| ResultsError::Io {
             path: shown.clone(),
             source,
         })?;
-        Self::parse(&text, &shown)
+        read(file, &shown, MAX_BYTES)
     }
 
     pub fn parse(text: &str, shown: &str) -> Result<Results, ResultsError> {
-        let parse_error = |e: serde_json::Error| ResultsError::Parse {
+        read(text.as_bytes(), shown, MAX_BYTES)
+    }
+}
+
+/// Parses results from `input`, refusing more than `max` bytes.
+fn read(input: impl Read, shown: &str, max: u64) -> Result<Results, ResultsError> {
+    let mut input = std::io::BufReader::new(input.take(max + 1));
+    let parsed = serde_json::from_reader(&mut input);
+    if input.get_ref().limit() == 0 {
+        return Err(ResultsError::TooLarge {
             path: shown.to_string(),
+        });
+    }
+    parsed.map_err(|e| {
+        let path = shown.to_string();
+        if e.is_io() {
+            let source = std::io::Error::new(e.io_error_kind().unwrap_or(ErrorKind::Other), e);
+            return ResultsError::Io { path, source };
+        }
+        // serde_json's message ends with the position, which the error shows in front.
+        let message = e.to_string();
+        let message = message
+            .strip_suffix(&format!(" at line {} column {}", e.line(), e.column()))
+            .unwrap_or(&message);
+        if let Some(found) = message
+            .strip_prefix(UNSUPPORTED_SCHEMA)
+            .and_then(|v| v.parse().ok())
+        {
+            return ResultsError::Schema { path, found };
+        }
+        let message = if e.is_data() {
+            message.to_string()
+        } else {
+            format!("not a hookprof results file: {message}")
+        };
+        ResultsError::Parse {
+            path,
             line: e.line(),
             column: e.column(),
-            message: e.to_string(),
-        };
-        let value: serde_json::Value = serde_json::from_str(text).map_err(parse_error)?;
-        match value.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-            Some(found) => {
-                return Err(ResultsError::Schema {
-                    path: shown.to_string(),
-                    found,
-                })
-            }
-            None => {
-                return Err(ResultsError::Parse {
-                    path: shown.to_string(),
-                    line: 1,
-                    column: 1,
-                    message: "no schema_version".into(),
-                })
+            message,
+        }
+    })
+}
+
+/// How [`supported_schema`] tells [`read`] the version it found.
+const UNSUPPORTED_SCHEMA: &str = "unsupported schema_version ";
+
+/// `schema_version`, refused at once unless it is this hookprof's: the rest of another
+/// version's file may mean something else. It is the first field hookprof writes.
+pub(super) fn supported_schema<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let found = u64::deserialize(d)?;
+    if found == u64::from(SCHEMA_VERSION) {
+        Ok(SCHEMA_VERSION)
+    } else {
+        Err(D::Error::custom(format!("{UNSUPPORTED_SCHEMA}{found}")))
+    }
+}
+
+/// A list of samples, each finite and not negative (times, rates and counts), or the load
+/// fails at the offending value's line and column.
+pub(super) fn samples<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    struct Sample(f64);
+    impl<'de> Deserialize<'de> for Sample {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Sample, D::Error> {
+            let v = f64::deserialize(d)?;
+            if v >= 0.0 {
+                Ok(Sample(v))
+            } else {
+                Err(D::Error::custom(format!(
+                    "sample {v} is negative (a sample is a time, rate or count)"
+                )))
             }
         }
-        serde_json::from_value(value).map_err(parse_error)
     }
+    struct Samples;
+    impl<'de> Visitor<'de> for Samples {
+        type Value = Vec<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of samples")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(Sample(v)) = seq.next_element()? {
+                out.push(v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Samples)
 }
 
 /// The results files in `dir` (every `*.json` that is a file), sorted by name; none is no error.
@@ -127,5 +208,69 @@ mod tests {
         let json: serde_json::Value = serde_json::to_value(&old).unwrap();
         assert_eq!(json["cpus_allowed"], 2);
         assert!(json.get("cpus").is_none(), "{json}");
+    }
+
+    /// A file with one workload whose clean samples are `samples`, as text, on line 4.
+    fn with_samples(samples: &str) -> String {
+        format!(
+            "{{\"schema_version\": 1, \"label\": \"l\", \"complete\": true,\n\
+             \"source\": \"hookprof\", \"environment\": {{\"kernel_release\": \"6.1\",\n\
+             \"hookprof_version\": \"0.1\"}}, \"workloads\": [{{\"name\": \"w\",\n\
+             \"family\": \"f\", \"unit\": \"us\", \"clean\": [1.5, {samples}]}}]}}"
+        )
+    }
+
+    #[test]
+    fn a_sample_that_is_not_a_finite_non_negative_number_is_refused_where_it_is() {
+        assert_eq!(
+            Results::parse(&with_samples("2"), "r.json")
+                .unwrap()
+                .workloads[0]
+                .clean,
+            [1.5, 2.0]
+        );
+        for (sample, says) in [
+            ("\"NaN\"", "invalid type: string \"NaN\""),
+            ("-350.8", "sample -350.8 is negative"),
+            ("1e400", "number out of range"),
+            ("null", "invalid type: null"),
+        ] {
+            let err = Results::parse(&with_samples(sample), "r.json").unwrap_err();
+            let ResultsError::Parse { line, column, .. } = err else {
+                panic!("{sample}: {err}");
+            };
+            let text = err.to_string();
+            assert_eq!(line, 4, "{sample}: {text}");
+            // The column points at the sample, after `"clean": [1.5, `.
+            let at = with_samples(sample)
+                .lines()
+                .nth(3)
+                .unwrap()
+                .find(sample)
+                .unwrap();
+            assert!(
+                (at..=at + sample.len() + 1).contains(&column),
+                "{sample}: {text}"
+            );
+            assert!(text.starts_with(&format!("r.json:4:{column}: ")), "{text}");
+            assert!(text.contains(says), "{sample}: {text}");
+            assert!(!text.contains("at line"), "the position twice: {text}");
+        }
+    }
+
+    #[test]
+    fn another_schema_is_named_and_endless_input_ends() {
+        let other = with_samples("2").replace("\"schema_version\": 1", "\"schema_version\": 99");
+        let err = Results::parse(&other, "r.json").unwrap_err();
+        assert!(
+            matches!(err, ResultsError::Schema { found: 99, .. }),
+            "{err}"
+        );
+        // Whitespace forever: cut at the cap.
+        let err = read(std::io::repeat(b' '), "endless", 1 << 16).unwrap_err();
+        assert!(matches!(err, ResultsError::TooLarge { .. }), "{err}");
+        // Zeros forever (/dev/zero): refused at the first byte.
+        let err = read(std::io::repeat(0), "zeros", MAX_BYTES).unwrap_err();
+        assert!(err.to_string().starts_with("zeros:1:1: "), "{err}");
     }
 }

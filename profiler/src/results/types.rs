@@ -8,6 +8,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
+    #[serde(deserialize_with = "crate::results::load::supported_schema")]
     pub schema_version: u32,
     /// Free label of this run or configuration (an imported summary's host label, `--label`).
     pub label: String,
@@ -306,9 +307,10 @@ pub struct WorkloadResult {
     #[serde(default)]
     pub iterations: u64,
     /// The metric without probes attached, one value per sample.
+    #[serde(deserialize_with = "crate::results::load::samples")]
     pub clean: Vec<f64>,
     /// The metric with probes attached, one value per sample (empty when nothing was probed).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::results::load::samples")]
     pub probed: Vec<f64>,
     /// Further metrics of the same samples (build: user, system, cpu_percent).
     #[serde(default)]
@@ -377,9 +379,10 @@ fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CopySamples {
     /// The copy's metric without probes attached, one value per sample.
+    #[serde(deserialize_with = "crate::results::load::samples")]
     pub clean: Vec<f64>,
     /// The copy's metric with probes attached, one value per sample.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::results::load::samples")]
     pub probed: Vec<f64>,
     /// When each clean sample ran: [start, end] in CLOCK_MONOTONIC ns, the same clock for
     /// every copy, so the copies' overlap in time can be checked.
@@ -400,6 +403,7 @@ pub struct WorkloadFailure {
 pub struct ExtraMetric {
     pub name: String,
     pub unit: Unit,
+    #[serde(deserialize_with = "crate::results::load::samples")]
     pub clean: Vec<f64>,
 }
 
@@ -452,7 +456,7 @@ pub struct AttributionRow {
     #[serde(default)]
     pub histogram: Vec<u64>,
     /// Per-sample ns per op, for comparing hook costs across runs.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::results::load::samples")]
     pub samples_ns_per_op: Vec<f64>,
 }
 
