@@ -558,3 +558,45 @@ fn a_call_blocked_across_a_detach_is_counted_not_timed() {
     );
     assert_eq!(delta.events[event::STALE_EXIT as usize], 1, "stale exits");
 }
+
+/// `--stack-noop` either stacks programs (the results list them) or, where the kernel refuses
+/// BPF LSM programs (this host's), fails at once with the kernel's reason, as `--inject` does:
+/// never a run whose results say stack_noop over no program.
+#[test]
+fn stack_noop_stacks_programs_or_fails_with_the_kernels_reason() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let args = [
+        "run",
+        "--quiet",
+        "--workloads",
+        "null_call",
+        "--samples",
+        "2",
+        "--stack-noop",
+        "-o",
+        path.to_str().unwrap(),
+    ];
+    let out = hookprof(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let r = hookprof::results::Results::load(&path).unwrap();
+            assert!(
+                !r.lsm_programs.is_empty(),
+                "stack_noop with no program: {stderr}"
+            );
+        }
+        Some(2) => {
+            let last = stderr.trim().lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with("hookprof: error: --stack-noop: "),
+                "{stderr}"
+            );
+            assert!(last.contains("refused"), "no reason given: {stderr}");
+            assert!(!path.exists(), "a results file was written");
+        }
+        other => panic!("exit {other:?}: {stderr}"),
+    }
+}

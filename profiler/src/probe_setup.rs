@@ -136,7 +136,7 @@ pub(crate) fn load_probes(
     let (functions, focus) = match selection {
         Selection::Listed(functions) => {
             if args.stack_noop {
-                stack_noop(&mut probes, &kernel, &functions, args.inject);
+                stack_noop(&mut probes, &kernel, &functions, args.inject)?;
             }
             (functions, None)
         }
@@ -223,7 +223,7 @@ fn discover_functions(
     };
     let hooks = found.union();
     if setup.stack_noop {
-        stack_noop(probes, kernel, &hooks, setup.inject);
+        stack_noop(probes, kernel, &hooks, setup.inject)?;
     }
     let Wait::Done(lsms) = discover(&selection::lsm_candidates(
         kernel,
@@ -255,26 +255,50 @@ pub(crate) fn calibrate(
     Ok(Wait::Done(calibrated.context("calibrate the probes")?))
 }
 
-/// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`.
+/// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`. A run
+/// that stacks nothing fails, with the kernel's reason, as `--inject` does: its results would
+/// say `stack_noop` over a kernel that ran no program.
 fn stack_noop(
     probes: &mut Probes,
     kernel: &KernelBtf,
     functions: &[Target],
     inject: &[(String, u64)],
-) {
+) -> Result<()> {
     // Helpers such as security_file_free call no LSM hook of their own: nothing to stack.
     let hooks = functions
         .iter()
         .filter_map(|t| lsm_hook_of(kernel, &t.function));
+    let (mut stacked, mut refused) = (0, None);
     for hook in hooks {
-        if inject.iter().all(|(h, _)| *h != hook) {
-            // Some hooks take no BPF LSM program (void hooks the verifier rejects): the
-            // rest still stack, and the refusal is said, not hidden.
-            if let Err(e) = probes.attach_lsm(kernel, &hook, 0) {
+        if inject.iter().any(|(h, _)| *h == hook) {
+            stacked += 1; // the injected program is this hook's
+            continue;
+        }
+        // Some hooks take no BPF LSM program (void hooks the verifier rejects): the rest
+        // still stack, and the refusal is said, not hidden.
+        match probes.attach_lsm(kernel, &hook, 0) {
+            Ok(()) => stacked += 1,
+            Err(e) => {
                 eprintln!("hookprof: --stack-noop: no program on {hook}: {e:#}");
+                refused.get_or_insert(e);
             }
         }
     }
+    if stacked > 0 {
+        return Ok(());
+    }
+    // No hook was chosen (where fentry is refused, none is found): does the kernel take a BPF
+    // LSM program at all? file_open is an LSM hook on every kernel with the BPF LSM.
+    let refused = match refused {
+        Some(e) => e,
+        None => match probes.attach_lsm(kernel, "file_open", 0) {
+            Err(e) => e,
+            Ok(()) => bail!(
+                "--stack-noop: none of the chosen hooks runs an LSM hook; choose some with --hooks"
+            ),
+        },
+    };
+    Err(refused.context("--stack-noop"))
 }
 
 pub(crate) fn require_bpf_privileges() -> Result<()> {
