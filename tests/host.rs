@@ -235,11 +235,6 @@ fn bad_input_is_one_line_and_exit_code_2() {
             "security_no_such_hook",
         ),
         (&["run", "--inject", "no_such_hook=100"], "no_such_hook"),
-        (&["run", "--inject", "file_open=abc"], "whole number"),
-        (
-            &["run", "--inject", "syscall:no_such_call=100"],
-            "'no_such_call' is not an x86_64 syscall",
-        ),
         (
             &["run", "--probes", "none", "--stack-noop"],
             "--probes none",
@@ -253,9 +248,6 @@ fn bad_input_is_one_line_and_exit_code_2() {
             &["stat", "--pin", "0", "--pin", "0,0", "--", "true"],
             "--pin 0,0,0",
         ),
-        (&["run", "--samples", "1"], "--samples"),
-        (&["run", "--parallel", "0"], "--parallel"),
-        (&["run", "--parallel", "65"], "--parallel"),
         (
             &["run", "--workloads", "build", "--parallel", "2"],
             "build runs",
@@ -264,7 +256,6 @@ fn bad_input_is_one_line_and_exit_code_2() {
             &["run", "--user", "no_such_user_hookprof"],
             "no_such_user_hookprof",
         ),
-        (&["run", "--no-such-option"], "--no-such-option"),
         // `ab` checks what it can before it boots anything.
         (
             &[
@@ -598,5 +589,47 @@ fn stack_noop_stacks_programs_or_fails_with_the_kernels_reason() {
             assert!(!path.exists(), "a results file was written");
         }
         other => panic!("exit {other:?}: {stderr}"),
+    }
+}
+
+/// Command-line mistakes get clap's whole message: which arguments are missing, the possible
+/// values, the usage line; exit 2.
+#[test]
+fn command_line_errors_are_shown_in_full() {
+    // (arguments, what the message must hold besides clap's first line)
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["compare"], &["<OLD NEW>", "Usage: hookprof compare"]),
+        (&["report"], &["<FILES>", "Usage: hookprof report"]),
+        (&["import", "lmbench"], &["<FILE>", "--output <OUT>"]),
+        (&["ab"], &["<KERNEL_A>", "<KERNEL_B>"]),
+        (
+            &["report", "--format", "bogus", "r.json"],
+            &["possible values: text", "html"],
+        ),
+        (
+            &["run", "--no-such-option"],
+            &["--no-such-option", "Usage: hookprof run"],
+        ),
+        (
+            &["run", "--inject", "file_open=abc"],
+            &["--inject", "whole number"],
+        ),
+        (
+            &["run", "--inject", "syscall:no_such_call=100"],
+            &["'no_such_call' is not an x86_64 syscall"],
+        ),
+        (&["run", "--samples", "1"], &["--samples", "2..="]),
+        (&["run", "--parallel", "0"], &["--parallel", "1..=64"]),
+        (&["run", "--parallel", "65"], &["--parallel", "1..=64"]),
+    ];
+    for (args, names) in cases {
+        let out = hookprof(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        for name in *names {
+            assert!(stderr.contains(name), "{args:?}: no {name} in: {stderr}");
+        }
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }

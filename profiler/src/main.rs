@@ -57,11 +57,15 @@ fn main() -> ExitCode {
         {
             e.exit()
         }
-        // Bad input is one line, like every other error (clap adds usage hints below it).
+        // clap's own rendering, in full: which arguments are missing, the possible values,
+        // the usage line.
         Err(e) => {
-            let rendered = e.to_string();
-            let first = rendered.lines().next().unwrap_or_default();
-            eprintln!("hookprof: {first}{}", run_only_hint(&e));
+            let mut rendered = e.render().to_string();
+            if let Some(hint) = run_only_hint(&e) {
+                let at = rendered.find("\nUsage:").unwrap_or(rendered.len());
+                rendered.insert_str(at, &format!("\n  tip: {hint}\n"));
+            }
+            eprint!("{rendered}");
             return ExitCode::from(2);
         }
     };
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
 }
 
 /// For `stat` given one of the options that choose `run`'s workloads: what stat takes instead.
-fn run_only_hint(e: &clap::Error) -> &'static str {
+fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
     const RUN_ONLY: &[&str] = &[
         "--samples",
         "--workloads",
@@ -101,11 +105,9 @@ fn run_only_hint(e: &clap::Error) -> &'static str {
         Some(clap::error::ContextValue::String(arg)) => arg.split('=').next().unwrap_or_default(),
         _ => "",
     };
-    if in_stat && RUN_ONLY.contains(&unknown) {
-        " (a `run` option: stat runs the command after -- and takes --runs N for its samples)"
-    } else {
-        ""
-    }
+    (in_stat && RUN_ONLY.contains(&unknown)).then_some(
+        "a `run` option: stat runs the command after -- and takes --runs N for its samples",
+    )
 }
 
 /// `hookprof hooks | head`: a reader that stops early ends the output quietly, as it does for
