@@ -303,6 +303,17 @@ fn bad_input_is_one_line_and_exit_code_2() {
             &["ab", kernel, kernel, "--lsm", "a b", "--out-dir", fresh_dir],
             "--lsm",
         ),
+        // A file that is no kernel: refused before an initramfs is built or qemu booted.
+        (
+            &[
+                "ab",
+                "/etc/hostname",
+                "/etc/hostname",
+                "--out-dir",
+                fresh_dir,
+            ],
+            "/etc/hostname is not a kernel image",
+        ),
         (&["report", &truncated], &truncated),
         (&["report", &other_schema], "schema_version 99"),
         (&["report", &not_json], &not_json),

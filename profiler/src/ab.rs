@@ -71,6 +71,10 @@ struct Side {
 }
 
 pub fn ab(args: &AbArgs) -> Result<ExitCode> {
+    // A file that is no kernel fails now, not after an initramfs is built and qemu booted.
+    for (name, spec) in [("A", &args.kernel_a), ("B", &args.kernel_b)] {
+        hookprof_guest::check_kernel_format(spec).with_context(|| format!("kernel {name}"))?;
+    }
     let criteria = args.compare.criteria()?;
     let run_a = side_run_args(&args.measure, args.a_args.as_deref(), "--a-args")?;
     let run_b = side_run_args(&args.measure, args.b_args.as_deref(), "--b-args")?;

@@ -36,6 +36,38 @@ pub fn resolve(spec: Option<&str>, cache: &Path, log: &Log) -> Result<Kernel> {
     }
 }
 
+/// Fails at once, before anything is built or booted, when `spec` names a file that is no x86-64
+/// kernel image: neither an ELF vmlinux nor a bzImage. Package names are checked by apt.
+pub fn check_format(spec: &str) -> Result<()> {
+    if spec == RUNNING || !(spec.contains('/') || Path::new(spec).exists()) {
+        return Ok(());
+    }
+    use std::io::Read;
+    let mut head = Vec::with_capacity(HEAD);
+    std::fs::File::open(spec)
+        .and_then(|f| f.take(HEAD as u64).read_to_end(&mut head))
+        .with_context(|| format!("{spec}: cannot read the kernel image"))?;
+    if !is_kernel_image(&head) {
+        bail!(
+            "{spec} is not a kernel image (neither an x86-64 ELF vmlinux nor a bzImage): name a \
+             vmlinux, a bzImage or a Debian kernel package"
+        );
+    }
+    Ok(())
+}
+
+/// Bytes of an image's start [`is_kernel_image`] reads: past the bzImage header's magic.
+const HEAD: usize = 0x210;
+
+/// An x86-64 executable ELF (a vmlinux: e_type EXEC, e_machine x86-64), or a bzImage (the boot
+/// protocol's "HdrS" magic at 0x202 and the 0xAA55 boot flag at 0x1FE).
+fn is_kernel_image(head: &[u8]) -> bool {
+    let elf = head.starts_with(b"\x7fELF") && head.get(16..20) == Some(&[2, 0, 62, 0][..]);
+    let bzimage = head.get(0x1FE..0x200) == Some(&[0x55, 0xAA][..])
+        && head.get(0x202..0x206) == Some(&b"HdrS"[..]);
+    elf || bzimage
+}
+
 /// `/boot/vmlinuz-<release of the running kernel>`.
 fn running_image() -> Result<PathBuf> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -51,6 +83,7 @@ fn running_image() -> Result<PathBuf> {
 }
 
 fn from_path(path: &Path, cache: &Path, log: &Log) -> Result<Kernel> {
+    check_format(&path.to_string_lossy())?;
     let data =
         std::fs::read(path).with_context(|| format!("read kernel image {}", path.display()))?;
     let name = path.display().to_string();
@@ -272,6 +305,30 @@ fn run(cmd: &mut Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_x86_64_vmlinux_or_a_bzimage_is_a_kernel_image() {
+        let mut vmlinux = b"\x7fELF\x02\x01\x01".to_vec();
+        vmlinux.resize(16, 0);
+        vmlinux.extend_from_slice(&[2, 0, 62, 0]); // ET_EXEC, EM_X86_64
+        let mut pie = vmlinux.clone();
+        pie[16] = 3; // ET_DYN: a program, not a kernel
+        let mut bzimage = vec![0u8; HEAD];
+        bzimage[0x1FE..0x200].copy_from_slice(&[0x55, 0xAA]);
+        bzimage[0x202..0x206].copy_from_slice(b"HdrS");
+        assert!(is_kernel_image(&vmlinux) && is_kernel_image(&bzimage));
+        assert!(!is_kernel_image(&pie));
+        assert!(!is_kernel_image(b"myhost\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("hostname");
+        std::fs::write(&text, "myhost\n").unwrap();
+        let err = check_format(text.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a kernel image"), "{err}");
+        // Package names and `running` are not files: apt and /boot answer for them.
+        assert!(check_format("linux-image-amd64").is_ok() && check_format(RUNNING).is_ok());
+    }
 
     #[test]
     fn meta_package_resolves_to_its_versioned_image() {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 pub use initramfs::{which, Payload};
-pub use kernel::Kernel;
+pub use kernel::{check_format as check_kernel_format, Kernel};
 pub use qemu::{check_lsm, kvm_usable, Accel, Outcome, TcgThreads};
 
 /// The guest's LSM stack: the Debian default without tomoyo, with bpf for the BPF LSM.
