@@ -12,7 +12,7 @@ use std::{
 };
 
 use hookprof::results::Results;
-use hookprof_tests::{hookprof_bin, require_root};
+use hookprof_tests::{catches_sigint, hookprof_bin, require_root};
 
 /// A run of a fraction of a second: clean null_call only.
 const SHORT: &[&str] = &[
@@ -227,7 +227,7 @@ fn a_second_run_writing_the_same_file_is_refused() {
     }
     let second = run_to(&path, SHORT, dir.path());
     // Interrupted once it catches SIGINT, the first run writes what it has.
-    while !catches_sigint(first.id()) {
+    while !catches_sigint(first.id() as i32) {
         assert!(
             t.elapsed() < Duration::from_secs(60),
             "the first run never took SIGINT"
@@ -240,16 +240,6 @@ fn a_second_run_writing_the_same_file_is_refused() {
     assert_refused("second writer", &second, "another run is writing it");
     assert_eq!(status.code(), Some(130));
     Results::load(&path).expect("the first run's results");
-}
-
-/// True once process `pid` catches SIGINT (`SigCgt:` in /proc/PID/status, a hex mask).
-fn catches_sigint(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::{
 
 use hookprof::results::Results;
 use hookprof_tests::{
-    assert_near,
+    assert_near, catches_sigint,
     cleanup::{BpfObjects, Hookprof},
     require_root, row, workload,
 };
@@ -67,16 +67,6 @@ fn wait_for(run: &mut Hookprof, when: When) {
             !runner_pids(r.pid()).is_empty()
         }),
     }
-}
-
-/// True once process `pid` catches SIGINT (`SigCgt:` in /proc/PID/status, a hex mask).
-fn catches_sigint(pid: i32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
 }
 
 #[test]

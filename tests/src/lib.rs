@@ -234,3 +234,13 @@ pub fn assert_parallel_like_one(
         );
     }
 }
+
+/// True once process `pid` catches SIGINT (`SigCgt:` in /proc/PID/status, a hex mask).
+pub fn catches_sigint(pid: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+}
