@@ -644,3 +644,50 @@ fn command_line_errors_are_shown_in_full() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// Each round measures every workload in a fresh runner and a fresh order; the results keep
+/// each round's samples apart, and compare takes the round as its unit.
+#[test]
+fn rounds_keep_their_samples_apart_and_compare_counts_rounds() {
+    require_root();
+    let r = run_to_results(&[
+        "--workloads",
+        "null_call,open_close",
+        "--rounds",
+        "3",
+        "--samples",
+        "2",
+    ]);
+    assert_eq!(r.options["rounds"], 3);
+    assert!(r.options["round_seed"].is_u64(), "{:?}", r.options);
+    for w in &r.workloads {
+        assert_eq!(w.round_sizes, [2, 2, 2], "{}", w.name);
+        assert_eq!((w.clean.len(), w.probed.len()), (6, 6), "{}", w.name);
+        assert_eq!(w.clean_by_round().len(), 3);
+        // Every round's probed samples count in the attribution.
+        assert!(!w.attribution.is_empty(), "{}", w.name);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let out = hookprof(&["compare", f, f, "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for w in c["workloads"].as_array().unwrap() {
+        assert_eq!(w["replication"], "round", "{w}");
+        assert_eq!(w["old"]["n"].as_u64(), Some(3), "{w}");
+        // Against itself: never a change (no change, or inconclusive where rounds disagree).
+        assert!(
+            !["regressed", "improved"].contains(&w["verdict"].as_str().unwrap()),
+            "{w}"
+        );
+        assert!(w["minimum_detectable_effect"].as_f64().is_some(), "{w}");
+        assert!(w["components"]["between_rounds"].as_f64().is_some(), "{w}");
+    }
+}

@@ -18,6 +18,7 @@ pub mod output;
 pub mod policy;
 pub mod probe_setup;
 pub mod probes;
+pub mod replication;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -79,12 +79,6 @@ pub type Progress<'a> = &'a dyn Fn(usize, usize);
 /// loaded, to prove that a panic leaves nothing behind (tests/safety.rs).
 pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
 
-pub struct Outcome {
-    pub result: WorkloadResult,
-    /// The run was interrupted; `result` holds the samples taken so far.
-    pub interrupted: bool,
-}
-
 /// What the samples so far add up to.
 #[derive(Default)]
 struct Taken {
@@ -92,69 +86,117 @@ struct Taken {
     probed: Vec<ProbedSample>,
 }
 
-pub fn measure(
+/// One workload's samples over the rounds measured so far.
+pub struct Measured {
+    pub result: WorkloadResult,
+    taken: Taken,
+}
+
+impl Measured {
+    pub fn new(spec: &WorkloadSpec) -> Measured {
+        Measured {
+            result: WorkloadResult {
+                name: spec.name.into(),
+                family: spec.family.key().into(),
+                unit: spec.metric.unit(),
+                iterations: 0,
+                clean: Vec::new(),
+                probed: Vec::new(),
+                extra: Vec::new(),
+                attribution: Vec::new(),
+                events_per_op: Default::default(),
+                notes: Vec::new(),
+                failure: None,
+                runner_peak_rss_kib: None,
+                copies: Vec::new(),
+                round_sizes: Vec::new(),
+            },
+            taken: Taken::default(),
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.result.failure.is_some()
+    }
+
+    /// The result, with the attribution of every round's probed samples (`probes` focused on
+    /// this workload).
+    pub fn finish(self, probes: Option<&Probes>) -> WorkloadResult {
+        let Measured { mut result, taken } = self;
+        if let Some(p) = probes {
+            if !taken.probed.is_empty() {
+                let a = attribute(
+                    &taken.probed,
+                    &p.focused_functions(),
+                    mean(&taken.clean_ns_per_op),
+                    p.correction(),
+                );
+                result.attribution = a.rows;
+                result.events_per_op = a.events_per_op;
+                note_untimed(&mut result);
+            }
+        }
+        result
+    }
+}
+
+/// Which round of how many is being measured (phases are named after it when there are
+/// several).
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    pub index: usize,
+    pub of: usize,
+}
+
+/// Measures one round of a workload into `measured`: a fresh runner, set-up, calibration (the
+/// first round only: every round times the same number of ops), warm-up and the samples. A
+/// failure is recorded with its phase and ends the workload's rounds. Returns true when the
+/// run was interrupted.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one round of the sampling engine's inputs"
+)]
+pub fn measure_round(
     spec: &'static WorkloadSpec,
     options: &SamplingOptions,
     overhead: Overhead,
-    mut probes: Option<&mut Probes>,
+    probes: Option<&mut Probes>,
     supervisor: &mut Supervisor,
     progress: Progress,
-) -> Outcome {
-    let mut result = WorkloadResult {
-        name: spec.name.into(),
-        family: spec.family.key().into(),
-        unit: spec.metric.unit(),
-        iterations: 0,
-        clean: Vec::new(),
-        probed: Vec::new(),
-        extra: Vec::new(),
-        attribution: Vec::new(),
-        events_per_op: Default::default(),
-        notes: Vec::new(),
-        failure: None,
-        runner_peak_rss_kib: None,
-        copies: Vec::new(),
-        round_sizes: Vec::new(),
-    };
-    let mut taken = Taken::default();
+    measured: &mut Measured,
+    round: Round,
+) -> bool {
+    let before = measured.result.clean.len();
     let mut phase = String::from("set-up");
     supervisor.start_clock();
     let sampled = sample(
         spec,
         options,
         overhead,
-        probes.as_deref_mut(),
+        probes,
         supervisor,
         progress,
-        (&mut result, &mut taken, &mut phase),
+        (&mut measured.result, &mut measured.taken, &mut phase),
     );
-    let interrupted = match sampled {
+    let taken = measured.result.clean.len() - before;
+    if taken > 0 {
+        measured.result.round_sizes.push(taken);
+    }
+    match sampled {
         Ok(Wait::Done(())) => false,
         Ok(Wait::Interrupted) => true,
         Err(e) => {
-            result.failure = Some(WorkloadFailure {
+            let phase = if round.of > 1 {
+                format!("round {} of {}, {phase}", round.index + 1, round.of)
+            } else {
+                phase
+            };
+            measured.result.failure = Some(WorkloadFailure {
                 phase,
                 error: format!("{e:#}"),
             });
             false
         }
-    };
-    if let Some(p) = probes.as_deref() {
-        if !taken.probed.is_empty() {
-            let a = attribute(
-                &taken.probed,
-                &p.focused_functions(),
-                mean(&taken.clean_ns_per_op),
-                p.correction(),
-            );
-            result.attribution = a.rows;
-            result.events_per_op = a.events_per_op;
-            note_untimed(&mut result);
-        }
-    }
-    Outcome {
-        result,
-        interrupted,
     }
 }
 
@@ -187,11 +229,17 @@ fn sample(
     let pids = workload.runner_pids().to_vec();
     let copies = pids.len();
 
-    *phase = "calibration".into();
-    let per_round = workload.ops_per_round();
-    let mut run = |ops| workload.run_slowest(ops, false);
-    let Wait::Done(ops) = calibrate(per_round, spec.metric, options.min_sample, &mut run)? else {
-        return Ok(Wait::Interrupted);
+    let ops = if result.iterations > 0 {
+        result.iterations
+    } else {
+        *phase = "calibration".into();
+        let per_round = workload.ops_per_round();
+        let mut run = |ops| workload.run_slowest(ops, false);
+        let Wait::Done(ops) = calibrate(per_round, spec.metric, options.min_sample, &mut run)?
+        else {
+            return Ok(Wait::Interrupted);
+        };
+        ops
     };
     *phase = "warm-up".into();
     for _ in 0..options.warmup {
@@ -200,7 +248,7 @@ fn sample(
         }
     }
     result.iterations = ops;
-    if copies > 1 {
+    if copies > 1 && result.copies.is_empty() {
         result.copies = vec![CopySamples::default(); copies];
     }
 
@@ -259,7 +307,8 @@ fn sample(
         progress(i + 1, total);
     }
     *phase = "tear-down".into();
-    result.runner_peak_rss_kib = workload.finish()?;
+    let peak = workload.finish()?;
+    result.runner_peak_rss_kib = result.runner_peak_rss_kib.max(peak);
     Ok(Wait::Done(()))
 }
 

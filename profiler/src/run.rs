@@ -5,6 +5,7 @@ use std::{io::IsTerminal, path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use rand::{seq::SliceRandom, SeedableRng};
 use serde_json::json;
 
 use profiler_common::MAX_GATE_OWNERS;
@@ -12,7 +13,7 @@ use profiler_common::MAX_GATE_OWNERS;
 use crate::{
     environment,
     injection::{self, Injection},
-    measure::{self, Overhead, SamplingOptions},
+    measure::{self, Measured, Overhead, Round, SamplingOptions},
     memory,
     output::{self, Format},
     policy::Policy,
@@ -22,6 +23,13 @@ use crate::{
     runner::{Credentials, Supervisor, Wait},
     workloads::{self, command::CommandLine, Suite, WorkloadSpec},
 };
+
+/// Rounds and samples per round by default: chosen from the variance components measured on
+/// this kind of noisy 2-CPU machine (README, "How compare decides"): the spread between
+/// rounds, not between samples, limits what a comparison can detect, so more rounds of fewer
+/// samples.
+pub const DEFAULT_ROUNDS: u32 = 4;
+pub const DEFAULT_SAMPLES: u32 = 3;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -86,8 +94,8 @@ pub struct MeasureArgs {
     pub workloads: Option<Vec<String>>,
     #[command(flatten)]
     pub common: CommonMeasureArgs,
-    /// Samples per pass (clean and probed each).
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(2..))]
+    /// Samples per pass (clean and probed each) in each round.
+    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(2..))]
     pub samples: u32,
     /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
@@ -137,6 +145,12 @@ pub struct CommonMeasureArgs {
     /// its probes. Scratch files are owned by that user.
     #[arg(long, value_name = "NAME|UID")]
     pub user: Option<String>,
+    /// Measure each workload in R rounds: each round starts a fresh runner for every workload
+    /// and takes them in a fresh random order, so CPU placement, memory layout and the
+    /// machine's state are drawn anew. A comparison's unit is the round, not the sample.
+    #[arg(long, value_name = "R", default_value_t = DEFAULT_ROUNDS,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
     /// A workload (or its discovery burst) still running after this many seconds is stopped
     /// and recorded as failed; the run goes on with the next one.
     #[arg(long, value_name = "SECONDS", default_value_t = 3600,
@@ -160,6 +174,7 @@ impl MeasureArgs {
                     inject,
                     stack_noop,
                     user,
+                    rounds,
                     timeout_per_workload,
                 },
             samples,
@@ -175,6 +190,7 @@ impl MeasureArgs {
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
             format!("--parallel={parallel}"),
+            format!("--rounds={rounds}"),
             format!("--timeout-per-workload={timeout_per_workload}"),
         ];
         if let Some(w) = workloads {
@@ -361,6 +377,7 @@ pub fn measure_plan(
     let _run_stats = (args.stack_noop || !args.inject.is_empty())
         .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
     let overhead = Overhead::measure();
+    let round_seed: u64 = rand::random();
     let mut results = Results {
         schema_version: SCHEMA_VERSION,
         label: session
@@ -370,7 +387,7 @@ pub fn measure_plan(
         complete: true,
         source: "hookprof".into(),
         environment,
-        options: recorded_options(args, plan, policies, overhead),
+        options: recorded_options(args, plan, policies, overhead, round_seed),
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
         syscall_injections: Vec::new(),
@@ -378,39 +395,70 @@ pub fn measure_plan(
         workloads: Vec::new(),
     };
 
-    for (i, &spec) in specs.iter().enumerate() {
-        bar.set_message(format!("{} ({}/{})", spec.name, i + 1, specs.len()));
+    let rounds = args.rounds as usize;
+    let mut measured: Vec<Measured> = specs.iter().map(|s| Measured::new(s)).collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(round_seed);
+    let per_workload = plan.samples as usize;
+    let mut done_workloads = 0;
+    'rounds: for round in 0..rounds {
+        // A fresh order each round, so no workload always follows the same one.
+        let mut order: Vec<usize> = (0..specs.len()).collect();
+        if rounds > 1 {
+            order.shuffle(&mut rng);
+        }
+        for i in order {
+            let spec = specs[i];
+            if measured[i].failed() {
+                continue;
+            }
+            let label = if rounds > 1 {
+                format!("{} (round {}/{rounds})", spec.name, round + 1)
+            } else {
+                spec.name.to_string()
+            };
+            bar.set_message(label);
+            if let (Some(p), Some(focus)) = (probes.as_mut(), &focus) {
+                p.focus(Some(focus.functions_of(spec.name)));
+            }
+            let progress = |done: usize, _total: usize| {
+                bar.set_length((specs.len() * rounds * per_workload) as u64);
+                bar.set_position((done_workloads * per_workload + done) as u64);
+            };
+            let interrupted = measure::measure_round(
+                spec,
+                &options,
+                overhead,
+                probes.as_mut(),
+                &mut supervisor,
+                &progress,
+                &mut measured[i],
+                Round {
+                    index: round,
+                    of: rounds,
+                },
+            );
+            done_workloads += 1;
+            memory::note_phase(&format!("workload {}", spec.name));
+            if let Some(failure) = &measured[i].result.failure {
+                supervisor.warn(&format!(
+                    "workload {} failed in {}: {}",
+                    spec.name, failure.phase, failure.error
+                ));
+                results.complete = false;
+            }
+            if interrupted {
+                results.complete = false;
+                break 'rounds;
+            }
+        }
+    }
+    for (spec, m) in specs.iter().zip(measured) {
         if let (Some(p), Some(focus)) = (probes.as_mut(), &focus) {
             p.focus(Some(focus.functions_of(spec.name)));
         }
-        let progress = |done: usize, total: usize| {
-            bar.set_length((specs.len() * total) as u64);
-            bar.set_position((i * total + done) as u64);
-        };
-        let outcome = measure::measure(
-            spec,
-            &options,
-            overhead,
-            probes.as_mut(),
-            &mut supervisor,
-            &progress,
-        );
-        memory::note_phase(&format!("workload {}", spec.name));
-        let interrupted = outcome.interrupted;
-        let result = outcome.result;
-        if let Some(failure) = &result.failure {
-            supervisor.warn(&format!(
-                "workload {} failed in {}: {}",
-                spec.name, failure.phase, failure.error
-            ));
-            results.complete = false;
-        }
+        let result = m.finish(probes.as_ref());
         if !result.clean.is_empty() || result.failure.is_some() {
             results.workloads.push(result);
-        }
-        if interrupted {
-            results.complete = false;
-            break;
         }
     }
     bar.finish_and_clear();
@@ -523,8 +571,12 @@ fn recorded_options(
     plan: &Plan,
     policies: &[Policy],
     overhead: Overhead,
+    round_seed: u64,
 ) -> std::collections::BTreeMap<String, serde_json::Value> {
     [
+        ("rounds", json!(args.rounds)),
+        // The random workload order of each round follows from it.
+        ("round_seed", json!(round_seed)),
         ("hooks", json!(args.hooks)),
         ("probes", json!(args.probes)),
         ("samples", json!(plan.samples)),
@@ -592,6 +644,7 @@ mod tests {
                 .to_vec(),
                 stack_noop: true,
                 user: Some("nobody".into()),
+                rounds: 7,
                 timeout_per_workload: 60,
             },
             samples: 5,

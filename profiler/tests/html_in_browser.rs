@@ -41,6 +41,7 @@ fn results(label: &str, started_at: u64, slower: f64) -> String {
         "workloads": [
             {"name": "open_close", "family": "processes", "unit": "us",
              "clean": [open, open * 1.002, open * 0.998, open * 1.001, open * 0.999],
+             "round_sizes": [1, 1, 1, 1, 1],
              "attribution": [
                 row("syscall", "openat", None, 3000.0 + slower),
                 row("syscall", "close", None, 600.0),

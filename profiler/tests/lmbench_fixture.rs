@@ -174,7 +174,8 @@ fn compare_flags_stat_and_open_close_as_regressions() {
 fn a_directory_side_counts_each_file_once() {
     let dir = imported();
     let base = dir.path().join("00-base.json");
-    // A configuration against itself, two files a side: each file's median is one observation.
+    // A configuration against itself, two files a side: each file is one observation, the mean
+    // of its runs (each imported run is a round of its own).
     let twice = tempfile::tempdir().unwrap();
     for n in ["a.json", "b.json"] {
         std::fs::copy(&base, twice.path().join(n)).unwrap();
@@ -183,9 +184,9 @@ fn a_directory_side_counts_each_file_once() {
     let out = hookprof(&["compare", side, side, "--format", "markdown"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = stdout(&out);
-    // stat's five runs: 3.88 3.97 3.92 3.97 3.97, median 3.97 (the mean would be 3.942).
+    // stat's five runs: 3.88 3.97 3.92 3.97 3.97, mean 3.942.
     assert!(
-        md.contains("| stat | 3.970 us | 3.970 us | +0.00% ["),
+        md.contains("| stat | 3.942 us | 3.942 us | +0.00% ["),
         "{md}"
     );
     assert!(md.contains("Unit of replication: the file"), "{md}");
@@ -198,15 +199,24 @@ fn a_directory_side_counts_each_file_once() {
 fn inconclusive_exits_0_with_a_warning_or_3_when_asked() {
     let dir = imported();
     let base = dir.path().join("00-base.json");
-    // One file against two: one observation on the old side, so nothing can be decided.
-    let two = tempfile::tempdir().unwrap();
-    for n in ["a.json", "b.json"] {
-        std::fs::copy(dir.path().join("01-lsm.json"), two.path().join(n)).unwrap();
-    }
-    let (old, new) = (base.to_str().unwrap(), two.path().to_str().unwrap());
+    // One run a side (each workload cut to its first run): nothing measures the spread.
+    let first_runs = |from: &std::path::Path, to: &std::path::Path| {
+        let mut r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(from).unwrap()).unwrap();
+        for w in r["workloads"].as_array_mut().unwrap() {
+            let first = w["clean"][0].clone();
+            w["clean"] = serde_json::json!([first]);
+        }
+        std::fs::write(to, r.to_string()).unwrap();
+    };
+    let single = tempfile::tempdir().unwrap();
+    let (one_old, one_new) = (single.path().join("a.json"), single.path().join("b.json"));
+    first_runs(&base, &one_old);
+    first_runs(&dir.path().join("01-lsm.json"), &one_new);
+    let (old, new) = (one_old.to_str().unwrap(), one_new.to_str().unwrap());
     let out = hookprof(&["compare", old, new]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("fewer than 2 files on a side"));
+    assert!(stdout(&out).contains("one run of one round on each side"));
     let warning = stderr(&out);
     assert!(
         warning.starts_with("hookprof: warning: ")
@@ -220,7 +230,7 @@ fn inconclusive_exits_0_with_a_warning_or_3_when_asked() {
     let lsm = dir.path().join("01-lsm.json");
     let out = hookprof(&[
         "compare",
-        old,
+        base.to_str().unwrap(),
         lsm.to_str().unwrap(),
         "--fail-on",
         "inconclusive",

@@ -37,6 +37,8 @@ pub fn require_guest() {
     );
 }
 
+/// Runs hookprof. `run` and `stat` take one round unless the test asks for more: these tests
+/// check what is measured, not how rounds replicate it, and the guest runs ~50x slower.
 pub fn hookprof(args: &[&str]) -> Output {
     let bin = hookprof_bin();
     assert!(
@@ -45,9 +47,22 @@ pub fn hookprof(args: &[&str]) -> Output {
         bin.display()
     );
     Command::new(&bin)
-        .args(args)
+        .args(one_round_unless_asked(args))
         .output()
         .expect("run hookprof")
+}
+
+pub fn one_round_unless_asked<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = args.to_vec();
+    let measures = matches!(args.first(), Some(&"run") | Some(&"stat"));
+    if measures
+        && !args
+            .iter()
+            .any(|a| a.starts_with("--rounds") || *a == "--list")
+    {
+        all.insert(1, "--rounds=1");
+    }
+    all
 }
 
 /// Runs hookprof as the unprivileged user nobody (uid and gid 65534, no capabilities).

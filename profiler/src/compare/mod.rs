@@ -12,9 +12,10 @@ use serde::Serialize;
 use crate::{
     baseline,
     output::{self, Document, Format},
+    replication::{self, Components, FileRounds, TestKind, Unit as Replication},
     results::{
         rows::{self, Level},
-        AttributionRow, PathKind, Results, Unit,
+        AttributionRow, PathKind, Results, Unit, WorkloadResult,
     },
     stats::{self, Change, Criteria, Summary, Verdict},
 };
@@ -141,10 +142,10 @@ pub fn load_side(path: &Path) -> anyhow::Result<Vec<Results>> {
 #[derive(Debug, Default)]
 struct Pooled {
     unit: Option<Unit>,
-    /// The clean samples of each file that has any.
-    clean: Vec<Vec<f64>>,
-    /// Further metrics, their samples per file.
-    extras: Vec<(String, Unit, Vec<Vec<f64>>)>,
+    /// The clean samples of each file that has any, round by round.
+    clean: Vec<FileRounds>,
+    /// Further metrics, their samples per file, round by round.
+    extras: Vec<(String, Unit, Vec<FileRounds>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     attribution: Vec<AttributionRow>,
 }
@@ -172,14 +173,13 @@ fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 w.unit.symbol()
             );
             if !w.clean.is_empty() {
-                p.clean.push(w.clean.clone());
+                p.clean.push(rounds_of(r, w, &w.clean));
             }
             for e in w.extra.iter().filter(|e| !e.clean.is_empty()) {
+                let rounds = rounds_of(r, w, &e.clean);
                 match p.extras.iter_mut().find(|(n, _, _)| *n == e.name) {
-                    Some((_, _, v)) => v.push(e.clean.clone()),
-                    None => p
-                        .extras
-                        .push((e.name.clone(), e.unit, vec![e.clean.clone()])),
+                    Some((_, _, v)) => v.push(rounds),
+                    None => p.extras.push((e.name.clone(), e.unit, vec![rounds])),
                 }
             }
             for row in &w.attribution {
@@ -204,45 +204,21 @@ fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
     Ok(pooled)
 }
 
-/// What one observation of a comparison is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Replication {
-    /// One file on each side: every sample is an observation (today's runs, one per side, or
-    /// an imported configuration whose samples are separate runs).
-    Sample,
-    /// Several files on a side (boots, runs, machines): each file's median is one observation,
-    /// so the variation between boots is the noise a change must beat.
-    File,
-}
-
-impl Replication {
-    /// Files as the unit as soon as either side holds more than one.
-    fn of(old: &[Vec<f64>], new: &[Vec<f64>]) -> Replication {
-        if old.len() > 1 || new.len() > 1 {
-            Replication::File
-        } else {
-            Replication::Sample
-        }
+/// A workload's samples in one file, round by round. Imported summaries (lmbench's and
+/// kernbench's tables) list one value per run: each sample is then a round of its own.
+fn rounds_of(r: &Results, w: &WorkloadResult, samples: &[f64]) -> FileRounds {
+    if r.samples_are_runs() {
+        return samples.iter().map(|&v| vec![v]).collect();
     }
-
-    /// The observations of one side: every sample, or one median per file.
-    fn observations(self, per_file: &[Vec<f64>]) -> Vec<f64> {
-        match self {
-            Replication::Sample => per_file.concat(),
-            Replication::File => per_file
-                .iter()
-                .filter_map(|samples| stats::summarize(samples).map(|s| s.median))
-                .collect(),
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Replication::Sample => "the sample (one file on each side)",
-            Replication::File => "the file (its median; several files on a side)",
-        }
-    }
+    let sizes: &[usize] = if samples.len() == w.clean.len() {
+        &w.round_sizes
+    } else {
+        &[]
+    };
+    crate::results::split_by_round(samples, sizes)
+        .into_iter()
+        .map(<[f64]>::to_vec)
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -271,8 +247,11 @@ pub struct EnvironmentDifference {
 pub struct WorkloadComparison {
     pub name: String,
     pub unit: Unit,
-    /// What `old.n` and `new.n` count.
+    /// What `old.n` and `new.n` count: samples, rounds or files.
     pub replication: Replication,
+    /// Welch's test, or a prediction test when only one side repeated the unit (a run
+    /// against a baseline of several); None when neither did.
+    pub test: Option<TestKind>,
     pub old: Summary,
     pub new: Summary,
     /// None when the old mean is 0 (no relative change).
@@ -280,6 +259,14 @@ pub struct WorkloadComparison {
     /// Holm-adjusted over every workload of the comparison with a p-value.
     pub adjusted_p: Option<f64>,
     pub verdict: Verdict,
+    /// The spread at each level (samples in a round, rounds in a file, files in a side).
+    pub components: Components,
+    /// The smallest relative change this comparison detects with 80% power at Holm's
+    /// strictest step (alpha over the workloads tested), never below the threshold; None
+    /// when there is no test.
+    pub minimum_detectable_effect: Option<f64>,
+    /// Why this workload's spread is the machine's, not the kernel's, when it is.
+    pub machine_state: Option<String>,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
 }
@@ -358,14 +345,15 @@ pub fn compare(
 ) -> anyhow::Result<Comparison> {
     let (old_pool, new_pool) = (pool(old)?, pool(new)?);
     let mut workloads = Vec::new();
+    let mut relative_errors = Vec::new();
     for (name, o) in &old_pool {
         let Some((_, n)) = new_pool.iter().find(|(m, _)| m == name) else {
             continue;
         };
-        let replication = Replication::of(&o.clean, &n.clean);
+        let replication = replication::level(&o.clean).max(replication::level(&n.clean));
         let (Some(old_s), Some(new_s)) = (
-            stats::summarize(&replication.observations(&o.clean)),
-            stats::summarize(&replication.observations(&n.clean)),
+            stats::summarize(&replication::observations(&o.clean, replication)),
+            stats::summarize(&replication::observations(&n.clean, replication)),
         ) else {
             continue;
         };
@@ -381,23 +369,31 @@ pub fn compare(
             .iter()
             .filter_map(|(e, eu, ov)| {
                 let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
-                let old = stats::summarize(&replication.observations(ov))?;
-                let new = stats::summarize(&replication.observations(nv))?;
+                let old = stats::summarize(&replication::observations(ov, replication))?;
+                let new = stats::summarize(&replication::observations(nv, replication))?;
                 Some(ExtraComparison {
                     name: e.clone(),
                     unit: *eu,
-                    change: stats::relative_change(&old, &new),
+                    change: tested_change(&old, &new, replication).0,
                     old,
                     new,
                 })
             })
             .collect();
+        let (change, test) = tested_change(&old_s, &new_s, replication);
+        let components = replication::components(&[&o.clean, &n.clean]);
+        // The standard error relative to the old mean, for the minimum detectable effect.
+        relative_errors.push(test.map(|t| (t.std_error / old_s.mean.abs(), t.df)));
         workloads.push(WorkloadComparison {
             name: name.clone(),
             unit,
             replication,
-            change: stats::relative_change(&old_s, &new_s),
+            test: test.map(|t| t.kind),
+            change,
             attribution: attribute_change(unit, &old_s, &new_s, &o.attribution, &n.attribution),
+            machine_state: machine_state(name, &components),
+            components,
+            minimum_detectable_effect: None,
             old: old_s,
             new: new_s,
             adjusted_p: None,
@@ -420,7 +416,12 @@ pub fn compare(
     for (&i, adjusted) in tested.iter().zip(stats::holm(&p_values)) {
         workloads[i].adjusted_p = Some(adjusted);
     }
-    for w in &mut workloads {
+    // A single regression among m workloads faces Holm's strictest step, alpha / m.
+    let family = tested.len().max(1) as f64;
+    for (w, error) in workloads.iter_mut().zip(relative_errors) {
+        w.minimum_detectable_effect = error
+            .and_then(|(se, df)| replication::minimum_detectable(se, df, criteria.alpha / family))
+            .map(|m| m.max(criteria.threshold));
         w.verdict = match &w.change {
             Some(c) => stats::verdict(c, w.adjusted_p, w.unit.higher_is_better(), criteria),
             None => Verdict::Inconclusive,
@@ -442,6 +443,57 @@ pub fn compare(
         only_in_new: names(&new_pool, &old_pool),
         workloads,
     })
+}
+
+/// The relative change of new against old with the test at `unit` (None without repetition
+/// on either side: samples of one round are not independent, so they decide nothing).
+fn tested_change(
+    old: &Summary,
+    new: &Summary,
+    unit: Replication,
+) -> (Option<Change>, Option<replication::Test>) {
+    if old.mean == 0.0 {
+        return (None, None);
+    }
+    let test = (unit != Replication::Sample)
+        .then(|| replication::test(old, new))
+        .flatten();
+    let scale = old.mean.abs();
+    let change = Change {
+        relative: (new.mean - old.mean) / scale,
+        ci: test.map(|t| (t.ci.0 / scale, t.ci.1 / scale)),
+        p_value: test.map(|t| t.p_value),
+    };
+    (Some(change), test)
+}
+
+/// What to say when rounds or files disagree far more than the samples of one round: the
+/// spread is the machine's state (placement, caches, the filesystem), not the kernel's code.
+fn machine_state(workload: &str, c: &Components) -> Option<String> {
+    if !c.machine_state_dominates() {
+        return None;
+    }
+    let cause = if workload.starts_with("fs_") {
+        "the filesystem's state: on ext4 without a journal, inodes freed in the last minute are \
+         skipped, so creates slow down after deletes (README: a fresh filesystem as TMPDIR)"
+    } else if workload.starts_with("lat_")
+        || workload.starts_with("bw_")
+        || workload.starts_with("ctx_")
+    {
+        "where the processes land: on one CPU or on two (pin both ends with --pin A,B)"
+    } else {
+        "the machine's state from run to run (placement, frequency, memory layout)"
+    };
+    let level = if c.between_files.unwrap_or(0.0) > c.between_rounds.unwrap_or(0.0) {
+        "runs"
+    } else {
+        "rounds"
+    };
+    Some(format!(
+        "spread between {level} ({:.1}%) far above that of samples in a round ({:.1}%): {cause}",
+        100.0 * c.between().unwrap_or(0.0),
+        100.0 * c.within_round.unwrap_or(0.0)
+    ))
 }
 
 fn environment_differences(old: &[Results], new: &[Results]) -> Vec<EnvironmentDifference> {
@@ -551,10 +603,90 @@ mod tests {
     use super::*;
     use crate::report::text::tests::{row, sample_results};
 
+    /// A file whose samples are independent runs (a round each), as the tests' data were
+    /// made to be.
     fn with_clean(mut r: Results, clean: &[f64], label: &str) -> Results {
         r.label = label.into();
         r.workloads[0].clean = clean.to_vec();
+        r.workloads[0].round_sizes = vec![1; clean.len()];
         r
+    }
+
+    /// One file of `rounds` rounds, each `per_round` samples spread +-1% around its median.
+    fn rounds_file(medians: &[f64], label: &str) -> Results {
+        let samples: Vec<f64> = medians
+            .iter()
+            .flat_map(|m| [m * 0.99, *m, m * 1.01])
+            .collect();
+        let mut r = with_clean(sample_results(), &samples, label);
+        r.workloads[0].round_sizes = vec![3; medians.len()];
+        r
+    }
+
+    #[test]
+    fn samples_of_one_round_decide_nothing() {
+        // Tight samples 10% apart, but each side is one round of one run: nothing measures
+        // how two runs differ, so no verdict rests on them.
+        let mut old = with_clean(sample_results(), &[5.0, 5.01, 4.99, 5.0], "old");
+        let mut new = with_clean(sample_results(), &[5.5, 5.51, 5.49, 5.5], "new");
+        old.workloads[0].round_sizes.clear();
+        new.workloads[0].round_sizes.clear();
+        let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+        let w = &c.workloads[0];
+        assert_eq!((w.replication, w.test), (Replication::Sample, None));
+        assert_eq!(w.verdict, Verdict::Inconclusive);
+        assert!(render_text(&c).contains("--rounds 2 or more"));
+    }
+
+    #[test]
+    fn rounds_are_the_unit_and_their_medians_the_observations() {
+        // Round medians agree within 2% on each side; the sides differ by 10%.
+        let old = rounds_file(&[5.0, 5.1, 4.95, 5.05], "old");
+        let new = rounds_file(&[5.5, 5.6, 5.45, 5.55], "new");
+        let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+        let w = &c.workloads[0];
+        assert_eq!(
+            (w.replication, w.old.n, w.new.n),
+            (Replication::Round, 4, 4)
+        );
+        assert_eq!(w.test, Some(TestKind::Welch));
+        assert_eq!(w.verdict, Verdict::Regressed);
+        // scipy: ttest_ind([5.5, 5.6, 5.45, 5.55], [5.0, 5.1, 4.95, 5.05], equal_var=False)
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 3.436402807612074e-05).abs() < 1e-9, "{p}");
+        let mde = w.minimum_detectable_effect.unwrap();
+        assert!(mde > 0.01 && mde < 0.10, "{mde}");
+        assert!(w.components.between_rounds.is_some() && w.components.between_files.is_none());
+        // The same run against itself: no change, and the spread says what it could detect.
+        let same = compare(
+            std::slice::from_ref(&old),
+            std::slice::from_ref(&old),
+            &Criteria::default(),
+        )
+        .unwrap();
+        assert_eq!(same.workloads[0].verdict, Verdict::NoChange);
+        assert!(render_text(&same).contains("detects a change of"));
+    }
+
+    #[test]
+    fn a_run_against_a_baseline_of_several_is_a_prediction() {
+        let baseline: Vec<Results> = [5.0, 5.1, 4.9, 5.05, 4.95]
+            .iter()
+            .map(|m| rounds_file(&[*m, *m], "base"))
+            .collect();
+        let same = rounds_file(&[5.02, 5.0], "same");
+        let c = compare(&baseline, &[same], &Criteria::default()).unwrap();
+        let w = &c.workloads[0];
+        assert_eq!(
+            (w.replication, w.test),
+            (Replication::File, Some(TestKind::Prediction))
+        );
+        assert_eq!((w.old.n, w.new.n), (5, 1));
+        assert_ne!(w.verdict, Verdict::Regressed);
+        let slower = rounds_file(&[6.0, 6.1], "slower");
+        let c = compare(&baseline, &[slower], &Criteria::default()).unwrap();
+        assert_eq!(c.workloads[0].verdict, Verdict::Regressed);
+        assert!(render_text(&c).contains("prediction interval"));
     }
 
     #[test]
@@ -666,7 +798,7 @@ mod tests {
         assert!(c.inconclusive_warning(FailOn::Regression).is_some());
         assert_eq!(c.exit_code(FailOn::Inconclusive), 3);
         assert_eq!(c.exit_code(FailOn::Never), 0);
-        assert!(render_text(&c).contains("Inconclusive: fewer than 2 samples on a side."));
+        assert!(render_text(&c).contains("Inconclusive: one run of one round on each side"));
     }
 
     #[test]
@@ -674,7 +806,10 @@ mod tests {
         let a = with_clean(sample_results(), &[5.0, 5.1], "a");
         let b = with_clean(sample_results(), &[5.2], "b");
         let pooled = pool(&[a, b]).unwrap();
-        assert_eq!(pooled[0].1.clean, [vec![5.0, 5.1], vec![5.2]]);
+        assert_eq!(
+            pooled[0].1.clean,
+            [vec![vec![5.0], vec![5.1]], vec![vec![5.2]]]
+        );
         // Rows without per-sample values contribute their single figure once per file.
         assert_eq!(pooled[0].1.attribution[1].samples_ns_per_op, [400.0, 400.0]);
         let mut c = with_clean(sample_results(), &[1.0], "c");
@@ -733,10 +868,10 @@ mod tests {
         let old = with_clean(sample_results(), &[5.0, 5.02, 4.98], "old");
         let new = with_clean(sample_results(), &[5.5, 5.52, 5.48], "new");
         let c = compare(&[old], &[new], &Criteria::default()).unwrap();
-        assert_eq!(c.workloads[0].replication, Replication::Sample);
+        assert_eq!(c.workloads[0].replication, Replication::Round);
         assert_eq!(c.workloads[0].old.n, 3);
-        assert!(render_text(&c).contains("Unit of replication: the sample"));
-        // One file against three: one observation on a side, nothing to estimate its spread.
+        assert!(render_text(&c).contains("Unit of replication: the round"));
+        // One file against three: the one is tested against the three's spread.
         let c = compare(
             &[with_clean(sample_results(), &[5.0, 5.02, 4.98], "old")],
             &boots(&[5.5, 5.6, 5.4], "b"),
@@ -745,8 +880,10 @@ mod tests {
         .unwrap();
         let w = &c.workloads[0];
         assert_eq!((w.replication, w.old.n, w.new.n), (Replication::File, 1, 3));
-        assert_eq!(w.verdict, Verdict::Inconclusive);
-        assert!(render_text(&c).contains("fewer than 2 files on a side"));
+        assert_eq!(w.test, Some(TestKind::Prediction));
+        // scipy: 2 * t.sf((5.5 - 5.0) / (0.1 * sqrt(1 + 1/3)), 2)
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 0.04941362421328279).abs() < 1e-9, "{p}");
     }
 
     #[test]
@@ -767,7 +904,7 @@ vanilla
         let groups = crate::import::time::parse(log, "kernbench.log").unwrap();
         let c = compare(&groups[..1], &groups[1..], &Criteria::default()).unwrap();
         let w = &c.workloads[0];
-        assert_eq!((w.replication, w.old.n), (Replication::Sample, 4));
+        assert_eq!((w.replication, w.old.n), (Replication::Round, 4));
         // scipy 1.10: ttest_ind(new, old, equal_var=False).pvalue of elapsed and user seconds.
         let p = w.change.unwrap().p_value.unwrap();
         assert!((p - 0.012585686641872386).abs() < 1e-9, "{p}");

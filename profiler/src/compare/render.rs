@@ -1,8 +1,9 @@
 //! The comparison as text (criterion-style change lines) and as markdown (a CI step summary).
 use std::fmt::Write;
 
-use super::{ChangeAttribution, Comparison, PathDelta, Replication, WorkloadComparison};
+use super::{ChangeAttribution, Comparison, PathDelta, WorkloadComparison};
 use crate::{
+    replication::{TestKind, Unit as Replication},
     report::{figures::Scale, text::kind_name},
     results::{PathKind, Unit},
     stats::{Summary, Verdict},
@@ -99,52 +100,92 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
     lines
 }
 
-fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> &'static str {
+fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
     match w.verdict {
-        Verdict::Regressed => "Performance has regressed.",
-        Verdict::Improved => "Performance has improved.",
+        Verdict::Regressed => "Performance has regressed.".into(),
+        Verdict::Improved => "Performance has improved.".into(),
         Verdict::NoChange if w.adjusted_p.is_some_and(|p| p < alpha) => {
-            "Change within noise threshold."
+            "Change within noise threshold.".into()
         }
-        Verdict::NoChange => "No change in performance detected.",
-        Verdict::Inconclusive if w.old.n < 2 || w.new.n < 2 => match w.replication {
-            Replication::Sample => "Inconclusive: fewer than 2 samples on a side.",
-            Replication::File => {
-                "Inconclusive: fewer than 2 files on a side (each file counts once when a side \
-                 holds several)."
+        Verdict::NoChange => "No change in performance detected.".into(),
+        Verdict::Inconclusive if w.test.is_none() => {
+            "Inconclusive: one run of one round on each side, whose samples share that run's \
+             conditions; measure with --rounds 2 or more, or against a baseline of 3 or more runs."
+                .into()
+        }
+        Verdict::Inconclusive => match w.minimum_detectable_effect {
+            Some(mde) => format!(
+                "Inconclusive: the interval is too wide to tell (it detects changes of {} or \
+                 more); take more rounds or runs.",
+                percent(mde)
+            ),
+            None => {
+                "Inconclusive: the interval is too wide to tell; take more rounds or runs.".into()
             }
         },
-        Verdict::Inconclusive => {
-            "Inconclusive: the interval is too wide to tell; take more samples."
-        }
     }
+}
+
+fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
 }
 
 fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
     let scale = Scale::of(unit, s.mean);
+    let noun = match replication {
+        Replication::Sample => "samples of one round",
+        Replication::Round if s.n == 1 => "round",
+        Replication::File if s.n == 1 => "file",
+        r => r.noun(),
+    };
     format!(
-        "{} ± {} (n = {}{})",
+        "{} ± {} (n = {} {noun})",
         scale.show(s.mean),
         scale.show(s.ci_half_width()),
         s.n,
-        match replication {
-            Replication::Sample => "",
-            Replication::File if s.n == 1 => " file",
-            Replication::File => " files",
-        }
     )
+}
+
+/// The spread at each level and what the test can detect, in one line.
+pub(super) fn spread_line(w: &WorkloadComparison) -> String {
+    let c = &w.components;
+    let level = |v: Option<f64>| v.map_or_else(|| "n/a".into(), percent);
+    let mut line = format!(
+        "spread (sd): samples in a round {}, rounds {}, runs {}",
+        level(c.within_round),
+        level(c.between_rounds),
+        level(c.between_files)
+    );
+    if let Some(mde) = w.minimum_detectable_effect {
+        let _ = write!(
+            line,
+            "; detects a change of {} or more (80% power)",
+            percent(mde)
+        );
+    }
+    line
 }
 
 /// Which unit of replication the tests used, in one sentence.
 pub(super) fn replication_sentence(c: &Comparison) -> String {
-    let used = |r: Replication| c.workloads.iter().any(|w| w.replication == r);
-    match (used(Replication::Sample), used(Replication::File)) {
-        (true, true) => "Unit of replication: the file (its median) for workloads in several \
-                         files on a side, the sample for the others."
-            .into(),
-        (false, true) => format!("Unit of replication: {}.", Replication::File.describe()),
-        _ => format!("Unit of replication: {}.", Replication::Sample.describe()),
-    }
+    let mut used: Vec<Replication> = c.workloads.iter().map(|w| w.replication).collect();
+    used.sort();
+    used.dedup();
+    let parts: Vec<&str> = used.iter().rev().map(|r| r.describe()).collect();
+    let prediction = c
+        .workloads
+        .iter()
+        .any(|w| w.test == Some(TestKind::Prediction));
+    format!(
+        "Unit of replication: {}.{}",
+        parts.join("; for others, "),
+        if prediction {
+            " One side has a single run: it is tested against the spread of the other side's \
+             runs (a prediction interval)."
+        } else {
+            ""
+        }
+    )
 }
 
 fn environment_text(c: &Comparison) -> String {
@@ -227,6 +268,10 @@ pub fn render_text(c: &Comparison) -> String {
             }
         }
         let _ = writeln!(out, "  {}", verdict_sentence(w, c.criteria.alpha));
+        let _ = writeln!(out, "  {}", spread_line(w));
+        if let Some(note) = &w.machine_state {
+            let _ = writeln!(out, "  note: {note}");
+        }
         for e in &w.extras {
             let change = e
                 .change
@@ -313,8 +358,10 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.criteria.threshold * 100.0
     );
     let _ = writeln!(out, "{}\n", replication_sentence(c));
-    out.push_str("| workload | old | new | change [95% CI] | p (Holm) | verdict |\n");
-    out.push_str("|---|---:|---:|---|---:|---|\n");
+    out.push_str(
+        "| workload | old | new | change [95% CI] | p (Holm) | verdict | detects (80%) | unit |\n",
+    );
+    out.push_str("|---|---:|---:|---|---:|---|---:|---|\n");
     for w in &c.workloads {
         let change = change_cell(w);
         let verdict = match w.verdict {
@@ -324,11 +371,17 @@ pub fn render_markdown(c: &Comparison) -> String {
         let scale = Scale::of(w.unit, w.old.mean);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {change} | {} | {verdict} |",
+            "| {} | {} | {} | {change} | {} | {verdict} | {} | {} × {}/{} |",
             w.name,
             scale.show(w.old.mean),
             scale.show(w.new.mean),
             w.adjusted_p.map(format_p).unwrap_or_else(|| "n/a".into()),
+            w.minimum_detectable_effect
+                .map(|m| format!("≥ {}", percent(m)))
+                .unwrap_or_else(|| "n/a".into()),
+            w.replication.noun(),
+            w.old.n,
+            w.new.n,
         );
     }
     let attributed: Vec<String> = c
@@ -357,7 +410,7 @@ mod tests {
     #[test]
     fn a_side_s_mean_reads_in_the_unit_its_size_calls_for() {
         let s = crate::stats::summarize(&[0.0006, 0.0007, 0.0005]).unwrap();
-        let shown = mean_ci(&s, Unit::Seconds, Replication::Sample);
-        assert!(shown.starts_with("600.0 us ± 248.4 us (n = 3)"), "{shown}");
+        let shown = mean_ci(&s, Unit::Seconds, Replication::Round);
+        assert_eq!(shown, "600.0 us ± 248.4 us (n = 3 rounds)");
     }
 }

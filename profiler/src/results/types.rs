@@ -122,6 +122,14 @@ impl Results {
     }
 }
 
+impl Results {
+    /// Each sample is a separate run (imported summaries: lmbench's and kernbench's tables
+    /// list one value per run), not one of many taken under one run's conditions.
+    pub fn samples_are_runs(&self) -> bool {
+        self.source.starts_with("import:")
+    }
+}
+
 impl Calibration {
     /// A program's mean run time by the kernel's stats, if it ran in the statistics pass.
     pub fn run_ns(&self, program: &str) -> Option<f64> {
@@ -360,7 +368,8 @@ impl WorkloadResult {
     }
 }
 
-fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
+/// `samples` cut into rounds of `sizes`; all in one round when the sizes do not add up to them.
+pub fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
     if sizes.is_empty() || sizes.iter().sum::<usize>() != samples.len() {
         return vec![samples];
     }
