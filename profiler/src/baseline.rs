@@ -8,6 +8,10 @@ use anyhow::Context;
 
 use crate::results::{json_files, write_atomically, write_or_keep, Results};
 
+/// Runs an appended baseline keeps by default: enough for a prediction test with 9 degrees of
+/// freedom, few enough to follow the machine.
+pub const DEFAULT_KEEP: u32 = 10;
+
 /// Overrides where baselines live (the `--baseline-dir` flag overrides it in turn).
 pub const DIR_ENV: &str = "HOOKPROF_BASELINE_DIR";
 
@@ -16,9 +20,15 @@ pub struct SaveArgs {
     /// Keep this run's results as baseline NAME, replacing what was saved under it.
     #[arg(long, value_name = "NAME", conflicts_with = "append_baseline")]
     pub save_baseline: Option<String>,
-    /// Add this run's results to baseline NAME (several runs: each file is one observation).
+    /// Add this run's results to baseline NAME (several runs: each file is one observation,
+    /// and a single run is tested against their spread).
     #[arg(long, value_name = "NAME")]
     pub append_baseline: Option<String>,
+    /// With --append-baseline, keep only the newest N runs in the baseline: a rolling window,
+    /// so it follows slow changes of the machine and its files stay few.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP,
+          value_parser = clap::value_parser!(u32).range(2..))]
+    pub baseline_keep: u32,
     /// Where baselines live [default: $HOOKPROF_BASELINE_DIR, else
     /// $XDG_DATA_HOME/hookprof/baselines, else ~/.local/share/hookprof/baselines].
     #[arg(long, value_name = "DIR")]
@@ -65,6 +75,7 @@ pub fn dir(root: &Path, name: &str) -> anyhow::Result<PathBuf> {
 pub struct Pending {
     dir: PathBuf,
     replace: bool,
+    keep: usize,
 }
 
 impl SaveArgs {
@@ -79,7 +90,11 @@ impl SaveArgs {
         let dir = dir(&root(self.baseline_dir.as_deref())?, name)?;
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("baseline {name}: cannot create {}", dir.display()))?;
-        Ok(Some(Pending { dir, replace }))
+        Ok(Some(Pending {
+            dir,
+            replace,
+            keep: self.baseline_keep as usize,
+        }))
     }
 }
 
@@ -101,6 +116,12 @@ impl Pending {
             contents.as_bytes(),
             || write_atomically(&path, contents.as_bytes()),
         )?;
+        // Names start with the run's start time: the oldest sort first.
+        let files = json_files(&self.dir)?;
+        for old in files.iter().take(files.len().saturating_sub(self.keep)) {
+            std::fs::remove_file(old)
+                .with_context(|| format!("cannot remove {}", old.display()))?;
+        }
         Ok(path)
     }
 }
@@ -127,11 +148,12 @@ mod tests {
         let args = |save: Option<&str>, append: Option<&str>| SaveArgs {
             save_baseline: save.map(String::from),
             append_baseline: append.map(String::from),
+            baseline_keep: 2,
             baseline_dir: Some(root.path().to_path_buf()),
         };
         let mut r = sample_results();
         let count = || json_files(&root.path().join("main")).unwrap().len();
-        for t in [1, 2] {
+        for t in [1, 2, 3] {
             r.environment.started_at = t;
             args(None, Some("main"))
                 .prepare()
@@ -140,8 +162,15 @@ mod tests {
                 .save(&r)
                 .unwrap();
         }
+        // A rolling window of two: the oldest run went.
         assert_eq!(count(), 2);
-        r.environment.started_at = 3;
+        let kept = json_files(&root.path().join("main")).unwrap();
+        assert!(kept[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("2-"));
+        r.environment.started_at = 4;
         let saved = args(Some("main"), None)
             .prepare()
             .unwrap()

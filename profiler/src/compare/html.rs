@@ -40,7 +40,7 @@ pub fn render_html(c: &Comparison) -> String {
     );
     body.push_str(
         "<table><tr><th>workload</th><th>old</th><th>new</th><th>change [95% CI]</th>\
-         <th>p (Holm)</th><th>verdict</th></tr>\n",
+         <th>p (Holm)</th><th>verdict</th><th>spread and what it detects</th></tr>\n",
     );
     for w in &c.workloads {
         let scale = Scale::of(w.unit, w.old.mean);
@@ -58,7 +58,7 @@ pub fn render_html(c: &Comparison) -> String {
         let _ = writeln!(
             body,
             "<tr{class}><td>{name}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             scale.show(w.old.mean),
             scale.show(w.new.mean),
             esc(&super::render::change_cell(w)),
@@ -66,6 +66,7 @@ pub fn render_html(c: &Comparison) -> String {
                 .map(super::render::format_p)
                 .unwrap_or_else(|| "n/a".into()),
             w.verdict,
+            esc(&super::render::spread_line(w)),
         );
     }
     body.push_str("</table>\n");

@@ -384,6 +384,11 @@ pub fn render_markdown(c: &Comparison) -> String {
             w.new.n,
         );
     }
+    for w in c.workloads.iter() {
+        if let Some(note) = &w.machine_state {
+            let _ = writeln!(out, "\n_{}: {note}_", w.name);
+        }
+    }
     let attributed: Vec<String> = c
         .workloads
         .iter()

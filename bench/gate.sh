@@ -1,0 +1,98 @@
+#!/bin/sh
+# The comparison gate measured on this machine, as the CI recipe (docs/github-actions-hookprof.yml)
+# uses it: a baseline of the last K runs of `hookprof run --suite quick`, and each new run
+# compared against it with `hookprof compare --baseline`.
+#
+#   bench/gate.sh aa K N                     false alarms: K + N runs of the same binary, run
+#                                            K+i compared with runs i..K+i-1 (i = 0..N-1)
+#   bench/gate.sh power K N SYSCALL NS       power: K baseline runs with SYSCALL injected for 0
+#                                            ns, then N runs with NS ns, each compared with the
+#                                            baseline (the injection program itself costs
+#                                            every tracked call, so both sides carry it)
+#
+# Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
+# many compares exited 1, how many workload verdicts were regressed/improved, and each
+# workload's median minimum detectable effect. Needs root; HOOKPROF (default
+# target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files.
+set -eu
+HOOKPROF=${HOOKPROF:-target/release/hookprof}
+OUT=${OUT:-$(mktemp -d)}
+mode=${1:?usage: bench/gate.sh aa K N | power K N SYSCALL NS}
+K=${2:?K baseline runs}
+N=${3:?N compared runs}
+case $mode in
+aa) base_args="" new_args="" ;;
+power)
+    base_args="--inject syscall:${4:?SYSCALL}=0"
+    new_args="--inject syscall:$4=${5:?NS}"
+    ;;
+*) echo "bench/gate.sh: unknown mode $mode" >&2; exit 2 ;;
+esac
+mkdir -p "$OUT/runs" "$OUT/compare"
+echo "gate: $mode K=$K N=$N into $OUT" >&2
+run() { # run INDEX ARGS...
+    i=$1; shift
+    # shellcheck disable=SC2086
+    "$HOOKPROF" run --suite quick --quiet --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
+}
+i=0
+while [ "$i" -lt $((K + N)) ]; do
+    if [ "$mode" = power ] && [ "$i" -ge "$K" ]; then
+        # shellcheck disable=SC2086
+        run "$i" $new_args
+    else
+        # shellcheck disable=SC2086
+        run "$i" $base_args
+    fi
+    i=$((i + 1))
+done
+# The baseline of comparison j: the K runs before it (aa), or the K baseline runs (power).
+j=$K
+while [ "$j" -lt $((K + N)) ]; do
+    base="$OUT/base-$j"
+    rm -rf "$base" && mkdir -p "$base"
+    first=$((j - K))
+    [ "$mode" = power ] && first=0
+    k=$first
+    while [ "$k" -lt $((first + K)) ]; do
+        cp "$OUT/runs/$(printf %03d "$k").json" "$base/"
+        k=$((k + 1))
+    done
+    set +e
+    "$HOOKPROF" compare "$base" "$OUT/runs/$(printf %03d "$j").json" --format json \
+        >"$OUT/compare/$j.json" 2>/dev/null
+    echo $? >"$OUT/compare/$j.rc"
+    set -e
+    j=$((j + 1))
+done
+python3 - "$OUT/compare" "$mode" "${4:-}" <<'EOF'
+import json, os, statistics, sys
+folder, mode, syscall = sys.argv[1], sys.argv[2], sys.argv[3]
+codes, verdicts, changed, mde, attributed = [], 0, 0, {}, 0
+for name in sorted(os.listdir(folder)):
+    if not name.endswith(".json"):
+        continue
+    c = json.load(open(os.path.join(folder, name)))
+    rc = int(open(os.path.join(folder, name[:-5] + ".rc")).read())
+    codes.append(rc)
+    moved = []
+    for w in c["workloads"]:
+        verdicts += 1
+        if w["verdict"] in ("regressed", "improved"):
+            changed += 1
+            moved.append(f'{w["name"]} {w["verdict"]} {100 * w["change"]["relative"]:+.1f}%')
+            # Attributed to the injected syscall: its row moved by most of the change.
+            paths = (w.get("attribution") or {}).get("paths", [])
+            top = max(paths, key=lambda p: abs(p["delta_ns_per_op"]), default=None)
+            if top and top["name"] == syscall and w["verdict"] == "regressed":
+                attributed += 1
+        if w.get("minimum_detectable_effect") is not None:
+            mde.setdefault(w["name"], []).append(w["minimum_detectable_effect"])
+    print(f'compare {name[:-5]}: exit {rc}; ' + ("; ".join(moved) or "no change called"))
+print(f"{mode}: {sum(1 for r in codes if r == 1)} of {len(codes)} compares exited 1; "
+      f"{changed} of {verdicts} workload verdicts regressed/improved"
+      + (f"; {attributed} regressions attributed to {syscall} (its row moved most)" if syscall else ""))
+print("median minimum detectable effect per workload (80% power, Holm's strictest step):")
+for w, v in mde.items():
+    print(f"  {w:16} {100 * statistics.median(v):6.1f}%")
+EOF
