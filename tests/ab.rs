@@ -14,6 +14,7 @@ const KERNEL: &str = "linux-image-amd64";
 const RUN_OPTIONS: &[&str] = &[
     "--workloads=null_call,open_close",
     "--hooks=security_file_open",
+    "--rounds=1",
     "--samples=11",
     "--min-sample-ms=20",
 ];

@@ -37,14 +37,14 @@ const LONG: &[&str] = &[
     "1000",
 ];
 
-/// `hookprof run --quiet ARGS -o OUT` with TMPDIR=`temp` and umask 022.
+/// `hookprof run --quiet --rounds=1 ARGS -o OUT` with TMPDIR=`temp` and umask 022.
 fn run_to(out: &Path, args: &[&str], temp: &Path) -> Output {
     command(out, args, temp).output().expect("run hookprof")
 }
 
 fn command(out: &Path, args: &[&str], temp: &Path) -> Command {
     let mut cmd = Command::new(hookprof_bin());
-    cmd.args(["run", "--quiet"])
+    cmd.args(["run", "--quiet", "--rounds=1"])
         .args(args)
         .arg("-o")
         .arg(out)

@@ -94,11 +94,32 @@ fn median_variance_factor(n: f64) -> f64 {
 /// The variance components of one or more sides (each side's files around its own mean, so a
 /// real change between the sides does not count as spread).
 pub fn components(sides: &[&[FileRounds]]) -> Components {
+    // Relative spreads do not depend on the scale: take it out first, so squares of samples
+    // near f64::MAX do not overflow.
+    let largest = sides
+        .iter()
+        .flat_map(|s| s.iter().flatten().flatten())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    if !(largest > 0.0 && largest.is_finite()) {
+        return Components::default();
+    }
+    let scaled: Vec<Vec<FileRounds>> = sides
+        .iter()
+        .map(|side| {
+            side.iter()
+                .map(|f| {
+                    f.iter()
+                        .map(|r| r.iter().map(|v| v / largest).collect())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
     let mut within = Pooled::default();
     let mut rounds = Pooled::default();
     let mut files = Pooled::default();
     let mut grand = Vec::new();
-    for side in sides {
+    for side in &scaled {
         let mut file_values = Vec::new();
         for file in side.iter() {
             let values: Vec<f64> = file.iter().filter_map(|r| median(r)).collect();
@@ -325,6 +346,12 @@ mod tests {
         assert_eq!((c.between_rounds, c.between_files), (Some(0.0), None));
         assert!(!c.machine_state_dominates());
         assert_eq!(components(&[]), Components::default());
+        // Samples near f64::MAX: relative spreads, never NaN or infinity.
+        let huge = vec![vec![1e308, 1.1e308, 0.9e308], vec![1.2e308, 1e308, 1e308]];
+        let c = components(&[&[huge]]);
+        for v in [c.within_round, c.between_rounds] {
+            assert!(v.unwrap().is_finite(), "{c:?}");
+        }
     }
 
     #[test]

@@ -184,10 +184,12 @@ impl Hookprof {
             .root
             .path()
             .join(format!("stderr-{}", std::process::id()));
+        // One round unless asked, as `hookprof()`: these tests count samples and phases.
+        let run = crate::one_round_unless_asked(&[&["run"], args].concat());
         let child = Command::new(&bin)
-            .args(["run", "--quiet", "-o"])
+            .args(&run)
+            .args(["--quiet", "-o"])
             .arg(dirs.output())
-            .args(args)
             .env("TMPDIR", dirs.temp())
             .envs(env.iter().copied())
             .process_group(0)
