@@ -14,8 +14,6 @@ const KERNEL: &str = "linux-image-amd64";
 const RUN_OPTIONS: &[&str] = &[
     "--workloads=null_call,open_close",
     "--hooks=security_file_open",
-    "--rounds=1",
-    "--samples=11",
     "--min-sample-ms=20",
 ];
 
@@ -78,7 +76,11 @@ fn same_kernel_on_both_sides_boots_alternately_and_shows_no_regression() {
     let out = dir.path().join("ab");
     // Emulated times are only good for large ratios: two boots of one kernel have differed by
     // 37% in null_call here, boot against boot, on a busy host.
-    let (code, comparison) = ab(&out, &["--boots=2", "--threshold=100"]);
+    // Two boots a side, one round each: the boot is the unit.
+    let (code, comparison) = ab(
+        &out,
+        &["--boots=2", "--rounds=1", "--samples=11", "--threshold=100"],
+    );
 
     // One results file per boot, labelled, in the order the guests ran: A B A B.
     let boots: Vec<Results> = [
@@ -126,7 +128,10 @@ fn an_injected_cost_on_one_side_is_a_regression_attributed_to_its_hook() {
     let (code, comparison) = ab(
         &dir.path().join("ab"),
         &[
+            // One boot a side: its rounds are the unit.
             "--boots=1",
+            "--rounds=3",
+            "--samples=4",
             "--threshold=100",
             "--b-args=--inject file_open=1000000",
         ],
