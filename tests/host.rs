@@ -663,7 +663,7 @@ fn rounds_keep_their_samples_apart_and_compare_counts_rounds() {
     for w in &r.workloads {
         assert_eq!(w.round_sizes, [2, 2, 2], "{}", w.name);
         assert_eq!((w.clean.len(), w.probed.len()), (6, 6), "{}", w.name);
-        assert_eq!(w.clean_by_round().len(), 3);
+        assert_eq!(w.by_round(&w.clean).len(), 3);
         // Every round's probed samples count in the attribution.
         assert!(!w.attribution.is_empty(), "{}", w.name);
     }

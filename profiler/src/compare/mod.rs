@@ -210,12 +210,7 @@ fn rounds_of(r: &Results, w: &WorkloadResult, samples: &[f64]) -> FileRounds {
     if r.samples_are_runs() {
         return samples.iter().map(|&v| vec![v]).collect();
     }
-    let sizes: &[usize] = if samples.len() == w.clean.len() {
-        &w.round_sizes
-    } else {
-        &[]
-    };
-    crate::results::split_by_round(samples, sizes)
+    w.by_round(samples)
         .into_iter()
         .map(<[f64]>::to_vec)
         .collect()

@@ -350,26 +350,16 @@ pub struct WorkloadResult {
 }
 
 impl WorkloadResult {
-    /// The clean samples of each round, in order; every sample in one round when the file
-    /// records no rounds (or rounds that do not add up to its samples).
-    pub fn clean_by_round(&self) -> Vec<&[f64]> {
-        split_by_round(&self.clean, &self.round_sizes)
-    }
-
-    /// The probed samples of each round, as [`WorkloadResult::clean_by_round`].
-    pub fn probed_by_round(&self) -> Vec<&[f64]> {
-        split_by_round(&self.probed, &self.round_sizes)
-    }
-
-    /// Any per-sample series of this workload (a further metric's), split by round as
-    /// [`WorkloadResult::clean_by_round`].
+    /// A per-sample series of this workload (`clean`, `probed`, a further metric's) cut into
+    /// its rounds, in order; every sample in one round when the file records no rounds (or
+    /// rounds that do not add up to the series).
     pub fn by_round<'a>(&self, samples: &'a [f64]) -> Vec<&'a [f64]> {
         split_by_round(samples, &self.round_sizes)
     }
 }
 
 /// `samples` cut into rounds of `sizes`; all in one round when the sizes do not add up to them.
-pub fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
+fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
     if sizes.is_empty() || sizes.iter().sum::<usize>() != samples.len() {
         return vec![samples];
     }
