@@ -30,6 +30,9 @@ pub enum Unit {
     Round,
     /// A file's value, the mean of its rounds' medians (several files on a side: runs, boots).
     File,
+    /// The difference of two variants' medians in one round of a paired run (`run --versus`):
+    /// both shared the round's machine state, so its drift cancels.
+    Pair,
 }
 
 impl Unit {
@@ -38,6 +41,9 @@ impl Unit {
             Unit::Sample => "none (one run of one round a side: samples are not independent)",
             Unit::Round => "the round (its median; a fresh runner and order each round)",
             Unit::File => "the file (the mean of its rounds; several files on a side)",
+            Unit::Pair => {
+                "the pair of rounds (both variants back to back in each round of one run)"
+            }
         }
     }
 
@@ -47,6 +53,7 @@ impl Unit {
             Unit::Sample => "samples",
             Unit::Round => "rounds",
             Unit::File => "files",
+            Unit::Pair => "paired rounds",
         }
     }
 }
@@ -205,6 +212,13 @@ pub fn observations(side: &[FileRounds], unit: Unit) -> Vec<f64> {
             .iter()
             .filter_map(|f| mean(&f.iter().filter_map(|r| median(r)).collect::<Vec<_>>()))
             .collect(),
+        // A paired file's rounds keep their places (an empty round stays, as NaN), so round i
+        // of one variant meets round i of the other.
+        Unit::Pair => side
+            .iter()
+            .flatten()
+            .map(|r| median(r).unwrap_or(f64::NAN))
+            .collect(),
     }
 }
 
@@ -239,6 +253,50 @@ pub struct Test {
 pub enum TestKind {
     Welch,
     Prediction,
+    /// A paired t-test over rounds both variants of a paired run measured.
+    Paired,
+}
+
+/// Tests the variants of a paired run by their rounds' values, round i against round i (a
+/// round missing on either side, NaN, is left out): a one-sample t-test of the differences,
+/// n - 1 degrees of freedom. None with fewer than two pairs.
+pub fn paired_test(old: &[f64], new: &[f64]) -> Option<Test> {
+    let differences: Vec<f64> = old
+        .iter()
+        .zip(new)
+        .filter(|(o, n)| o.is_finite() && n.is_finite())
+        .map(|(o, n)| n - o)
+        .collect();
+    let d = stats::summarize(&differences).filter(|d| d.n >= 2)?;
+    let std_error = d.stdev / (d.n as f64).sqrt();
+    t_test(d.mean, std_error, d.n as f64 - 1.0, TestKind::Paired)
+}
+
+/// The two-sided test of `difference` against 0 with this standard error: p-value and 95%
+/// interval from Student's t (a zero standard error decides by the difference alone).
+fn t_test(difference: f64, std_error: f64, df: f64, kind: TestKind) -> Option<Test> {
+    if std_error == 0.0 || !std_error.is_finite() {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        return Some(Test {
+            difference,
+            std_error: 0.0,
+            df,
+            p_value,
+            ci: (difference, difference),
+            kind,
+        });
+    }
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p_value = (2.0 * t.sf((difference / std_error).abs())).clamp(0.0, 1.0);
+    let half = t.inverse_cdf(0.5 + stats::CONFIDENCE / 2.0) * std_error;
+    Some(Test {
+        difference,
+        std_error,
+        df,
+        p_value,
+        ci: (difference - half, difference + half),
+        kind,
+    })
 }
 
 /// Tests new against old by their observations (at least one side needs two).
@@ -266,29 +324,7 @@ pub fn test(old: &Summary, new: &Summary) -> Option<Test> {
     let difference = new.mean - old.mean;
     let k = repeated.n as f64;
     let std_error = repeated.stdev * (1.0 + 1.0 / k).sqrt();
-    let df = k - 1.0;
-    if std_error == 0.0 || !std_error.is_finite() {
-        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
-        return Some(Test {
-            difference,
-            std_error: 0.0,
-            df,
-            p_value,
-            ci: (difference, difference),
-            kind: TestKind::Prediction,
-        });
-    }
-    let t = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p_value = (2.0 * t.sf((difference / std_error).abs())).clamp(0.0, 1.0);
-    let half = t.inverse_cdf(0.5 + stats::CONFIDENCE / 2.0) * std_error;
-    Some(Test {
-        difference,
-        std_error,
-        df,
-        p_value,
-        ci: (difference - half, difference + half),
-        kind: TestKind::Prediction,
-    })
+    t_test(difference, std_error, k - 1.0, TestKind::Prediction)
 }
 
 /// Power the minimum detectable effect is stated at.

@@ -391,6 +391,7 @@ pub fn measure_plan(
         probes: probes.as_ref().map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
         syscall_injections: Vec::new(),
+        pairing: None,
         calibration,
         workloads: Vec::new(),
     };

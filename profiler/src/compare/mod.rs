@@ -339,16 +339,21 @@ pub fn compare(
     criteria: &Criteria,
 ) -> anyhow::Result<Comparison> {
     let (old_pool, new_pool) = (pool(old)?, pool(new)?);
+    let paired = paired_variants(old, new);
     let mut workloads = Vec::new();
     let mut relative_errors = Vec::new();
     for (name, o) in &old_pool {
         let Some((_, n)) = new_pool.iter().find(|(m, _)| m == name) else {
             continue;
         };
-        let replication = replication::level(&o.clean).max(replication::level(&n.clean));
-        let (Some(old_s), Some(new_s)) = (
-            stats::summarize(&replication::observations(&o.clean, replication)),
-            stats::summarize(&replication::observations(&n.clean, replication)),
+        let replication = if paired {
+            Replication::Pair
+        } else {
+            replication::level(&o.clean).max(replication::level(&n.clean))
+        };
+        let (Some(old_o), Some(new_o)) = (
+            observe(&o.clean, replication),
+            observe(&n.clean, replication),
         ) else {
             continue;
         };
@@ -364,18 +369,18 @@ pub fn compare(
             .iter()
             .filter_map(|(e, eu, ov)| {
                 let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
-                let old = stats::summarize(&replication::observations(ov, replication))?;
-                let new = stats::summarize(&replication::observations(nv, replication))?;
+                let (old, new) = (observe(ov, replication)?, observe(nv, replication)?);
                 Some(ExtraComparison {
                     name: e.clone(),
                     unit: *eu,
                     change: tested_change(&old, &new, replication).0,
-                    old,
-                    new,
+                    old: old.summary,
+                    new: new.summary,
                 })
             })
             .collect();
-        let (change, test) = tested_change(&old_s, &new_s, replication);
+        let (change, test) = tested_change(&old_o, &new_o, replication);
+        let (old_s, new_s) = (old_o.summary, new_o.summary);
         let components = replication::components(&[&o.clean, &n.clean]);
         // The standard error relative to the old mean, for the minimum detectable effect.
         relative_errors.push(test.map(|t| (t.std_error / old_s.mean.abs(), t.df)));
@@ -440,22 +445,51 @@ pub fn compare(
     })
 }
 
+/// A side's observations at a unit, and the summary of those it has (a paired run's missing
+/// round is kept as NaN for its place).
+struct Observed {
+    values: Vec<f64>,
+    summary: Summary,
+}
+
+fn observe(side: &[FileRounds], unit: Replication) -> Option<Observed> {
+    let values = replication::observations(side, unit);
+    let present: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let summary = stats::summarize(&present)?;
+    Some(Observed { values, summary })
+}
+
+/// OLD and NEW are the two variants of one paired run (`run --versus`): one file a side, from
+/// the same run, different variants.
+fn paired_variants(old: &[Results], new: &[Results]) -> bool {
+    match (old, new) {
+        ([o], [n]) => match (&o.pairing, &n.pairing) {
+            (Some(a), Some(b)) => a.run == b.run && a.variant != b.variant,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The relative change of new against old with the test at `unit` (None without repetition
 /// on either side: samples of one round are not independent, so they decide nothing).
 fn tested_change(
-    old: &Summary,
-    new: &Summary,
+    old: &Observed,
+    new: &Observed,
     unit: Replication,
 ) -> (Option<Change>, Option<replication::Test>) {
-    if old.mean == 0.0 {
+    let (o, n) = (&old.summary, &new.summary);
+    if o.mean == 0.0 {
         return (None, None);
     }
-    let test = (unit != Replication::Sample)
-        .then(|| replication::test(old, new))
-        .flatten();
-    let scale = old.mean.abs();
+    let test = match unit {
+        Replication::Sample => None,
+        Replication::Pair => replication::paired_test(&old.values, &new.values),
+        Replication::Round | Replication::File => replication::test(o, n),
+    };
+    let scale = o.mean.abs();
     let change = Change {
-        relative: (new.mean - old.mean) / scale,
+        relative: (n.mean - o.mean) / scale,
         ci: test.map(|t| (t.ci.0 / scale, t.ci.1 / scale)),
         p_value: test.map(|t| t.p_value),
     };
@@ -661,6 +695,77 @@ mod tests {
         .unwrap();
         assert_eq!(same.workloads[0].verdict, Verdict::NoChange);
         assert!(render_text(&same).contains("detects a change of"));
+    }
+
+    fn paired(mut r: Results, variant: &str) -> Results {
+        r.pairing = Some(crate::results::Pairing {
+            run: "run-1".into(),
+            variant: variant.into(),
+            base_options: String::new(),
+            versus_options: "--inject syscall:getppid=300".into(),
+        });
+        r
+    }
+
+    #[test]
+    fn the_variants_of_a_paired_run_pair_round_with_round() {
+        // The machine drifts by 20% from round to round; the versus variant is 0.3 slower in
+        // every round. Unpaired, the drift hides it; paired, it cancels.
+        let base = [5.0, 5.6, 4.7, 5.3, 5.9, 4.8];
+        let versus = [5.3, 5.85, 5.0, 5.6, 6.2, 5.1];
+        let (old, new) = (rounds_file(&base, "base"), rounds_file(&versus, "versus"));
+        let unpaired = compare(
+            std::slice::from_ref(&old),
+            std::slice::from_ref(&new),
+            &Criteria::default(),
+        )
+        .unwrap();
+        let w = &unpaired.workloads[0];
+        assert_eq!(w.replication, Replication::Round);
+        // scipy: ttest_ind(versus, base, equal_var=False).pvalue
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 0.30471251379516934).abs() < 1e-9, "{p}");
+        assert_ne!(w.verdict, Verdict::Regressed);
+
+        let c = compare(
+            &[paired(old.clone(), "base")],
+            &[paired(new.clone(), "versus")],
+            &Criteria::default(),
+        )
+        .unwrap();
+        let w = &c.workloads[0];
+        assert_eq!(
+            (w.replication, w.test),
+            (Replication::Pair, Some(TestKind::Paired))
+        );
+        // scipy: ttest_rel(versus, base).pvalue
+        let p = w.change.unwrap().p_value.unwrap();
+        assert!((p - 3.582388085380236e-07).abs() < 1e-12, "{p}");
+        assert_eq!(w.verdict, Verdict::Regressed);
+        let (paired_mde, unpaired_mde) = (
+            w.minimum_detectable_effect.unwrap(),
+            unpaired.workloads[0].minimum_detectable_effect.unwrap(),
+        );
+        assert!(
+            paired_mde * 3.0 < unpaired_mde,
+            "{paired_mde} vs {unpaired_mde}"
+        );
+        assert!(render_text(&c).contains("paired"));
+
+        // Files of two different runs, or two of the same variant, do not pair.
+        let mut other_run = paired(new, "versus");
+        other_run.pairing.as_mut().unwrap().run = "run-2".into();
+        let c = compare(&[paired(old, "base")], &[other_run], &Criteria::default()).unwrap();
+        assert_eq!(c.workloads[0].replication, Replication::Round);
+    }
+
+    #[test]
+    fn a_round_missing_on_one_side_leaves_its_pair_out() {
+        let test = replication::paired_test(&[1.0, f64::NAN, 1.2, 1.1], &[1.1, 2.0, 1.3, 1.2]);
+        let t = test.unwrap();
+        assert_eq!(t.df, 2.0);
+        assert!((t.difference - 0.1).abs() < 1e-12);
+        assert!(replication::paired_test(&[1.0, f64::NAN], &[1.1, 1.2]).is_none());
     }
 
     #[test]

@@ -172,19 +172,19 @@ pub(super) fn replication_sentence(c: &Comparison) -> String {
     used.sort();
     used.dedup();
     let parts: Vec<&str> = used.iter().rev().map(|r| r.describe()).collect();
-    let prediction = c
-        .workloads
-        .iter()
-        .any(|w| w.test == Some(TestKind::Prediction));
+    let uses = |kind| c.workloads.iter().any(|w| w.test == Some(kind));
+    let note = if uses(TestKind::Prediction) {
+        " One side has a single run: it is tested against the spread of the other side's runs \
+         (a prediction interval)."
+    } else if uses(TestKind::Paired) {
+        " Both sides are variants of one run (run --versus): round i of one is paired with \
+         round i of the other, and the test is on their differences."
+    } else {
+        ""
+    };
     format!(
-        "Unit of replication: {}.{}",
-        parts.join("; for others, "),
-        if prediction {
-            " One side has a single run: it is tested against the spread of the other side's \
-             runs (a prediction interval)."
-        } else {
-            ""
-        }
+        "Unit of replication: {}.{note}",
+        parts.join("; for others, ")
     )
 }
 

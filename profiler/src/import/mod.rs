@@ -116,6 +116,7 @@ pub(crate) fn new_results(label: &str, source: &str) -> Results {
         calibration: None,
         lsm_programs: Vec::new(),
         syscall_injections: Vec::new(),
+        pairing: None,
         workloads: Vec::new(),
     }
 }

@@ -325,6 +325,7 @@ pub(crate) mod tests {
             calibration: None,
             lsm_programs: Vec::new(),
             syscall_injections: Vec::new(),
+            pairing: None,
             workloads: vec![
                 WorkloadResult {
                     name: "open_close".into(),

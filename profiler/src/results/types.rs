@@ -31,7 +31,24 @@ pub struct Results {
     /// Syscall injections in force for the whole run (`--inject syscall:NAME=NS`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub syscall_injections: Vec<SyscallInjectionRecord>,
+    /// One variant of a paired run (`run --versus`): its rounds pair with the other variant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<Pairing>,
     pub workloads: Vec<WorkloadResult>,
+}
+
+/// The variant a paired run's file holds. Both variants of a `run --versus` were measured in
+/// the same rounds of one run, back to back with a fresh runner each, so round i of one and
+/// round i of the other shared the machine's state: their difference is the variant's effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pairing {
+    /// The run both variants came from (the same in both files).
+    pub run: String,
+    /// "base" (the run's own options) or "versus" (the options of `--versus`).
+    pub variant: String,
+    /// The options that made each variant differ, as given: the base's and the versus'.
+    pub base_options: String,
+    pub versus_options: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
