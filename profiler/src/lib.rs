@@ -27,6 +27,7 @@ pub mod scope;
 pub mod scratch;
 pub mod stat;
 pub mod stats;
+pub mod versus;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.
