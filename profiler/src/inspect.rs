@@ -7,7 +7,6 @@ use indicatif::ProgressBar;
 
 use crate::{
     environment,
-    probe_setup::require_bpf_privileges,
     probes::{
         calibration::{
             CLOCK_PAIR, EMPTY_PAIR, EMPTY_SYSCALL_PAIR, PAIR_PARTS, SYSCALL_CLOCK_PAIR,
@@ -18,6 +17,7 @@ use crate::{
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
     results::ProbeReport,
+    run::probe_setup::{calibrate_probes, require_bpf_privileges},
     runner::{Supervisor, Wait},
 };
 
@@ -217,8 +217,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
     };
     let mut probes = Probes::load(&plan, &kernel)?;
     let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;
-    let Wait::Done(cal) = crate::probe_setup::calibrate(&mut probes, &kernel, &mut supervisor)?
-    else {
+    let Wait::Done(cal) = calibrate_probes(&mut probes, &kernel, &mut supervisor)? else {
         eprintln!("hookprof: interrupted");
         return Ok(ExitCode::from(130));
     };

@@ -113,6 +113,11 @@ impl Supervisor {
         self.policies = policies;
     }
 
+    /// `--user`'s credentials, which the runners take on (None: root's).
+    pub fn user(&self) -> Option<Credentials> {
+        self.user
+    }
+
     /// True once Ctrl-C or SIGTERM came: every request from then on ends as interrupted.
     pub fn interrupted(&self) -> bool {
         self.interrupted

@@ -1,29 +1,34 @@
 //! A workload hosted in the runners (one copy per runner with `--parallel`), as the sampling
-//! engine sees it.
-use std::{path::PathBuf, time::Duration};
+//! engine and the discovery pass see it: started with a scratch directory and CPUs per copy,
+//! run, finished.
+use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::{
     monotonic_ns,
     protocol::{Extra, Reply, Request},
     Supervisor, Wait,
 };
-use crate::workloads::{command::CommandLine, WorkloadSpec};
+use crate::{
+    scratch::{self, Scratch},
+    workloads::{self, command::CommandLine, WorkloadSpec},
+};
 
 /// How far ahead of sending them parallel copies are told to start: time enough for the
 /// supervisor to hand the request to every runner on a busy machine.
 const START_AHEAD_NS: u64 = 2_000_000;
 
-/// How one copy of a workload is to be set up.
+/// How a workload is set up: the same in every copy but for its scratch directory and, with
+/// `pin`, its CPUs.
+#[derive(Debug, Clone, Default)]
 pub struct WorkloadSetup {
-    pub scratch_dir: PathBuf,
+    /// `--pin`: copy 0's CPUs; the other copies move up from them (see `copy_pin`).
     pub pin: Vec<usize>,
+    /// `make -j` for `build`.
     pub jobs: Option<usize>,
     /// `stat`'s command, for its workload.
     pub command: Option<CommandLine>,
-    /// Set-up runs inside the tracking window, so the helper processes it forks are followed.
-    pub tracked: bool,
 }
 
 /// What one copy's run of `ops` operations came to.
@@ -37,6 +42,8 @@ pub struct CopyRun {
     pub end_ns: u64,
 }
 
+/// A workload in the runners. Fields drop in order: the scratch directories go after the
+/// workload (and its files), which `Drop` has the runners drop.
 pub struct RemoteWorkload<'s> {
     supervisor: &'s mut Supervisor,
     /// The workload's `ops_per_round`.
@@ -44,29 +51,42 @@ pub struct RemoteWorkload<'s> {
     /// The runners' pids when the workload was created, one per copy.
     runner_pids: Vec<u32>,
     dropped: bool,
+    _scratch: Vec<Scratch>,
 }
 
 impl<'s> RemoteWorkload<'s> {
-    /// Creates one copy of the workload per setup, copy `i` in runner `i` (starting runners as
-    /// needed).
-    pub fn create(
+    /// Creates `copies` copies of the workload, copy `i` in runner `i` (starting runners as
+    /// needed; see `Supervisor::runner_pids`), each with a scratch directory of its own (owned
+    /// by the run's user) and, with `--pin`, CPUs of its own. With `tracked`, set-up runs
+    /// inside the tracking window, so the helper processes it forks are followed.
+    pub fn start(
         supervisor: &'s mut Supervisor,
         spec: &WorkloadSpec,
-        setups: Vec<WorkloadSetup>,
+        setup: &WorkloadSetup,
+        copies: usize,
+        tracked: bool,
     ) -> Result<Wait<RemoteWorkload<'s>>> {
-        let runner_pids = supervisor.runner_pids(setups.len())?;
-        let tracked_anyway = supervisor.windows_kept_open();
-        let requests: Vec<Request> = setups
-            .into_iter()
-            .map(|setup| Request::Create {
+        let cpus = if setup.pin.is_empty() {
+            Vec::new()
+        } else {
+            workloads::allowed_cpus().context("sched_getaffinity")?
+        };
+        let runner_pids = supervisor.runner_pids(copies)?;
+        let tracked = tracked || supervisor.windows_kept_open();
+        let mut scratches = Vec::with_capacity(copies);
+        let mut requests = Vec::with_capacity(copies);
+        for copy in 0..copies {
+            let scratch = scratch::create(spec.name, supervisor.user())?;
+            requests.push(Request::Create {
                 workload: spec.name.into(),
-                command: setup.command,
-                scratch_dir: setup.scratch_dir,
-                pin: setup.pin,
+                command: setup.command.clone(),
+                scratch_dir: scratch.path().to_path_buf(),
+                pin: copy_pin(&setup.pin, copy, &cpus),
                 jobs: setup.jobs,
-                tracked: setup.tracked || tracked_anyway,
-            })
-            .collect();
+                tracked,
+            });
+            scratches.push(scratch);
+        }
         let created = supervisor.request_each(&requests);
         if created.is_err() && runner_pids.iter().all(|&p| supervisor.serves(p)) {
             // The copies that were set up go with their scratch directories.
@@ -87,6 +107,7 @@ impl<'s> RemoteWorkload<'s> {
                     ops_per_round,
                     runner_pids,
                     dropped: false,
+                    _scratch: scratches,
                 })
             }
             Wait::Interrupted => Wait::Interrupted,
@@ -106,6 +127,11 @@ impl<'s> RemoteWorkload<'s> {
     /// The workload's ops come in rounds of this many (see `Workload::ops_per_round`).
     pub fn ops_per_round(&self) -> u64 {
         self.ops_per_round
+    }
+
+    /// `ops` rounded up to the workload's whole rounds.
+    pub fn whole_rounds(&self, ops: u64) -> u64 {
+        workloads::whole_rounds(ops, self.ops_per_round)
     }
 
     /// Runs `ops` operations in every copy at once; each copy's time, extra metrics and span.
@@ -190,5 +216,36 @@ impl Drop for RemoteWorkload<'_> {
         } else {
             self.supervisor.kill_runners();
         }
+    }
+}
+
+/// The CPUs copy `copy` is pinned to: `--pin`'s, moved up by the copy's number through the
+/// CPUs this process may run on (`allowed`, in order, wrapping round), so copies run on CPUs
+/// of their own while there are enough; copy 0 gets `--pin`'s own.
+fn copy_pin(pin: &[usize], copy: usize, allowed: &[usize]) -> Vec<usize> {
+    pin.iter()
+        .map(|&cpu| match allowed.iter().position(|&a| a == cpu) {
+            Some(at) => allowed[(at + copy) % allowed.len()],
+            None => cpu,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_move_up_from_the_pinned_cpus_and_wrap() {
+        let four = [0, 1, 2, 3];
+        assert_eq!(copy_pin(&[], 3, &four), Vec::<usize>::new());
+        assert_eq!(copy_pin(&[1], 0, &four), vec![1]);
+        assert_eq!(copy_pin(&[1], 1, &four), vec![2]);
+        assert_eq!(copy_pin(&[3], 1, &four), vec![0]);
+        assert_eq!(copy_pin(&[0, 1], 1, &[0, 1]), vec![1, 0]);
+        // Under `taskset -c 1,3` (or a cpuset): only those CPUs, never one outside them.
+        assert_eq!(copy_pin(&[1], 0, &[1]), vec![1]);
+        assert_eq!(copy_pin(&[1], 1, &[1]), vec![1]);
+        assert_eq!(copy_pin(&[3], 1, &[1, 3]), vec![1]);
     }
 }

@@ -149,6 +149,11 @@ pub trait Workload {
     }
 }
 
+/// `ops` rounded up to whole rounds of `per_round` (see `Workload::ops_per_round`).
+pub fn whole_rounds(ops: u64, per_round: u64) -> u64 {
+    ops.max(1).div_ceil(per_round.max(1)) * per_round.max(1)
+}
+
 /// The time of `asked` ops when `done` ops (whole rounds, `done >= asked`) took `timed` and
 /// lmbench's reference loop for them took `reference`: the net time per op, times `asked`.
 pub(crate) fn net_time(timed: Duration, reference: Duration, done: u64, asked: u64) -> Duration {

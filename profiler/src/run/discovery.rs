@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::{
-    measure::{self, whole_rounds, SamplingOptions, Started},
     probes::{KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
     results::Refusal,
-    runner::{Supervisor, Wait},
+    runner::{RemoteWorkload, Supervisor, Wait, WorkloadSetup},
     workloads::{Metric, WorkloadSpec},
 };
 
@@ -74,7 +73,7 @@ pub fn discover(
     candidates: &[Target],
     follow_children: bool,
     specs: &[&'static WorkloadSpec],
-    options: &SamplingOptions,
+    setup: &WorkloadSetup,
     supervisor: &mut Supervisor,
     progress: &dyn Fn(&str),
 ) -> Result<Wait<Found>> {
@@ -101,7 +100,7 @@ pub fn discover(
         for (spec, (_, called)) in specs.iter().zip(&mut found.by_workload) {
             progress(spec.name);
             supervisor.start_clock();
-            let calls_per_op = match burst(spec, options, &mut probes, supervisor) {
+            let calls_per_op = match burst(spec, setup, &mut probes, supervisor) {
                 Ok(Wait::Done(calls_per_op)) => calls_per_op,
                 Ok(Wait::Interrupted) => return Ok(Wait::Interrupted),
                 Err(e) => {
@@ -128,31 +127,28 @@ pub fn discover(
     Ok(Wait::Done(found))
 }
 
-/// Starts `spec` and runs its burst; returns each hook slot's calls per op.
+/// Starts one copy of `spec` and runs its burst; returns each hook slot's calls per op.
 fn burst(
     spec: &'static WorkloadSpec,
-    options: &SamplingOptions,
+    setup: &WorkloadSetup,
     probes: &mut Probes,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Vec<f64>>> {
     // The probes stay attached for the whole batch: only the runner's gate counts.
     probes.set_gate_owners(&[supervisor.runner_pid()?])?;
-    // Bound whole: the scratch directory must outlive the workload.
-    let started = measure::start(spec, options, 1, true, None, supervisor)?;
-    let Wait::Done(Started { mut workload, .. }) = started else {
+    let Wait::Done(mut workload) = RemoteWorkload::start(supervisor, spec, setup, 1, true)? else {
         return Ok(Wait::Interrupted);
     };
     // Set-up calls are not the op's: count from here.
     let before = probes.snapshot()?;
     let t = Instant::now();
-    let per_round = workload.ops_per_round();
-    let mut ops = whole_rounds(1, per_round);
+    let mut ops = workload.whole_rounds(1);
     if let Wait::Interrupted = workload.run_slowest(ops, true)? {
         return Ok(Wait::Interrupted);
     }
     if spec.metric != Metric::Seconds {
         let more = (BURST.as_secs_f64() / t.elapsed().as_secs_f64().max(1e-9) * ops as f64).ceil();
-        let more = whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops), per_round);
+        let more = workload.whole_rounds((more as u64).clamp(1, MAX_BURST_OPS - ops));
         if let Wait::Interrupted = workload.run_slowest(more, true)? {
             return Ok(Wait::Interrupted);
         }

@@ -12,27 +12,20 @@ use crate::{
     attribution::{attribute, ProbedSample},
     probes::Probes,
     results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
-    runner::{
-        protocol::Extra, CopyRun, Credentials, RemoteWorkload, Supervisor, Wait, WorkloadSetup,
-    },
-    scratch,
-    workloads::{self, command::CommandLine, Metric, WorkloadSpec},
+    runner::{protocol::Extra, CopyRun, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
+    workloads::{whole_rounds, Metric, WorkloadSpec},
 };
 
 #[derive(Debug, Clone)]
 pub struct SamplingOptions {
     pub samples: usize,
     pub min_sample: Duration,
-    pub pin: Vec<usize>,
-    pub jobs: Option<usize>,
-    /// Run the workloads with these credentials (`--user`); the profiler keeps its own.
-    pub user: Option<Credentials>,
     /// Untimed samples before the first timed one.
     pub warmup: usize,
-    /// `stat`'s command, for its workload.
-    pub command: Option<CommandLine>,
     /// Copies of each workload that run at once, each in a runner of its own (`--parallel`).
     pub parallel: usize,
+    /// How each copy is set up in its runner.
+    pub setup: WorkloadSetup,
 }
 
 /// What the timing itself costs, measured once per run and taken out of every sample.
@@ -211,23 +204,17 @@ fn sample(
     progress: Progress,
     (result, taken, phase): (&mut WorkloadResult, &mut Taken, &mut String),
 ) -> Result<Wait<()>> {
-    // The scratch directories are bound first, so they are dropped last: after the workload.
-    let Wait::Done(Started {
-        _scratch,
-        mut workload,
-    }) = start(
-        spec,
-        options,
-        options.parallel,
-        probes.is_some(),
-        probes.as_deref_mut(),
-        supervisor,
-    )?
+    // With probes, set-up runs attached and inside the tracking window, so the helper
+    // processes it forks are followed.
+    let tracked = probes.is_some();
+    let pids = supervisor.runner_pids(options.parallel)?;
+    let Wait::Done(mut workload) = attached(probes.as_deref_mut(), &pids, || {
+        RemoteWorkload::start(supervisor, spec, &options.setup, options.parallel, tracked)
+    })?
     else {
         return Ok(Wait::Interrupted);
     };
-    let pids = workload.runner_pids().to_vec();
-    let copies = pids.len();
+    let copies = workload.copies();
 
     let ops = if result.iterations > 0 {
         result.iterations
@@ -340,67 +327,6 @@ fn over_copies(metric: Metric, values: &[f64]) -> f64 {
     }
 }
 
-/// A workload in the runners (one copy each) with its private scratch directories. Fields drop
-/// in order: the workload (and its files) goes before the directories.
-pub struct Started<'s> {
-    pub workload: RemoteWorkload<'s>,
-    pub _scratch: Vec<scratch::Scratch>,
-}
-
-/// Creates `copies` copies of the workload, each with a scratch directory of its own and, with
-/// `--pin`, CPUs of its own. With `tracked`, set-up runs inside the tracking window (with
-/// `probes` attached for it, if given), so the helper processes it forks are followed.
-pub fn start<'s>(
-    spec: &'static WorkloadSpec,
-    options: &SamplingOptions,
-    copies: usize,
-    tracked: bool,
-    probes: Option<&mut Probes>,
-    supervisor: &'s mut Supervisor,
-) -> Result<Wait<Started<'s>>> {
-    let cpus = if options.pin.is_empty() {
-        Vec::new()
-    } else {
-        workloads::allowed_cpus().context("sched_getaffinity")?
-    };
-    let mut scratches = Vec::with_capacity(copies);
-    let mut setups = Vec::with_capacity(copies);
-    for copy in 0..copies {
-        let scratch = scratch::create(spec.name, options.user)?;
-        setups.push(WorkloadSetup {
-            scratch_dir: scratch.path().to_path_buf(),
-            pin: copy_pin(&options.pin, copy, &cpus),
-            jobs: options.jobs,
-            command: options.command.clone(),
-            tracked,
-        });
-        scratches.push(scratch);
-    }
-    let pids = supervisor.runner_pids(copies)?;
-    let created = attached(probes, &pids, || {
-        RemoteWorkload::create(supervisor, spec, setups)
-    })?;
-    Ok(match created {
-        Wait::Done(workload) => Wait::Done(Started {
-            workload,
-            _scratch: scratches,
-        }),
-        Wait::Interrupted => Wait::Interrupted,
-    })
-}
-
-/// The CPUs copy `copy` is pinned to: `--pin`'s, moved up by the copy's number through the
-/// CPUs this process may run on (`allowed`, in order, wrapping round), so copies run on CPUs
-/// of their own while there are enough; copy 0 gets `--pin`'s own.
-pub fn copy_pin(pin: &[usize], copy: usize, allowed: &[usize]) -> Vec<usize> {
-    pin.iter()
-        .map(|&cpu| match allowed.iter().position(|&a| a == cpu) {
-            Some(at) => allowed[(at + copy) % allowed.len()],
-            None => cpu,
-        })
-        .collect()
-}
-
 /// Runs `f` with the probes attached, counting the gate calls of the runners `pids`.
 fn attached<T>(
     probes: Option<&mut Probes>,
@@ -413,11 +339,6 @@ fn attached<T>(
     let out = f();
     p.detach();
     out
-}
-
-/// `ops` rounded up to whole rounds of `per_round` (see `Workload::ops_per_round`).
-pub fn whole_rounds(ops: u64, per_round: u64) -> u64 {
-    ops.max(1).div_ceil(per_round.max(1)) * per_round.max(1)
 }
 
 /// lmbench's BENCH: double the op count until one sample lasts `min_sample`. `run` runs that
@@ -502,20 +423,6 @@ mod tests {
         assert_eq!(over_copies(Metric::LatencyNs, &[5.0]), 5.0);
         let bw = Metric::Bandwidth { bytes_per_op: 64 };
         assert_eq!(over_copies(bw, &[100.0, 150.0]), 250.0);
-    }
-
-    #[test]
-    fn copies_move_up_from_the_pinned_cpus_and_wrap() {
-        let four = [0, 1, 2, 3];
-        assert_eq!(copy_pin(&[], 3, &four), Vec::<usize>::new());
-        assert_eq!(copy_pin(&[1], 0, &four), vec![1]);
-        assert_eq!(copy_pin(&[1], 1, &four), vec![2]);
-        assert_eq!(copy_pin(&[3], 1, &four), vec![0]);
-        assert_eq!(copy_pin(&[0, 1], 1, &[0, 1]), vec![1, 0]);
-        // Under `taskset -c 1,3` (or a cpuset): only those CPUs, never one outside them.
-        assert_eq!(copy_pin(&[1], 0, &[1]), vec![1]);
-        assert_eq!(copy_pin(&[1], 1, &[1]), vec![1]);
-        assert_eq!(copy_pin(&[3], 1, &[1, 3]), vec![1]);
     }
 
     /// A token ring goes all the way round, so the engine must ask it for whole rounds: a

@@ -1,15 +1,14 @@
-//! Setting up a run's probes: privileges and bad input checked first, the probes loaded, the
+//! The run's probes stage: privileges and bad input checked first, the probes loaded, the
 //! ground-truth LSM programs attached, the functions to time chosen (by the discovery pass for
-//! `--hooks default`) and the probes' own cost calibrated.
+//! `--hooks default`), the probes' own cost calibrated, then `--inject syscall:` attached.
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
+use super::discovery::{self, Found};
 use crate::{
-    discovery::{self, Found},
     injection::{self, Injection},
-    measure::SamplingOptions,
     memory,
     probes::{
         calibration::{self, Calibration},
@@ -17,7 +16,8 @@ use crate::{
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, SyscallInjection, Target,
     },
-    runner::{Supervisor, Wait},
+    results::{LsmProgramRecord, Results},
+    runner::{Supervisor, Wait, WorkloadSetup},
     workloads::WorkloadSpec,
 };
 
@@ -54,29 +54,122 @@ pub fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
 }
 
 /// What loading the probes needs from the run.
-pub(crate) struct ProbeSetup<'a> {
-    pub kinds: Kinds,
+pub(super) struct ProbeSetup<'a> {
     /// `--hooks`, `--inject`, `--stack-noop`.
     pub hooks: &'a [String],
     pub inject: &'a [(String, u64)],
     pub stack_noop: bool,
+    /// `--inject syscall:NAME=NS` among the others.
+    pub injections: &'a [Injection],
     pub specs: &'a [&'static WorkloadSpec],
-    pub options: &'a SamplingOptions,
+    /// How the discovery pass sets each workload up.
+    pub setup: &'a WorkloadSetup,
     pub active_lsms: &'a [String],
+    /// `run -v`: print the probes' messages.
+    pub verbose: bool,
     pub bar: &'a ProgressBar,
 }
 
-pub(crate) struct LoadedProbes {
-    pub probes: Probes,
-    pub calibration: Option<Calibration>,
+struct LoadedProbes {
+    probes: Probes,
+    calibration: Option<Calibration>,
     /// Which timed functions each workload attaches (None: all of them, for every workload).
-    pub focus: Option<Found>,
+    focus: Option<Found>,
+}
+
+/// Everything a run has in the kernel: the probes (None with `--probes none`) and the syscall
+/// injection. Dropping it unloads them all.
+pub(super) struct RunProbes {
+    pub probes: Option<Probes>,
+    pub calibration: Option<Calibration>,
+    focus: Option<Found>,
+    syscall_injection: Option<SyscallInjection>,
+}
+
+impl RunProbes {
+    /// The probes, attaching only what `workload` calls (all of them without a discovery pass).
+    pub fn focused_on(&mut self, workload: &str) -> Option<&mut Probes> {
+        let probes = self.probes.as_mut()?;
+        if let Some(focus) = &self.focus {
+            probes.focus(Some(focus.functions_of(workload)));
+        }
+        Some(probes)
+    }
+
+    /// Records what the ground-truth programs ran into `results`, then unloads everything.
+    pub fn unload_into(self, results: &mut Results) -> Result<()> {
+        if let Some(p) = &self.probes {
+            results.lsm_programs = lsm_program_records(p);
+        }
+        if let Some(injection) = &self.syscall_injection {
+            results.syscall_injections = injection.records()?;
+        }
+        Ok(())
+    }
+}
+
+/// The probes stage: the probes (with `kinds`), then the syscall injection.
+pub(super) fn set_up(
+    kinds: Option<Kinds>,
+    setup: &ProbeSetup,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<RunProbes>> {
+    let loaded = match kinds {
+        Some(kinds) => {
+            let Wait::Done(loaded) = load_probes(kinds, setup, supervisor)? else {
+                return Ok(Wait::Interrupted);
+            };
+            if setup.verbose {
+                match loaded.probes.logging_program_id() {
+                    Some(id) => supervisor.follow_kernel_log(id)?,
+                    None => supervisor.warn("-v: no probe that logs was loaded"),
+                }
+            }
+            Some(loaded)
+        }
+        None => None,
+    };
+    // After calibration and discovery: the injection is part of the measured kernel only.
+    let Wait::Done(syscall_injection) = inject_syscalls(setup.injections, supervisor)? else {
+        return Ok(Wait::Interrupted);
+    };
+    Ok(Wait::Done(match loaded {
+        Some(l) => RunProbes {
+            probes: Some(l.probes),
+            calibration: l.calibration,
+            focus: l.focus,
+            syscall_injection,
+        },
+        None => RunProbes {
+            probes: None,
+            calibration: None,
+            focus: None,
+            syscall_injection,
+        },
+    }))
+}
+
+fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
+    probes
+        .lsm_programs()
+        .iter()
+        .map(|l| {
+            let (runs, mean_run_ns) = probes.lsm_run_stats(l).unwrap_or((0, 0.0));
+            LsmProgramRecord {
+                hook: l.hook.clone(),
+                busy_ns: l.busy_ns,
+                runs,
+                mean_run_ns,
+            }
+        })
+        .collect()
 }
 
 /// Loads the probes and the ground-truth LSM programs, chooses the functions to time (by the
 /// discovery pass for `--hooks default`), and calibrates their cost when fentry/fexit pairs
 /// could be loaded.
-pub(crate) fn load_probes(
+fn load_probes(
+    kinds: Kinds,
     setup: &ProbeSetup,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<LoadedProbes>> {
@@ -88,7 +181,7 @@ pub(crate) fn load_probes(
         return Ok(Wait::Interrupted);
     };
     let kernel = Arc::new(kernel?);
-    let selection = if setup.kinds.hooks {
+    let selection = if kinds.hooks {
         selection::select(&kernel, args.hooks, setup.active_lsms)?
     } else {
         Selection::Listed(Vec::new())
@@ -114,7 +207,7 @@ pub(crate) fn load_probes(
     // The syscall programs carry the scope gate: whatever else is probed needs them.
     let plan = ProbePlan {
         syscalls: true,
-        tasks: setup.kinds.tasks,
+        tasks: kinds.tasks,
         functions: Vec::new(),
         entries_only: false,
     };
@@ -141,7 +234,8 @@ pub(crate) fn load_probes(
             (functions, None)
         }
         Selection::Discover => {
-            let Wait::Done(found) = discover_functions(setup, &kernel, &mut probes, supervisor)?
+            let Wait::Done(found) =
+                discover_functions(kinds, setup, &kernel, &mut probes, supervisor)?
             else {
                 return Ok(Wait::Interrupted);
             };
@@ -162,7 +256,7 @@ pub(crate) fn load_probes(
         eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        let Wait::Done(calibration) = calibrate(&mut probes, &kernel, supervisor)? else {
+        let Wait::Done(calibration) = calibrate_probes(&mut probes, &kernel, supervisor)? else {
             return Ok(Wait::Interrupted);
         };
         Some(calibration)
@@ -179,7 +273,7 @@ pub(crate) fn load_probes(
 
 /// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
 /// supervisor keeping its gate owners naming the runners (None without such an injection).
-pub(crate) fn inject_syscalls(
+fn inject_syscalls(
     injections: &[Injection],
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Option<SyscallInjection>>> {
@@ -201,6 +295,7 @@ pub(crate) fn inject_syscalls(
 /// active LSMs' functions under those hooks. `--stack-noop`'s programs go on between the
 /// rounds, so the second round finds the BPF LSM functions they make the kernel call.
 fn discover_functions(
+    kinds: Kinds,
     setup: &ProbeSetup,
     kernel: &KernelBtf,
     probes: &mut Probes,
@@ -211,9 +306,9 @@ fn discover_functions(
         discovery::discover(
             kernel,
             candidates,
-            setup.kinds.tasks,
+            kinds.tasks,
             setup.specs,
-            setup.options,
+            setup.setup,
             supervisor,
             &progress,
         )
@@ -239,7 +334,7 @@ fn discover_functions(
 }
 
 /// The probes' own cost, measured with getppid loops in the runner (the gate owner).
-pub(crate) fn calibrate(
+pub(crate) fn calibrate_probes(
     probes: &mut Probes,
     kernel: &KernelBtf,
     supervisor: &mut Supervisor,

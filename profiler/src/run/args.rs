@@ -1,0 +1,246 @@
+//! The options of `run` and `stat`, as clap parses them: what to measure (`MeasureArgs`, which
+//! `ab` hands on to the run in each boot, through `to_args`), how (`CommonMeasureArgs`), and
+//! where the results go (`SessionArgs`).
+use std::path::PathBuf;
+
+use profiler_common::MAX_GATE_OWNERS;
+
+use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES};
+use crate::{injection::Injection, output::Format, policy::Policy, workloads::Suite};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Print the workloads with a one-line description and exit.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// What `run` and `stat` share besides how they measure: the label, where the results go and
+/// how they are shown, baselines, and the policies the measured work runs under.
+#[derive(clap::Args, Debug)]
+pub struct SessionArgs {
+    /// Label for this run in reports and comparisons (default: the kernel release).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Write the results JSON to FILE (atomically).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, default_value = "text", value_parser = Format::parser(RESULTS_PRINTED))]
+    pub format: Format,
+    /// No progress display.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the probes' messages from their rare paths (a full stack of open timed calls, an
+    /// exit that matches no entry, tracking storage the kernel could not give, gate misuse) as
+    /// they happen; the results count these either way.
+    #[arg(short, long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub baseline: crate::baseline::SaveArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Run the workloads under a security policy, which the runner takes on (after --user's
+    /// credentials) before it sets up any workload: landlock:FILE (a JSON ruleset),
+    /// seccomp:FILE (a JSON syscall filter) or apparmor:PROFILE (a loaded profile).
+    /// Repeatable. The formats are in the README ("Measuring a policy").
+    #[arg(long, value_name = "KIND:SPEC", value_parser = parse_policy)]
+    pub policy: Vec<Policy>,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s).map_err(|e| format!("{e:#}"))
+}
+
+/// What a run measures and how: the options `hookprof ab` hands on to the run in each boot.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct MeasureArgs {
+    /// Which workloads to run when --workloads is not given.
+    #[arg(long, value_enum, default_value = "default")]
+    pub suite: Suite,
+    /// Workloads by name, comma-separated (see --list).
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    #[command(flatten)]
+    pub common: CommonMeasureArgs,
+    /// Samples per pass (clean and probed each) in each round.
+    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(2..))]
+    pub samples: u32,
+    /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub min_sample_ms: u64,
+    /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// How the work is measured, for `run` and `stat` alike: the probes, the CPUs, the copies, the
+/// ground truth, the user and the timeout.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct CommonMeasureArgs {
+    /// Kernel functions to time with fentry/fexit: `default` (what each workload calls, found
+    /// by a short discovery pass over every security_* hook, task path and active LSM
+    /// function; each workload attaches only its own), `all` (every security_* hook, up to
+    /// 383), or a comma-separated list (each hook with its LSM functions).
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    pub hooks: Vec<String>,
+    /// Probe kinds: `auto` (all), `none` (clean only, no root needed), or a comma-separated list
+    /// of syscalls, tasks, hooks.
+    #[arg(long, value_delimiter = ',', default_value = "auto")]
+    pub probes: Vec<String>,
+    /// Pin the workload to CPU (a second CPU pins the other end of two-process workloads).
+    /// With --parallel, copy i is pinned to CPU (CPU + i) mod the number of CPUs.
+    #[arg(long, value_delimiter = ',', num_args = 1..=2)]
+    pub pin: Vec<usize>,
+    /// Run N copies of each workload at once, each in a process of its own, every sample
+    /// started together in all of them (lmbench's -P): per-copy latency (or aggregate
+    /// bandwidth) and the attribution summed over the copies, so contention inside a hook
+    /// shows as a higher ns/call than at 1.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_GATE_OWNERS)))]
+    pub parallel: u32,
+    /// Ground truth, a known cost in force for the whole run, clean and probed samples alike.
+    /// HOOK=NS (or lsm:HOOK=NS): a BPF LSM program on HOOK busy-waits NS per call (e.g.
+    /// file_open=2000); it returns the verdict it was given. syscall:NAME=NS: the workload's
+    /// tasks, and no other process, busy-wait NS on their way out of syscall NAME (e.g.
+    /// syscall:getppid=2000); needs no BPF LSM. Repeatable.
+    #[arg(long, value_name = "[KIND:]TARGET=NS", value_parser = Injection::parse)]
+    pub inject: Vec<Injection>,
+    /// Attach a no-op BPF LSM program on every hook the workloads use (LSM stacking on one
+    /// boot). It returns the verdict it was given.
+    #[arg(long)]
+    pub stack_noop: bool,
+    /// Run the workloads as this user (name or uid); the profiler keeps root's privileges for
+    /// its probes. Scratch files are owned by that user.
+    #[arg(long, value_name = "NAME|UID")]
+    pub user: Option<String>,
+    /// Measure each workload in R rounds: each round starts a fresh runner for every workload
+    /// and takes them in a fresh random order, so CPU placement, memory layout and the
+    /// machine's state are drawn anew. A comparison's unit is the round, not the sample.
+    #[arg(long, value_name = "R", default_value_t = DEFAULT_ROUNDS,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// A workload (or its discovery burst) still running after this many seconds is stopped
+    /// and recorded as failed; the run goes on with the next one.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_per_workload: u64,
+}
+
+impl MeasureArgs {
+    /// The command-line options that parse back into these, for a run elsewhere.
+    pub fn to_args(&self) -> Vec<String> {
+        // Destructured whole, so a new option cannot be forgotten here.
+        let MeasureArgs {
+            suite,
+            workloads,
+            common:
+                CommonMeasureArgs {
+                    hooks,
+                    probes,
+                    pin,
+                    parallel,
+                    inject,
+                    stack_noop,
+                    user,
+                    rounds,
+                    timeout_per_workload,
+                },
+            samples,
+            min_sample_ms,
+            jobs,
+        } = self;
+        let suite = clap::ValueEnum::to_possible_value(suite).expect("every suite has a name");
+        let mut args = vec![
+            "--suite".to_string(),
+            suite.get_name().to_string(),
+            format!("--hooks={}", hooks.join(",")),
+            format!("--probes={}", probes.join(",")),
+            format!("--samples={samples}"),
+            format!("--min-sample-ms={min_sample_ms}"),
+            format!("--parallel={parallel}"),
+            format!("--rounds={rounds}"),
+            format!("--timeout-per-workload={timeout_per_workload}"),
+        ];
+        if let Some(w) = workloads {
+            args.push(format!("--workloads={}", w.join(",")));
+        }
+        if !pin.is_empty() {
+            let cpus: Vec<String> = pin.iter().map(usize::to_string).collect();
+            args.push(format!("--pin={}", cpus.join(",")));
+        }
+        if let Some(j) = jobs {
+            args.push(format!("--jobs={j}"));
+        }
+        for injection in inject {
+            args.push(format!("--inject={injection}"));
+        }
+        if *stack_noop {
+            args.push("--stack-noop".into());
+        }
+        if let Some(u) = user {
+            args.push(format!("--user={u}"));
+        }
+        args
+    }
+}
+
+/// The formats `run` and `stat` print their results in (`report` has the others).
+pub const RESULTS_PRINTED: &[Format] = &[Format::Text, Format::Json, Format::Markdown];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Measure {
+        #[command(flatten)]
+        measure: MeasureArgs,
+    }
+
+    fn parse(args: &[String]) -> MeasureArgs {
+        Measure::try_parse_from(std::iter::once("run".to_string()).chain(args.iter().cloned()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .measure
+    }
+
+    #[test]
+    fn measure_options_survive_a_trip_through_the_command_line() {
+        let defaults = parse(&[]);
+        assert_eq!(parse(&defaults.to_args()), defaults);
+        let every = MeasureArgs {
+            suite: Suite::Quick,
+            workloads: Some(vec!["null_call".into(), "open_close".into()]),
+            common: CommonMeasureArgs {
+                hooks: vec!["security_file_open".into(), "security_file_free".into()],
+                probes: vec!["syscalls".into(), "hooks".into()],
+                pin: vec![0, 1],
+                parallel: 4,
+                inject: [
+                    "file_open=2000",
+                    "lsm:task_alloc=10",
+                    "syscall:getppid=2000",
+                ]
+                .map(|s| Injection::parse(s).unwrap())
+                .to_vec(),
+                stack_noop: true,
+                user: Some("nobody".into()),
+                rounds: 7,
+                timeout_per_workload: 60,
+            },
+            samples: 5,
+            min_sample_ms: 2,
+            jobs: Some(3),
+        };
+        assert_eq!(parse(&every.to_args()), every);
+    }
+}

@@ -1,0 +1,157 @@
+//! `hookprof run` and `stat`: the orchestrator, a list of stages. `check` (bad input, the
+//! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
+//! `rounds` (each workload per round, through the sampling engine `measure`) -> `finish`
+//! (write, print, baseline, exit code). A workload that fails is recorded and the run goes
+//! on; the exit code says so.
+mod args;
+mod check;
+mod discovery;
+mod finish;
+mod list;
+pub mod measure;
+pub(crate) mod probe_setup;
+mod progress;
+mod rounds;
+
+use std::{process::ExitCode, time::Duration};
+
+use anyhow::Result;
+use serde_json::json;
+
+pub use self::args::{CommonMeasureArgs, MeasureArgs, PolicyArgs, RunArgs, SessionArgs};
+use self::{
+    finish::Outputs,
+    measure::{Overhead, SamplingOptions},
+    probe_setup::ProbeSetup,
+    rounds::Rounds,
+};
+use crate::{
+    runner::{Wait, WorkloadSetup},
+    workloads::{self, command::CommandLine, WorkloadSpec},
+};
+
+/// Rounds and samples per round by default: chosen from the variance components measured on
+/// this kind of noisy 2-CPU machine (README, "How compare decides"): the spread between
+/// rounds, not between samples, limits what a comparison can detect, so more rounds of fewer
+/// samples.
+pub const DEFAULT_ROUNDS: u32 = 4;
+pub const DEFAULT_SAMPLES: u32 = 3;
+
+/// What a run measures: its workloads (or `stat`'s command) and how many samples each takes.
+pub struct Plan {
+    pub specs: Vec<&'static WorkloadSpec>,
+    /// Timed samples per pass (clean and probed each).
+    pub samples: u32,
+    /// Untimed samples before them.
+    pub warmup: u32,
+    /// The least time one sample lasts (lmbench's ENOUGH).
+    pub min_sample: Duration,
+    /// Parallel jobs for the `build` workload.
+    pub jobs: Option<usize>,
+    /// `stat`'s command, the one workload in `specs`.
+    pub command: Option<CommandLine>,
+    /// The options that chose the work (`run`'s workloads, `stat`'s command), as the results
+    /// record them beside the options both share.
+    pub recorded: Vec<(&'static str, serde_json::Value)>,
+}
+
+pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
+    if run_args.list {
+        list::print_list();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let args = &run_args.measure;
+    let plan = Plan {
+        specs: workloads::select(args.workloads.as_deref(), args.suite)?,
+        samples: args.samples,
+        warmup: 1,
+        min_sample: Duration::from_millis(args.min_sample_ms),
+        jobs: args.jobs,
+        command: None,
+        recorded: vec![
+            ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
+            ("workloads", json!(args.workloads)),
+            ("min_sample_ms", json!(args.min_sample_ms)),
+            ("jobs", json!(args.jobs)),
+        ],
+    };
+    measure_plan(&run_args.session, &args.common, &plan)
+}
+
+/// Measures `plan` with `args`, then writes and prints the results as `session` says.
+pub fn measure_plan(
+    session: &SessionArgs,
+    args: &CommonMeasureArgs,
+    plan: &Plan,
+) -> Result<ExitCode> {
+    let checked = check::check(session, args, plan)?;
+    let bar = progress::progress_bar(session.quiet, plan.specs.len());
+    let (mut supervisor, environment) = check::supervise(session, args, &checked, &bar)?;
+    let options = sampling_options(args, plan);
+    let setup = ProbeSetup {
+        hooks: &args.hooks,
+        inject: &checked.lsm_inject,
+        injections: &args.inject,
+        stack_noop: args.stack_noop,
+        specs: &plan.specs,
+        setup: &options.setup,
+        active_lsms: &environment.active_lsms,
+        verbose: session.verbose,
+        bar: &bar,
+    };
+    let Wait::Done(mut probes) = probe_setup::set_up(checked.kinds, &setup, &mut supervisor)?
+    else {
+        bar.finish_and_clear();
+        eprintln!("hookprof: interrupted before measuring");
+        return Ok(ExitCode::from(130));
+    };
+
+    // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
+    // only switched on when such programs are attached (they cost every program a little).
+    let _run_stats = (args.stack_noop || !args.inject.is_empty())
+        .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
+    let overhead = Overhead::measure();
+    let rounds = Rounds {
+        of: args.rounds as usize,
+        seed: rand::random(),
+    };
+    let loaded = (probes.probes.as_ref(), probes.calibration.take());
+    let mut results = finish::begin(session, args, plan, environment, loaded, overhead, rounds);
+    let measuring = rounds::measure_workloads(
+        &plan.specs,
+        rounds,
+        &options,
+        overhead,
+        &mut probes,
+        &mut supervisor,
+        &bar,
+    );
+    results.workloads = measuring.workloads;
+    results.complete = measuring.complete;
+    bar.finish_and_clear();
+    let interrupted = supervisor.interrupted();
+    drop(supervisor); // the runner ends with its workload
+                      // Unloads every program before anything else is printed.
+    probes.unload_into(&mut results)?;
+    let outputs = Outputs {
+        destination: checked.destination,
+        baseline: checked.baseline,
+        format: session.format,
+    };
+    finish::finish(results, outputs, interrupted, plan.specs.len())
+}
+
+/// How the sampling engine measures `plan`'s workloads, and how each is set up in its runners.
+fn sampling_options(args: &CommonMeasureArgs, plan: &Plan) -> SamplingOptions {
+    SamplingOptions {
+        samples: plan.samples as usize,
+        min_sample: plan.min_sample,
+        warmup: plan.warmup as usize,
+        parallel: args.parallel as usize,
+        setup: WorkloadSetup {
+            pin: args.pin.clone(),
+            jobs: plan.jobs,
+            command: plan.command.clone(),
+        },
+    }
+}
