@@ -229,3 +229,113 @@ fn neighbour_ns_per_call(stop: &mut dyn FnMut() -> bool) -> f64 {
     }
     (cpu_ns() - start) as f64 / f64::from(made.max(1))
 }
+
+/// `run --versus`: both variants in every round of one run, a file each, paired by `compare`.
+/// getppid waits 3 us in the versus variant only (null_call's op is ~0.3 us here), so the
+/// paired comparison must call null_call regressed, and open_close, which never calls getppid,
+/// not; each variant's record counts its own waits.
+#[test]
+fn a_versus_run_pairs_its_variants_round_by_round() {
+    require_root();
+    let _serial = serial();
+    let before = BpfObjects::now();
+    let args = [
+        "--workloads",
+        "null_call,open_close",
+        "--probes",
+        "none",
+        "--rounds",
+        "6",
+        "--samples",
+        "3",
+        "--inject",
+        "syscall:getppid=0",
+        "--versus",
+        "--inject syscall:getppid=3000",
+    ];
+    let mut run = Hookprof::start(&args, &[]);
+    let status = run.wait(Duration::from_secs(300));
+    assert!(status.success(), "{status}: {}", run.stderr());
+    run.assert_left_nothing(&before, "--versus");
+    let base_path = run.output();
+    let versus_path = base_path.with_file_name("r.versus.json");
+    let base = Results::load(&base_path).expect("base variant's results");
+    let versus = Results::load(&versus_path).expect("versus variant's results");
+    let (b, v) = (
+        base.pairing.clone().unwrap(),
+        versus.pairing.clone().unwrap(),
+    );
+    assert_eq!(
+        (b.run.as_str(), b.variant.as_str()),
+        (v.run.as_str(), "base")
+    );
+    assert_eq!(v.variant, "versus");
+    assert_eq!(v.versus_options, "--inject syscall:getppid=3000");
+    assert_eq!(
+        versus.options["inject"],
+        serde_json::json!(["syscall:getppid=3000"])
+    );
+    for name in ["null_call", "open_close"] {
+        let rounds = |r: &Results| workload(r, name).round_sizes.clone();
+        assert_eq!(rounds(&base), vec![3; 6], "{name}");
+        assert_eq!(rounds(&versus), vec![3; 6], "{name}");
+    }
+    // Each variant's waits: the base's at 0 ns, the versus' at 3 us, on calls of its own.
+    let record = |r: &Results| r.syscall_injections[0].clone();
+    let (rb, rv) = (record(&base), record(&versus));
+    assert_eq!((rb.busy_ns, rv.busy_ns), (0, 3000), "{rb:?} {rv:?}");
+    assert!(rb.calls > 0 && rv.calls > 0, "{rb:?} {rv:?}");
+    assert!(
+        rv.mean_wait_ns >= 3000.0 && rb.mean_wait_ns < 3000.0,
+        "{rb:?} {rv:?}"
+    );
+
+    let compared = std::process::Command::new(hookprof_tests::hookprof_bin())
+        .args(["compare", "--format", "json"])
+        .args([&base_path, &versus_path])
+        .output()
+        .unwrap();
+    assert_eq!(compared.status.code(), Some(1), "null_call regressed");
+    let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let verdict = |name: &str| {
+        let w = c["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {c}"));
+        assert_eq!(
+            (&w["replication"], &w["test"]),
+            (&"pair".into(), &"paired".into())
+        );
+        w["verdict"].as_str().unwrap().to_string()
+    };
+    assert_eq!(verdict("null_call"), "regressed");
+    assert_ne!(verdict("open_close"), "regressed");
+}
+
+#[test]
+fn a_versus_that_cannot_be_measured_is_refused_before_the_run() {
+    for (args, says) in [
+        (
+            &[
+                "--versus",
+                "--inject syscall:getppid=0",
+                "--inject",
+                "syscall:getppid=0",
+            ][..],
+            "would be the same",
+        ),
+        (
+            &["--versus", "--inject file_open=5"][..],
+            "cannot alternate",
+        ),
+        (&["--versus", "--pin 1"][..], "--versus takes"),
+    ] {
+        let out = hookprof_tests::hookprof(&[&["run", "--workloads", "null_call"], args].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stderr.trim().lines().count() <= 4, "{stderr}");
+    }
+}

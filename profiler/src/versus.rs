@@ -8,6 +8,8 @@
 //! Only what can change between two runners of one run alternates: the policies a runner takes
 //! on, and syscall injections (a map value the injection program reads). Probes, BPF LSM
 //! injections and `--stack-noop` are loaded once for the run.
+use std::path::{Path, PathBuf};
+
 use anyhow::{bail, Result};
 use clap::Parser;
 
@@ -31,6 +33,11 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
 }
 
 impl VersusOptions {
+    /// The options as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Parses `--versus`'s value, shell-quoted like a command line: `'--policy landlock:r.json'`.
     pub fn parse(text: &str) -> Result<VersusOptions, String> {
         let words = shlex::split(text).ok_or_else(|| format!("unbalanced quotes in '{text}'"))?;
@@ -69,6 +76,28 @@ pub struct Variant {
     pub inject: Vec<Injection>,
 }
 
+impl Variant {
+    /// A run's one variant (no `--versus`).
+    pub fn of_run(policies: &[Policy], inject: &[Injection]) -> Variant {
+        Variant {
+            name: "base",
+            policies: policies.to_vec(),
+            inject: inject.to_vec(),
+        }
+    }
+}
+
+/// Where `-o FILE` puts the versus variant: FILE's name with `.versus` before its extension
+/// (`run.json` -> `run.versus.json`).
+pub fn output_path(base: &Path) -> PathBuf {
+    let stem = base.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.versus.{}", ext.to_string_lossy()),
+        None => format!("{stem}.versus"),
+    };
+    base.with_file_name(name)
+}
+
 /// The base variant (the run's own options) and the versus variant (the same, with the kinds
 /// `versus` gives replaced). Refuses a versus that changes nothing, and base LSM injections
 /// that would be in force in both.
@@ -77,11 +106,7 @@ pub fn variants(
     inject: &[Injection],
     versus: &VersusOptions,
 ) -> Result<[Variant; 2]> {
-    let base = Variant {
-        name: "base",
-        policies: policies.to_vec(),
-        inject: inject.to_vec(),
-    };
+    let base = Variant::of_run(policies, inject);
     let other = Variant {
         name: "versus",
         policies: if versus.policy.is_empty() {
@@ -145,6 +170,18 @@ mod tests {
         assert_eq!(other.inject, vec![inject("syscall:getppid=300")]);
         assert!(base.policies.is_empty() && other.policies.is_empty());
         assert_eq!((base.name, other.name), ("base", "versus"));
+    }
+
+    #[test]
+    fn the_versus_file_sits_beside_the_base_file() {
+        assert_eq!(
+            output_path(Path::new("out/run.json")),
+            Path::new("out/run.versus.json")
+        );
+        assert_eq!(
+            output_path(Path::new("results")),
+            Path::new("results.versus")
+        );
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! owners and task storage, the same gate ioctl, children joining at fork), attached for the
 //! whole run: the injection is the kernel change, so clean and probed samples both carry it,
 //! whether or not the timing probes are attached. Nothing of it exists without `--inject`.
+//!
+//! `run --versus` alternates two variants of the injection in one run: the program waits on
+//! the union of both variants' syscalls, and switching a variant rewrites the waits (0 ns where
+//! the variant injects nothing), so both variants carry the program's own cost.
+use std::collections::BTreeMap;
+
 use anyhow::{Context, Result};
 use aya::{
     maps::{Array, HashMap, MapData},
@@ -23,7 +29,16 @@ pub struct SyscallInjection {
     /// Declared before `ebpf`, so the links go before the programs.
     _links: Vec<FdLink>,
     ebpf: Ebpf,
-    syscalls: Vec<InjectedSyscall>,
+    /// Each variant's syscalls: one variant in a plain run, base and versus with `--versus`.
+    variants: Vec<Vec<InjectedSyscall>>,
+    /// Every syscall any variant injects, by number, with its name.
+    union: BTreeMap<u32, String>,
+    /// The variant in force.
+    current: usize,
+    /// Each variant's waits so far, per syscall number: (calls, ns).
+    waits: Vec<BTreeMap<u32, (u64, u64)>>,
+    /// The program's tallies when the variant in force took over.
+    tallies_then: BTreeMap<u32, (u64, u64)>,
 }
 
 /// The injection's gate owners: the processes whose gate calls open its tracking windows. The
@@ -37,8 +52,9 @@ impl GateOwners {
 }
 
 impl SyscallInjection {
-    /// Loads and attaches the injection for `syscalls`; nobody owns its gate yet.
-    pub fn attach(syscalls: &[InjectedSyscall]) -> Result<(SyscallInjection, GateOwners)> {
+    /// Loads and attaches the injection for each variant's `syscalls` (the first in force);
+    /// nobody owns its gate yet.
+    pub fn attach(variants: &[Vec<InjectedSyscall>]) -> Result<(SyscallInjection, GateOwners)> {
         let btf = aya_btf()?;
         let mut ebpf = EbpfLoader::new()
             .btf(Some(btf))
@@ -46,20 +62,11 @@ impl SyscallInjection {
             .allow_unsupported_maps()
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object for --inject syscall:")?;
-        let mut config: Array<_, SyscallInjectConfig> = Array::try_from(
-            ebpf.map_mut("SYSCALL_INJECT")
-                .context("no SYSCALL_INJECT map")?,
-        )?;
-        for s in syscalls {
-            let entry = SyscallInjectConfig {
-                busy_ns: s.ns,
-                injected: 1,
-                _pad: 0,
-            };
-            config
-                .set(s.nr, entry, 0)
-                .with_context(|| format!("inject on {}", s.name))?;
-        }
+        let union: BTreeMap<u32, String> = variants
+            .iter()
+            .flatten()
+            .map(|s| (s.nr, s.name.clone()))
+            .collect();
         let owners = ebpf.take_map("GATE_OWNERS").context("no GATE_OWNERS map")?;
         let owners = GateOwners(HashMap::try_from(owners)?);
         let fork: &mut BtfTracePoint = ebpf
@@ -78,31 +85,93 @@ impl SyscallInjection {
             .context("the kernel refused the injection's raw tracepoint on sys_exit")?;
         let id = wait.attach("sys_exit")?;
         let wait_link = wait.take_link(id)?;
-        let injection = SyscallInjection {
+        let mut injection = SyscallInjection {
             _links: vec![fork_link.into(), wait_link.into()],
             ebpf,
-            syscalls: syscalls.to_vec(),
+            waits: vec![BTreeMap::new(); variants.len()],
+            variants: variants.to_vec(),
+            union,
+            current: 0,
+            tallies_then: BTreeMap::new(),
         };
+        injection.write_waits(0)?;
         Ok((injection, owners))
     }
 
-    /// One record per injected syscall: the calls that waited and how long (the injection's
-    /// own count), and the kernel's statistics of the program, which runs on every syscall
-    /// exit on the machine (most return after one lookup).
-    pub fn records(&self) -> Result<Vec<SyscallInjectionRecord>> {
+    /// Puts variant `v`'s waits in force (the time waited so far goes to the variant before).
+    pub fn use_variant(&mut self, v: usize) -> Result<()> {
+        if v == self.current {
+            return Ok(());
+        }
+        self.settle()?;
+        self.write_waits(v)?;
+        self.current = v;
+        Ok(())
+    }
+
+    /// Writes variant `v`'s wait for every syscall of the union (0 ns where `v` has none).
+    fn write_waits(&mut self, v: usize) -> Result<()> {
+        let waits: Vec<(u32, u64, String)> = self
+            .union
+            .iter()
+            .map(|(&nr, name)| (nr, self.busy_ns(v, nr), name.clone()))
+            .collect();
+        let mut config: Array<_, SyscallInjectConfig> = Array::try_from(
+            self.ebpf
+                .map_mut("SYSCALL_INJECT")
+                .context("no SYSCALL_INJECT map")?,
+        )?;
+        for (nr, busy_ns, name) in waits {
+            let entry = SyscallInjectConfig {
+                busy_ns,
+                injected: 1,
+                _pad: 0,
+            };
+            config
+                .set(nr, entry, 0)
+                .with_context(|| format!("inject on {name}"))?;
+        }
+        Ok(())
+    }
+
+    fn busy_ns(&self, v: usize, nr: u32) -> u64 {
+        self.variants[v]
+            .iter()
+            .find(|s| s.nr == nr)
+            .map_or(0, |s| s.ns)
+    }
+
+    /// Adds the waits since the variant in force took over to its account.
+    fn settle(&mut self) -> Result<()> {
         let tallies = Snapshot::read(&self.ebpf, 0)?.syscalls;
+        for &nr in self.union.keys() {
+            let now = (tallies[nr as usize].timed, tallies[nr as usize].total_ns);
+            let then = self.tallies_then.insert(nr, now).unwrap_or((0, 0));
+            let account = self.waits[self.current].entry(nr).or_default();
+            account.0 += now.0 - then.0;
+            account.1 += now.1 - then.1;
+        }
+        Ok(())
+    }
+
+    /// One record per injected syscall of variant `v`'s (every syscall of the union, at 0 ns
+    /// where `v` injects none): the calls that waited and how long (the injection's own count,
+    /// while `v` was in force), and the kernel's statistics of the program, which runs on
+    /// every syscall exit on the machine (most return after one lookup) in either variant.
+    pub fn records(&mut self, v: usize) -> Result<Vec<SyscallInjectionRecord>> {
+        self.settle()?;
         let (runs, mean_run_ns) = self.run_stats().unwrap_or((0, 0.0));
         Ok(self
-            .syscalls
+            .union
             .iter()
-            .map(|s| {
-                let waits = &tallies[s.nr as usize];
+            .map(|(&nr, name)| {
+                let (calls, total_ns) = self.waits[v].get(&nr).copied().unwrap_or_default();
                 SyscallInjectionRecord {
-                    syscall: s.name.clone(),
-                    nr: s.nr,
-                    busy_ns: s.ns,
-                    calls: waits.timed,
-                    mean_wait_ns: waits.total_ns as f64 / waits.timed.max(1) as f64,
+                    syscall: name.clone(),
+                    nr,
+                    busy_ns: self.busy_ns(v, nr),
+                    calls,
+                    mean_wait_ns: total_ns as f64 / calls.max(1) as f64,
                     runs,
                     mean_run_ns,
                 }

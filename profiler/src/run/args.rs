@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use profiler_common::MAX_GATE_OWNERS;
 
 use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES};
-use crate::{injection::Injection, output::Format, policy::Policy, workloads::Suite};
+use crate::{
+    injection::Injection, output::Format, policy::Policy, versus::VersusOptions, workloads::Suite,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -44,6 +46,15 @@ pub struct SessionArgs {
     pub baseline: crate::baseline::SaveArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Measure a second variant of the kernel in the same run and compare the two round by
+    /// round: OPTIONS (quoted) replace the run's own --policy and/or --inject for it, e.g.
+    /// --versus '--inject syscall:getppid=300'. Every round measures each workload in both
+    /// variants back to back (in a random order, a fresh runner each), so the comparison pairs
+    /// them and the machine's drift cancels. With -o FILE the base variant goes to FILE and
+    /// the versus variant beside it (FILE's name with .versus before the extension); stdout
+    /// gets the comparison.
+    #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, value_parser = VersusOptions::parse)]
+    pub versus: Option<VersusOptions>,
 }
 
 #[derive(clap::Args, Debug, Clone)]

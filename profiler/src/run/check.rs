@@ -11,9 +11,13 @@ use super::{
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    baseline, environment, injection,
+    baseline,
+    compare::Comparison,
+    environment, injection,
+    output::Document,
     results::{Destination, Environment},
     runner::{Credentials, Supervisor},
+    versus::{self, Variant},
     workloads,
 };
 
@@ -29,6 +33,10 @@ pub(super) struct Checked {
     pub lsm_inject: Vec<(String, u64)>,
     /// `--user`'s credentials.
     pub user: Option<Credentials>,
+    /// What the runners run under: the run's own options, and with `--versus` the variant.
+    pub variants: Vec<Variant>,
+    /// Where `-o` writes the versus variant's results.
+    pub versus_destination: Option<Destination>,
 }
 
 pub(super) fn check(
@@ -60,19 +68,51 @@ pub(super) fn check(
         );
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
+    let Some(versus) = &session.versus else {
+        return Ok(Checked {
+            destination,
+            baseline,
+            kinds,
+            lsm_inject,
+            user,
+            variants: vec![Variant::of_run(&session.policy.policy, &args.inject)],
+            versus_destination: None,
+        });
+    };
+    let variants = versus::variants(&session.policy.policy, &args.inject, versus)?.to_vec();
+    if baseline.is_some() {
+        bail!("--versus keeps no baseline: its two variants are compared with each other");
+    }
+    if !Comparison::FORMATS.contains(&session.format) {
+        bail!(
+            "--versus prints the comparison of its variants, which has no {} format",
+            format!("{:?}", session.format).to_lowercase()
+        );
+    }
+    let versus_destination = match &destination {
+        Some(d) if d.is_stdout() => {
+            bail!("--versus writes two results files: give -o FILE, not -o -")
+        }
+        Some(_) => {
+            let path = session.output.as_deref().expect("a destination has a path");
+            Some(Destination::prepare(&versus::output_path(path))?)
+        }
+        None => None,
+    };
     Ok(Checked {
         destination,
         baseline,
         kinds,
         lsm_inject,
         user,
+        variants,
+        versus_destination,
     })
 }
 
 /// The supervisor, set up before anything is loaded so an interrupt at any point ends the run
 /// the same way, and the environment it runs in, whose LSMs the policies are checked against.
 pub(super) fn supervise(
-    session: &SessionArgs,
     args: &CommonMeasureArgs,
     checked: &Checked,
     bar: &ProgressBar,
@@ -85,11 +125,18 @@ pub(super) fn supervise(
     crate::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
-    let policies = &session.policy.policy;
-    for policy in policies {
+    for policy in checked.variants.iter().flat_map(|v| &v.policies) {
         policy.check(&environment.active_lsms)?;
     }
-    supervisor.confine(policies.clone());
+    // The discovery pass runs under the variant with the most policies, so it finds the LSM
+    // functions the policies make the kernel call.
+    let discovery = checked
+        .variants
+        .iter()
+        .rev()
+        .max_by_key(|v| v.policies.len())
+        .expect("a run has a variant");
+    supervisor.confine(discovery.policies.clone());
     Ok((supervisor, environment))
 }
 

@@ -1,6 +1,7 @@
 //! The run's results, begun before the rounds (label, environment, options, probes) and
 //! finished after them: written to `-o`, printed, kept as a baseline when complete, and
-//! turned into the exit code (130 interrupted, 2 a workload failed or nothing measured).
+//! turned into the exit code (130 interrupted, 2 a workload failed or nothing measured). A
+//! `--versus` run finishes two results, one per variant, and prints their paired comparison.
 use std::{collections::BTreeMap, process::ExitCode};
 
 use anyhow::{bail, Result};
@@ -8,11 +9,13 @@ use serde_json::json;
 
 use super::{measure::Overhead, rounds::Rounds, CommonMeasureArgs, Plan, SessionArgs};
 use crate::{
-    baseline, memory,
+    baseline, compare, memory,
     output::{self, Format},
     policy::Policy,
     probes::{calibration::Calibration, Probes},
     results::{Destination, Environment, Results, SCHEMA_VERSION},
+    stats::Criteria,
+    versus::{self, Variant, VersusOptions},
 };
 
 /// The results before any workload is measured.
@@ -44,44 +47,98 @@ pub(super) fn begin(
     }
 }
 
+/// Each variant's results: the run's own alone, or with `--versus` the base and the versus
+/// variant, each recording its own policies and injections and the pairing of the two.
+pub(super) fn variants_of(
+    base: Results,
+    variants: &[Variant],
+    versus: Option<&VersusOptions>,
+    run: u64,
+) -> Vec<Results> {
+    let Some(versus) = versus else {
+        return vec![base];
+    };
+    let base_options = versus::base_options(&variants[0].policies, &variants[0].inject);
+    variants
+        .iter()
+        .map(|v| {
+            let mut r = base.clone();
+            r.options
+                .insert("policy".into(), json!(policy_records(&v.policies)));
+            r.options.insert(
+                "inject".into(),
+                json!(v.inject.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            );
+            r.pairing = Some(versus::pairing(
+                &format!("{run:016x}"),
+                v,
+                &base_options,
+                versus,
+            ));
+            if v.name == "versus" {
+                r.label = format!("{} versus {}", r.label, versus.text());
+            }
+            r
+        })
+        .collect()
+}
+
 /// Where the finished results go.
 pub(super) struct Outputs {
     pub destination: Option<Destination>,
+    /// `--versus`'s second file.
+    pub versus_destination: Option<Destination>,
     pub baseline: Option<baseline::Pending>,
     pub format: Format,
 }
 
-/// Writes, prints and keeps `results` (with the profiler's peak memory), and says how the run
-/// ended: `interrupted`, or with workloads of the `asked` that failed.
+/// Writes, prints and keeps the results of each variant (with the profiler's peak memory),
+/// and says how the run ended: `interrupted`, or with workloads of the `asked` that failed.
 pub(super) fn finish(
-    mut results: Results,
+    mut variants: Vec<Results>,
     outputs: Outputs,
     interrupted: bool,
     asked: usize,
 ) -> Result<ExitCode> {
-    results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
-    results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
+    for results in &mut variants {
+        results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
+        results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
+    }
     // With `-o -` the results file is stdout, and the report goes to stderr.
     let report_to_stderr = outputs
         .destination
         .as_ref()
         .is_some_and(Destination::is_stdout);
-    if let Some(destination) = outputs.destination {
-        destination.write((results.to_json() + "\n").as_bytes())?;
+    for (results, destination) in variants
+        .iter()
+        .zip([outputs.destination, outputs.versus_destination])
+    {
+        if let Some(destination) = destination {
+            destination.write((results.to_json() + "\n").as_bytes())?;
+        }
     }
-    print_results(&results, outputs.format, report_to_stderr)?;
+    match &variants[..] {
+        [base, versus] => print_comparison(base, versus, outputs.format)?,
+        _ => print_results(&variants[0], outputs.format, report_to_stderr)?,
+    }
+    let results = &variants[0];
     if let Some(baseline) = outputs
         .baseline
         .filter(|_| results.complete && !results.workloads.is_empty())
     {
-        let path = baseline.save(&results)?;
+        let path = baseline.save(results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
     }
     if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));
     }
-    let failed = results.failed_workloads();
+    let mut failed: Vec<&str> = variants
+        .iter()
+        .flat_map(Results::failed_workloads)
+        .collect();
+    failed.sort();
+    failed.dedup();
     if !failed.is_empty() {
         eprintln!(
             "hookprof: error: {} of {asked} workloads failed ({}); results hold the others",
@@ -94,6 +151,21 @@ pub(super) fn finish(
         bail!("nothing could be measured");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The paired comparison of a `--versus` run's variants (base as old, versus as new).
+fn print_comparison(base: &Results, versus: &Results, format: Format) -> Result<()> {
+    let comparison = compare::compare(
+        std::slice::from_ref(base),
+        std::slice::from_ref(versus),
+        &Criteria::default(),
+    )?;
+    print!("{}", output::render(&comparison, format)?);
+    Ok(())
+}
+
+fn policy_records(policies: &[Policy]) -> Vec<serde_json::Value> {
+    policies.iter().map(Policy::record).collect()
 }
 
 fn print_results(results: &Results, format: Format, to_stderr: bool) -> Result<()> {
@@ -133,10 +205,7 @@ fn recorded_options(
         ),
         ("stack_noop", json!(args.stack_noop)),
         ("timeout_per_workload", json!(args.timeout_per_workload)),
-        (
-            "policy",
-            json!(policies.iter().map(Policy::record).collect::<Vec<_>>()),
-        ),
+        ("policy", json!(policy_records(policies))),
         ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),
         ("loop_overhead_ns", json!(overhead.loop_ns)),
     ]

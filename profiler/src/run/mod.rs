@@ -23,7 +23,7 @@ use self::{
     finish::Outputs,
     measure::{Overhead, SamplingOptions},
     probe_setup::ProbeSetup,
-    rounds::Rounds,
+    rounds::{Rounds, Work},
 };
 use crate::{
     runner::{Wait, WorkloadSetup},
@@ -86,12 +86,12 @@ pub fn measure_plan(
 ) -> Result<ExitCode> {
     let checked = check::check(session, args, plan)?;
     let bar = progress::progress_bar(session.quiet, plan.specs.len());
-    let (mut supervisor, environment) = check::supervise(session, args, &checked, &bar)?;
+    let (mut supervisor, environment) = check::supervise(args, &checked, &bar)?;
     let options = sampling_options(args, plan);
     let setup = ProbeSetup {
         hooks: &args.hooks,
         inject: &checked.lsm_inject,
-        injections: &args.inject,
+        injections: checked.variants.iter().map(|v| v.inject.clone()).collect(),
         stack_noop: args.stack_noop,
         specs: &plan.specs,
         setup: &options.setup,
@@ -116,18 +116,26 @@ pub fn measure_plan(
         seed: rand::random(),
     };
     let loaded = (probes.probes.as_ref(), probes.calibration.take());
-    let mut results = finish::begin(session, args, plan, environment, loaded, overhead, rounds);
+    let results = finish::begin(session, args, plan, environment, loaded, overhead, rounds);
+    let variants = &checked.variants;
+    let mut results = finish::variants_of(results, variants, session.versus.as_ref(), rounds.seed);
+    let work = Work {
+        specs: &plan.specs,
+        variants,
+    };
     let measuring = rounds::measure_workloads(
-        &plan.specs,
+        work,
         rounds,
         &options,
         overhead,
         &mut probes,
         &mut supervisor,
         &bar,
-    );
-    results.workloads = measuring.workloads;
-    results.complete = measuring.complete;
+    )?;
+    for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
+        r.workloads = workloads;
+        r.complete = measuring.complete;
+    }
     bar.finish_and_clear();
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
@@ -135,6 +143,7 @@ pub fn measure_plan(
     probes.unload_into(&mut results)?;
     let outputs = Outputs {
         destination: checked.destination,
+        versus_destination: checked.versus_destination,
         baseline: checked.baseline,
         format: session.format,
     };

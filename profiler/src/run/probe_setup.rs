@@ -59,8 +59,8 @@ pub(super) struct ProbeSetup<'a> {
     pub hooks: &'a [String],
     pub inject: &'a [(String, u64)],
     pub stack_noop: bool,
-    /// `--inject syscall:NAME=NS` among the others.
-    pub injections: &'a [Injection],
+    /// `--inject syscall:NAME=NS` among the others, for each variant of the run.
+    pub injections: Vec<Vec<Injection>>,
     pub specs: &'a [&'static WorkloadSpec],
     /// How the discovery pass sets each workload up.
     pub setup: &'a WorkloadSetup,
@@ -96,13 +96,24 @@ impl RunProbes {
         Some(probes)
     }
 
-    /// Records what the ground-truth programs ran into `results`, then unloads everything.
-    pub fn unload_into(self, results: &mut Results) -> Result<()> {
-        if let Some(p) = &self.probes {
-            results.lsm_programs = lsm_program_records(p);
+    /// Puts variant `v`'s syscall injection in force (`run --versus`).
+    pub fn use_variant(&mut self, v: usize) -> Result<()> {
+        match &mut self.syscall_injection {
+            Some(injection) => injection.use_variant(v),
+            None => Ok(()),
         }
-        if let Some(injection) = &self.syscall_injection {
-            results.syscall_injections = injection.records()?;
+    }
+
+    /// Records what the ground-truth programs ran into each variant's `results`, then unloads
+    /// everything.
+    pub fn unload_into(mut self, results: &mut [Results]) -> Result<()> {
+        for (v, r) in results.iter_mut().enumerate() {
+            if let Some(p) = &self.probes {
+                r.lsm_programs = lsm_program_records(p);
+            }
+            if let Some(injection) = &mut self.syscall_injection {
+                r.syscall_injections = injection.records(v)?;
+            }
         }
         Ok(())
     }
@@ -130,7 +141,7 @@ pub(super) fn set_up(
         None => None,
     };
     // After calibration and discovery: the injection is part of the measured kernel only.
-    let Wait::Done(syscall_injection) = inject_syscalls(setup.injections, supervisor)? else {
+    let Wait::Done(syscall_injection) = inject_syscalls(&setup.injections, supervisor)? else {
         return Ok(Wait::Interrupted);
     };
     Ok(Wait::Done(match loaded {
@@ -274,11 +285,11 @@ fn load_probes(
 /// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
 /// supervisor keeping its gate owners naming the runners (None without such an injection).
 fn inject_syscalls(
-    injections: &[Injection],
+    variants: &[Vec<Injection>],
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Option<SyscallInjection>>> {
-    let syscalls = injection::syscalls(injections);
-    if syscalls.is_empty() {
+    let syscalls: Vec<_> = variants.iter().map(|v| injection::syscalls(v)).collect();
+    if syscalls.iter().all(Vec::is_empty) {
         return Ok(Wait::Done(None));
     }
     require_bpf_privileges()?;

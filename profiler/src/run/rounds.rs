@@ -1,7 +1,8 @@
 //! The run's measuring stage: every workload in every round (`--rounds`, each a fresh random
 //! order with fresh runners), through the sampling engine (`measure`); a workload that fails
 //! is said and skipped in later rounds, an interrupt ends the rounds. Then each workload's
-//! probed samples become its attribution.
+//! probed samples become its attribution. With `--versus`, each workload of a round is
+//! measured in both variants, back to back in a random order, so the two share the round.
 use indicatif::ProgressBar;
 use rand::{seq::SliceRandom, SeedableRng};
 
@@ -9,7 +10,9 @@ use super::{
     measure::{self, Measured, Overhead, Round, SamplingOptions},
     probe_setup::RunProbes,
 };
-use crate::{memory, results::WorkloadResult, runner::Supervisor, workloads::WorkloadSpec};
+use crate::{
+    memory, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
+};
 
 /// How many rounds, and the seed of their random orders (recorded in the results).
 #[derive(Debug, Clone, Copy)]
@@ -18,25 +21,35 @@ pub(super) struct Rounds {
     pub seed: u64,
 }
 
-/// What the rounds came to: the workloads measured (or failed), and whether every round of
-/// every workload was measured.
+/// What the rounds came to: each variant's workloads measured (or failed), and whether every
+/// round of every workload was measured.
 pub(super) struct Measuring {
-    pub workloads: Vec<WorkloadResult>,
+    pub workloads: Vec<Vec<WorkloadResult>>,
     pub complete: bool,
 }
 
+/// What the rounds measure: the workloads, and the variants each is measured in.
+pub(super) struct Work<'a> {
+    pub specs: &'a [&'static WorkloadSpec],
+    pub variants: &'a [Variant],
+}
+
 pub(super) fn measure_workloads(
-    specs: &[&'static WorkloadSpec],
+    work: Work,
     rounds: Rounds,
     options: &SamplingOptions,
     overhead: Overhead,
     probes: &mut RunProbes,
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
-) -> Measuring {
-    let mut measured: Vec<Measured> = specs.iter().map(|s| Measured::new(s)).collect();
+) -> anyhow::Result<Measuring> {
+    let mut measured: Vec<Vec<Measured>> = work
+        .variants
+        .iter()
+        .map(|_| work.specs.iter().map(|s| Measured::new(s)).collect())
+        .collect();
     let complete = measure_rounds(
-        specs,
+        &work,
         rounds,
         options,
         overhead,
@@ -44,36 +57,42 @@ pub(super) fn measure_workloads(
         supervisor,
         bar,
         &mut measured,
-    );
+    )?;
     let mut workloads = Vec::new();
-    for (spec, m) in specs.iter().zip(measured) {
-        let result = m.finish(probes.focused_on(spec.name).as_deref());
-        if !result.clean.is_empty() || result.failure.is_some() {
-            workloads.push(result);
+    for variant in measured {
+        let mut results = Vec::new();
+        for (spec, m) in work.specs.iter().zip(variant) {
+            let result = m.finish(probes.focused_on(spec.name).as_deref());
+            if !result.clean.is_empty() || result.failure.is_some() {
+                results.push(result);
+            }
         }
+        workloads.push(results);
     }
-    Measuring {
+    Ok(Measuring {
         workloads,
         complete,
-    }
+    })
 }
 
-/// Measures the rounds into `measured` (one per spec); false when a workload failed or the
-/// run was interrupted.
+/// Measures the rounds into `measured` (per variant, one per spec); false when a workload
+/// failed or the run was interrupted.
 #[expect(
     clippy::too_many_arguments,
     reason = "the measuring stage's inputs, handed on"
 )]
 fn measure_rounds(
-    specs: &[&'static WorkloadSpec],
+    work: &Work,
     rounds: Rounds,
     options: &SamplingOptions,
     overhead: Overhead,
     probes: &mut RunProbes,
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
-    measured: &mut [Measured],
-) -> bool {
+    measured: &mut [Vec<Measured>],
+) -> anyhow::Result<bool> {
+    let specs = work.specs;
+    let paired = work.variants.len() > 1;
     let mut complete = true;
     let mut rng = rand::rngs::StdRng::seed_from_u64(rounds.seed);
     let per_workload = options.samples;
@@ -84,18 +103,32 @@ fn measure_rounds(
         if rounds.of > 1 {
             order.shuffle(&mut rng);
         }
-        for i in order {
+        for (i, v) in order.into_iter().flat_map(|i| {
+            // Both variants of a workload back to back, the first chosen at random.
+            let mut variants: Vec<usize> = (0..work.variants.len()).collect();
+            variants.shuffle(&mut rng);
+            variants.into_iter().map(move |v| (i, v))
+        }) {
             let spec = specs[i];
-            if measured[i].failed() {
+            // A pair needs both: a workload failed in one variant goes on in neither.
+            if measured.iter().any(|m| m[i].failed()) {
                 continue;
             }
-            bar.set_message(if rounds.of > 1 {
-                format!("{} (round {}/{})", spec.name, round + 1, rounds.of)
+            let variant = if paired {
+                supervisor.confine(work.variants[v].policies.clone());
+                probes.use_variant(v)?;
+                format!(", {}", work.variants[v].name)
             } else {
-                spec.name.to_string()
+                String::new()
+            };
+            bar.set_message(if rounds.of > 1 {
+                format!("{} (round {}/{}{variant})", spec.name, round + 1, rounds.of)
+            } else {
+                format!("{}{variant}", spec.name)
             });
+            let total = specs.len() * work.variants.len() * rounds.of * per_workload;
             let progress = |done: usize, _total: usize| {
-                bar.set_length((specs.len() * rounds.of * per_workload) as u64);
+                bar.set_length(total as u64);
                 bar.set_position((done_workloads * per_workload + done) as u64);
             };
             let interrupted = measure::measure_round(
@@ -105,7 +138,7 @@ fn measure_rounds(
                 probes.focused_on(spec.name),
                 supervisor,
                 &progress,
-                &mut measured[i],
+                &mut measured[v][i],
                 Round {
                     index: round,
                     of: rounds.of,
@@ -113,17 +146,17 @@ fn measure_rounds(
             );
             done_workloads += 1;
             memory::note_phase(&format!("workload {}", spec.name));
-            if let Some(failure) = &measured[i].result.failure {
+            if let Some(failure) = &measured[v][i].result.failure {
                 supervisor.warn(&format!(
-                    "workload {} failed in {}: {}",
+                    "workload {} failed in {}{variant}: {}",
                     spec.name, failure.phase, failure.error
                 ));
                 complete = false;
             }
             if interrupted {
-                return false;
+                return Ok(false);
             }
         }
     }
-    complete
+    Ok(complete)
 }
