@@ -9,6 +9,11 @@
 #                                            ns, then N runs with NS ns, each compared with the
 #                                            baseline (the injection program itself costs
 #                                            every tracked call, so both sides carry it)
+#   bench/gate.sh power K N SYSCALL FxWORKLOAD  the same, with NS set to F times the minimum
+#                                            detectable effect the gate prints for WORKLOAD:
+#                                            one more 0-ns run is compared with the baseline
+#                                            first, and its MDE times the baseline's mean is
+#                                            the MDE in ns (e.g. 1.5xstat on newfstatat)
 #
 # Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
 # many compares exited 1, how many workload verdicts were regressed/improved, and each
@@ -36,6 +41,36 @@ run() { # run INDEX ARGS...
     "$HOOKPROF" run --suite quick --quiet --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
 }
 i=0
+while [ "$i" -lt "$K" ]; do
+    # shellcheck disable=SC2086
+    run "$i" $base_args
+    i=$((i + 1))
+done
+case ${5:-} in
+*x*)
+    # NS from the MDE printed for a 0-ns run against the baseline (kept apart, not compared).
+    factor=${5%%x*} workload=${5#*x}
+    mkdir -p "$OUT/probe-base" && cp "$OUT"/runs/*.json "$OUT/probe-base/"
+    "$HOOKPROF" run --suite quick --quiet --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
+    set +e
+    "$HOOKPROF" compare "$OUT/probe-base" "$OUT/runs/probe.json" --format json >"$OUT/probe.json" 2>/dev/null
+    set -e
+    NS=$(python3 - "$OUT/probe.json" "$workload" "$factor" <<'EOF_NS'
+import json, sys
+c = json.load(open(sys.argv[1]))
+w = next(w for w in c["workloads"] if w["name"] == sys.argv[2])
+scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[w["unit"]]
+ns = float(sys.argv[3]) * w["minimum_detectable_effect"] * w["old"]["mean"] * scale
+print(round(ns))
+print(f'{sys.argv[2]}: MDE {100 * w["minimum_detectable_effect"]:.1f}% of {w["old"]["mean"] * scale:.0f} ns '
+      f'-> {sys.argv[3]}x = {round(ns)} ns', file=sys.stderr)
+EOF_NS
+)
+    new_args="--inject syscall:$4=$NS"
+    echo "gate: power at $new_args" >&2
+    ;;
+esac
+rm -f "$OUT/runs/probe.json"
 while [ "$i" -lt $((K + N)) ]; do
     if [ "$mode" = power ] && [ "$i" -ge "$K" ]; then
         # shellcheck disable=SC2086
