@@ -18,9 +18,11 @@
 # Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
 # many compares exited 1, how many workload verdicts were regressed/improved, and each
 # workload's median minimum detectable effect. Needs root; HOOKPROF (default
-# target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files.
+# target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files; RUN_ARGS
+# (default none) are added to every run (e.g. `--rounds 6 --samples 2`).
 set -eu
 HOOKPROF=${HOOKPROF:-target/release/hookprof}
+RUN_ARGS=${RUN_ARGS:-}
 OUT=${OUT:-$(mktemp -d)}
 mode=${1:?usage: bench/gate.sh aa K N | power K N SYSCALL NS}
 K=${2:?K baseline runs}
@@ -38,7 +40,8 @@ echo "gate: $mode K=$K N=$N into $OUT" >&2
 run() { # run INDEX ARGS...
     i=$1; shift
     # shellcheck disable=SC2086
-    "$HOOKPROF" run --suite quick --quiet --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
+    # shellcheck disable=SC2086
+    "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
 }
 i=0
 while [ "$i" -lt "$K" ]; do
@@ -51,7 +54,8 @@ case ${5:-} in
     # NS from the MDE printed for a 0-ns run against the baseline (kept apart, not compared).
     factor=${5%%x*} workload=${5#*x}
     mkdir -p "$OUT/probe-base" && cp "$OUT"/runs/*.json "$OUT/probe-base/"
-    "$HOOKPROF" run --suite quick --quiet --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
+    # shellcheck disable=SC2086
+    "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
     set +e
     "$HOOKPROF" compare "$OUT/probe-base" "$OUT/runs/probe.json" --format json >"$OUT/probe.json" 2>/dev/null
     set -e
