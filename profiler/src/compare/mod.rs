@@ -25,6 +25,7 @@ pub mod facts;
 mod html;
 mod junit;
 mod render;
+mod speed;
 pub use html::render_html;
 pub use junit::render_junit;
 pub use render::{attribution_lines, render_markdown, render_text};
@@ -262,6 +263,9 @@ pub struct WorkloadComparison {
     pub minimum_detectable_effect: Option<f64>,
     /// Why this workload's spread is the machine's, not the kernel's, when it is.
     pub machine_state: Option<String>,
+    /// The verdict is inconclusive because a loop that never enters the kernel moved the same
+    /// way (`speed`): the machine's speed changed.
+    pub machine_speed_changed: bool,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
 }
@@ -392,6 +396,7 @@ pub fn compare(
             change,
             attribution: attribute_change(unit, &old_s, &new_s, &o.attribution, &n.attribution),
             machine_state: machine_state(name, &components),
+            machine_speed_changed: false,
             components,
             minimum_detectable_effect: None,
             old: old_s,
@@ -433,11 +438,13 @@ pub fn compare(
             .map(|(n, _)| n.clone())
             .collect()
     };
+    let mut environment = environment_differences(old, new);
+    environment.extend(speed::check(&mut workloads));
     Ok(Comparison {
         criteria: *criteria,
         old_labels: old.iter().map(|r| r.label.clone()).collect(),
         new_labels: new.iter().map(|r| r.label.clone()).collect(),
-        environment: environment_differences(old, new),
+        environment,
         call_counts: facts::call_counts(old, new),
         only_in_old: names(&old_pool, &new_pool),
         only_in_new: names(&new_pool, &old_pool),
@@ -766,6 +773,52 @@ mod tests {
         assert_eq!(t.df, 2.0);
         assert!((t.difference - 0.1).abs() < 1e-12);
         assert!(replication::paired_test(&[1.0, f64::NAN], &[1.1, 1.2]).is_none());
+    }
+
+    /// open_close's and a reference loop's round medians in one file.
+    fn with_reference(open_close: &[f64], mem_l1: &[f64], label: &str) -> Results {
+        let mut r = rounds_file(open_close, label);
+        let reference = &mut r.workloads[1];
+        reference.name = "mem_l1".into();
+        reference.clean = mem_l1
+            .iter()
+            .flat_map(|m| [m * 0.99, *m, m * 1.01])
+            .collect();
+        reference.round_sizes = vec![3; mem_l1.len()];
+        r
+    }
+
+    #[test]
+    fn a_slower_machine_is_not_a_slower_kernel() {
+        let old = with_reference(&[5.0, 5.1, 4.95, 5.05], &[1.26, 1.27, 1.25, 1.26], "old");
+        // The loop that never enters the kernel is 40% slower: so is the machine.
+        let slower = with_reference(&[7.0, 7.1, 6.95, 7.05], &[1.76, 1.77, 1.75, 1.78], "new");
+        let c = compare(std::slice::from_ref(&old), &[slower], &Criteria::default()).unwrap();
+        let verdict = |c: &Comparison, name: &str| {
+            c.workloads.iter().find(|w| w.name == name).unwrap().verdict
+        };
+        assert_eq!(verdict(&c, "mem_l1"), Verdict::Inconclusive);
+        assert_eq!(verdict(&c, "open_close"), Verdict::Inconclusive);
+        assert_eq!(c.count(Verdict::Regressed), 0);
+        let text = render_text(&c);
+        assert!(text.contains("machine speed"), "{text}");
+        assert!(text.contains("the machine ran slower"), "{text}");
+        // Far more than the machine could make (+300% against its +40%) stays a regression.
+        let far_slower =
+            with_reference(&[20.0, 20.4, 19.8, 20.2], &[1.76, 1.77, 1.75, 1.78], "new");
+        let c = compare(
+            std::slice::from_ref(&old),
+            &[far_slower],
+            &Criteria::default(),
+        )
+        .unwrap();
+        assert_eq!(verdict(&c, "open_close"), Verdict::Regressed);
+        // The same kernel change on a machine whose speed held: a regression.
+        let same_speed = with_reference(&[7.0, 7.1, 6.95, 7.05], &[1.26, 1.25, 1.27, 1.26], "new");
+        let c = compare(&[old], &[same_speed], &Criteria::default()).unwrap();
+        assert_eq!(verdict(&c, "open_close"), Verdict::Regressed);
+        assert_eq!(verdict(&c, "mem_l1"), Verdict::NoChange);
+        assert!(!render_text(&c).contains("machine speed"));
     }
 
     #[test]

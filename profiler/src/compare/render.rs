@@ -108,6 +108,11 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
             "Change within noise threshold.".into()
         }
         Verdict::NoChange => "No change in performance detected.".into(),
+        Verdict::Inconclusive if w.machine_speed_changed => {
+            "Inconclusive: the machine's own speed changed the same way (the machine speed line \
+             above); measure both sides on a machine whose speed holds."
+                .into()
+        }
         Verdict::Inconclusive if w.test.is_none() => {
             "Inconclusive: one run of one round on each side, whose samples share that run's \
              conditions; measure with --rounds 2 or more, or against a baseline of 3 or more runs."
