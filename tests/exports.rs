@@ -2,21 +2,16 @@
 //! (from the venv `cargo xtask setup` makes in the target directory), `promtool check metrics`
 //! for the Prometheus text, and Bencher's documented BMF schema (through the same venv's
 //! jsonschema) with the limits its docs state. A checker that setup should have installed and
-//! did not is a failure, not a skip. Each checker is first shown to reject a broken document.
+//! did not is a failure, not a skip. Each checker is first shown to reject a broken document;
+//! then fixtures (two runs and an lmbench import) and a real run on this kernel (root) pass.
 use std::{
     io::Write,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
 };
 
+use hookprof_tests::{hookprof, hookprof_bin, require_root};
 use serde_json::{json, Value};
-
-fn hookprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hookprof"))
-        .args(args)
-        .output()
-        .expect("run hookprof")
-}
 
 /// `report FILES --format FORMAT`, which must succeed.
 fn export(files: &[&str], format: &str) -> String {
@@ -32,9 +27,9 @@ fn export(files: &[&str], format: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The target directory the tests were built in, where setup puts the checkers' venv.
+/// The target directory of the binary under test, where setup puts the checkers' venv.
 fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_hookprof"))
+    hookprof_bin()
         .ancestors()
         .nth(2)
         .expect("target/PROFILE/hookprof")
@@ -180,8 +175,8 @@ fn fixtures(dir: &Path) -> Vec<String> {
         std::fs::write(&path, results(label, host)).unwrap();
         files.push(path.display().to_string());
     }
-    let summary =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lmbench2-summary-lsm-2.4.9.txt");
+    let summary = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../profiler/tests/data/lmbench2-summary-lsm-2.4.9.txt");
     let imported = dir.join("imported");
     let out = hookprof(&[
         "import",
@@ -319,4 +314,70 @@ fn the_bmf_export_follows_bencher_s_documented_schema() {
     let out = hookprof(&["report", files[0], files[0], "--format", "bmf"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("distinct labels"));
+}
+
+#[test]
+fn a_real_runs_exports_pass_every_checker() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json");
+    let file = file.to_str().unwrap();
+    let out = hookprof(&[
+        "run",
+        "--quiet",
+        "--workloads",
+        "open_close,null_call",
+        "--samples",
+        "3",
+        "--rounds",
+        "2",
+        "-o",
+        file,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let rows = |w: usize| {
+        results["workloads"][w]["attribution"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert!(rows(0) > 0, "open_close attributed nothing: {results}");
+
+    let kcidb = export(&[file], "kcidb");
+    if let Err(e) = kcidb_validate(&kcidb) {
+        panic!("kcidb-io rejects a real run: {e}\n{kcidb}");
+    }
+    let doc: Value = serde_json::from_str(&kcidb).unwrap();
+    assert_eq!(
+        doc["tests"].as_array().unwrap().len(),
+        2 + rows(0) + rows(1)
+    );
+
+    let text = export(&[file], "openmetrics");
+    let checked = feed(Command::new(promtool()).args(["check", "metrics"]), &text);
+    assert!(
+        checked.status.success() && checked.stderr.is_empty(),
+        "promtool: {}\n{text}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(
+        text.contains("workload=\"open_close\",kind=\"syscall\",path=\"openat\",le=\"+Inf\"}"),
+        "{text}"
+    );
+
+    let bmf = export(&[file], "bmf");
+    if let Err(e) = bmf_validate(&bmf) {
+        panic!("the BMF schema rejects a real run: {e}\n{bmf}");
+    }
+    let doc: Value = serde_json::from_str(&bmf).unwrap();
+    // Two rounds: the latency has the bounds of its interval.
+    assert!(
+        doc["open_close"]["latency"]["lower_value"].is_number(),
+        "{doc}"
+    );
 }
