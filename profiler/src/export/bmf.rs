@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::Figure;
+use super::{run_label, Figure};
 use crate::{
     report::{figures::metric_name, text::kind_name},
     results::{rows, Results, Unit, WorkloadResult},
@@ -46,7 +46,7 @@ pub fn document(results: &[Results]) -> Result<Document> {
         for w in &r.workloads {
             let name = match results.len() {
                 1 => w.name.clone(),
-                _ => format!("{}/{}", r.label, w.name),
+                _ => format!("{}/{}", run_label(r), w.name),
             };
             let measures = measures(r, w);
             if measures.is_empty() {
@@ -130,8 +130,21 @@ mod tests {
         let e = document(&[a.clone(), b.clone()]).unwrap_err().to_string();
         assert!(e.contains("distinct labels"), "{e}");
         b.label = "new".into();
-        let doc = document(&[a, b]).unwrap();
+        let doc = document(&[a.clone(), b]).unwrap();
         assert!(doc.contains_key("base/open_close") && doc.contains_key("new/open_close"));
+        // The two variants of a paired run share a label; their variant tells them apart.
+        let variant = |name: &str| {
+            let mut r = a.clone();
+            r.pairing = Some(crate::results::Pairing {
+                run: "r1".into(),
+                variant: name.into(),
+                base_options: String::new(),
+                versus_options: "--policy landlock:ro=/usr".into(),
+            });
+            r
+        };
+        let doc = document(&[variant("base"), variant("versus")]).unwrap();
+        assert!(doc.contains_key("base:versus/open_close"), "{doc:?}");
     }
 
     #[test]

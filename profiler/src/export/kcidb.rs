@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{identifier, rfc3339, Figure};
+use super::{identifier, rfc3339, run_label, Figure};
 use crate::{
     report::figures::failure_sentence,
     results::{Results, Unit, WorkloadResult},
@@ -143,7 +143,9 @@ fn kernel(r: &Results) -> (Checkout, Build) {
 fn workload_tests(r: &Results, w: &WorkloadResult, build_id: &str) -> Vec<Test> {
     let run = format!(
         "{}/{}/{}",
-        r.environment.hostname, r.environment.started_at, r.label
+        r.environment.hostname,
+        r.environment.started_at,
+        run_label(r)
     );
     let test = |path: String, number: Option<Number>, misc: Value| Test {
         id: format!("{ORIGIN}:{run}/{path}"),
@@ -165,6 +167,7 @@ fn workload_tests(r: &Results, w: &WorkloadResult, build_id: &str) -> Vec<Test> 
         main.map(|f| number(f.value, w.unit)),
         json!({
             "label": r.label,
+            "variant": r.pairing.as_ref().map(|p| &p.variant),
             "source": r.source,
             "family": w.family,
             "unit": w.unit,

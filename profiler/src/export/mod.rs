@@ -67,6 +67,15 @@ impl Figure {
     }
 }
 
+/// What tells a run's results apart from another's: its label, and for one variant of a paired
+/// run (`run --versus`, both variants in files of one label) the variant too.
+pub(crate) fn run_label(r: &Results) -> String {
+    match &r.pairing {
+        Some(p) => format!("{}:{}", r.label, p.variant),
+        None => r.label.clone(),
+    }
+}
+
 /// `name` with every character a dotted path or metric label cannot hold replaced by `_`.
 pub(crate) fn identifier(name: &str) -> String {
     name.chars()

@@ -12,7 +12,7 @@ use std::{collections::HashSet, fmt::Write};
 
 use anyhow::{bail, Result};
 
-use super::Figure;
+use super::{run_label, Figure};
 use crate::{
     report::text::kind_name,
     results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
@@ -127,7 +127,7 @@ pub fn render(results: &[Results]) -> Result<String> {
     for r in results {
         let e = &r.environment;
         let run = Labels::default()
-            .with("run", r.label.clone())
+            .with("run", run_label(r))
             .with("host", e.hostname.clone())
             .with("kernel", e.kernel_release.clone());
         if e.started_at > 0 {
