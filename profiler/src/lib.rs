@@ -6,6 +6,7 @@ pub mod attribution;
 pub mod baseline;
 pub mod compare;
 pub mod environment;
+pub mod export;
 pub mod history;
 pub mod import;
 pub mod injection;

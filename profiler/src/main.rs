@@ -32,7 +32,8 @@ enum Command {
     History(history::HistoryArgs),
     /// Boot two kernels in turn under qemu, run the workloads in each boot, and compare them.
     Ab(Box<ab::AbArgs>),
-    /// Print a results file as text, an lmbench summary, markdown, JSON or HTML.
+    /// Print results files as text, an lmbench summary, markdown, JSON, HTML, or for KCIDB,
+    /// Bencher (BMF) or Prometheus.
     Report(report::ReportArgs),
     /// Read lmbench summaries or /usr/bin/time logs into results files.
     #[command(subcommand)]

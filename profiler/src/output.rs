@@ -21,6 +21,12 @@ pub enum Format {
     Html,
     /// JUnit XML: a test case per workload, a failure per regression (GitLab, Jenkins, ...).
     Junit,
+    /// KCIDB v5 JSON (KernelCI's common database): a test per workload and per path.
+    Kcidb,
+    /// Bencher Metric Format JSON: a benchmark per workload, a measure per path.
+    Bmf,
+    /// Prometheus text (OpenMetrics-compatible): per-path latency histograms, call counters.
+    Openmetrics,
 }
 
 impl Format {
@@ -70,6 +76,9 @@ pub struct Json;
 pub struct Html;
 pub struct Lmbench;
 pub struct Junit;
+pub struct Kcidb;
+pub struct Bmf;
+pub struct Openmetrics;
 
 /// Pretty-printed JSON and a final newline, as every command's JSON ends.
 pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {

@@ -1,6 +1,7 @@
-//! The HTML pages in a real browser: headless chromium renders the report and a comparison,
-//! its DOM must hold the figures and its screenshot must show them (the figure's colours, not a
-//! blank page). Skipped, saying why, only where no chromium is installed.
+//! The HTML pages in a real browser: headless chromium renders the report, a comparison and a
+//! history, its DOM must hold the figures and its screenshot must show them (the figure's
+//! colours, not a blank page). The report's test is skipped, saying why, where no chromium is
+//! installed; the history's fails there (`cargo xtask setup` installs chromium).
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -273,4 +274,76 @@ fn the_report_and_the_comparison_render_their_figures_in_chromium() {
             .unwrap();
         }
     }
+}
+
+#[test]
+fn the_history_page_draws_each_metric_with_its_change_points_in_chromium() {
+    // Setup installs chromium: without it this test fails rather than pass unseen.
+    let chromium = browser().expect("no chromium on PATH: `cargo xtask setup` installs it");
+    // Twelve nights, open_close 500 ns slower (in security_file_open) from night 7 on, each
+    // night a little off its level as real runs are.
+    const WOBBLE: [f64; 6] = [0.004, -0.006, 0.002, 0.008, -0.004, 0.0];
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("nights");
+    std::fs::create_dir(&series).unwrap();
+    for night in 0..12 {
+        let slower = if night >= 6 { 500.0 } else { 0.0 };
+        let mut r: serde_json::Value =
+            serde_json::from_str(&results(&format!("night-{night}"), 1000 + night, slower))
+                .unwrap();
+        for s in r["workloads"][0]["clean"].as_array_mut().unwrap() {
+            *s = (s.as_f64().unwrap() * (1.0 + WOBBLE[night as usize % 6])).into();
+        }
+        std::fs::write(series.join(format!("n{night:02}.json")), r.to_string()).unwrap();
+    }
+    let out = hookprof(&["history", series.to_str().unwrap(), "--format", "html"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.path().join("history.html");
+    std::fs::write(&page, with_layout_check(&out.stdout)).unwrap();
+
+    let (dom, shot) = render(&chromium, &page, dir.path());
+    if let Some(keep) = std::env::var_os("HOOKPROF_KEEP_SCREENSHOTS") {
+        std::fs::copy(&shot, Path::new(&keep).join("history.png")).unwrap();
+        std::fs::copy(&page, Path::new(&keep).join("history.html")).unwrap();
+    }
+    assert!(dom.contains("data-layout=\"ok\""), "{}", layout_of(&dom));
+    // A chart per metric; open_close's with its step and the hooks that moved at it.
+    for metric in ["open_close", "fork_proc", "null_call", "bw_pipe"] {
+        assert!(
+            dom.contains(&format!("aria-label=\"history of {metric}\"")),
+            "{metric}: {dom}"
+        );
+    }
+    assert!(
+        dom.contains("Step 1 at point 7 (night-6)") && dom.contains("step 1: +10.0%"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("open_close +500 ns: security_file_open +500 ns (apparmor_file_open +500 ns)"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("aria-label=\"change attribution of open_close step 1\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<a href=\"#m-open-close\">open_close</a> (1 step)"),
+        "{dom}"
+    );
+    assert!(dom.contains("id=\"m-open-close\""), "{dom}");
+    // Points blue, levels orange, the change point red: each drawn.
+    let (counts, distinct) = pixels(
+        &shot,
+        &[[0x4e, 0x79, 0xa7], [0xf2, 0x8e, 0x2b], [0xe1, 0x57, 0x59]],
+    );
+    assert!(distinct > 20, "a blank page: {distinct} colours");
+    assert!(
+        counts.iter().all(|&n| n > 50),
+        "{counts:?} in {}",
+        shot.display()
+    );
 }

@@ -28,8 +28,14 @@ const APT_PACKAGES: &[&str] = &[
     "apparmor",
     // the HTML report test renders its pages in a real browser
     "chromium",
+    // the export tests check their output with the ecosystem's own checkers: promtool, and
+    // kcidb-io in a venv of Debian's python
+    "prometheus",
+    "python3-venv",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
+/// KernelCI's schema package (PyPI), whose validator the KCIDB export tests run.
+const KCIDB_IO_VERSION: &str = "141";
 
 pub fn ensure() -> Result<()> {
     let missing: Vec<&str> = APT_PACKAGES
@@ -75,7 +81,44 @@ pub fn ensure() -> Result<()> {
             .args(["--locked", "--no-default-features", "--features", "llvm-22"])
             .env("PATH", path))?;
     }
+    ensure_kcidb_io()?;
     Ok(())
+}
+
+/// Where the export tests find kcidb-io: a venv in the target directory.
+fn kcidb_io_venv() -> std::path::PathBuf {
+    crate::target_dir().join("checkers/kcidb-io")
+}
+
+fn ensure_kcidb_io() -> Result<()> {
+    let venv = kcidb_io_venv();
+    let python = venv.join("bin/python3");
+    let installed = Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m, kcidb_io; print(m.version('kcidb-io'))",
+        ])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == KCIDB_IO_VERSION);
+    if installed {
+        return Ok(());
+    }
+    println!(
+        "xtask setup: kcidb-io {KCIDB_IO_VERSION} in {}",
+        venv.display()
+    );
+    // Debian's python (python3-venv), not whichever python3 comes first on PATH.
+    run(Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv))?;
+    run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("kcidb-io=={KCIDB_IO_VERSION}"),
+    ]))
 }
 
 fn dpkg_installed(package: &str) -> bool {

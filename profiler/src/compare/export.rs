@@ -20,7 +20,7 @@ impl Document for Comparison {
             Format::Json => Some(&output::Json),
             Format::Html => Some(&output::Html),
             Format::Junit => Some(&output::Junit),
-            Format::Lmbench => None,
+            _ => None,
         }
     }
 }

@@ -113,7 +113,7 @@ fn anchor(name: &str) -> String {
 /// A diverging bar per path (and the residual): right where the time grew, left where it
 /// shrank, each in its kind's colour as on the report page, LSM functions indented under
 /// their hooks.
-fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
+pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
     let mut rows: Vec<(String, &str, f64)> = Vec::new();
     let mut top: Vec<&PathDelta> = a.paths.iter().filter(|p| p.top_level).collect();
     top.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));

@@ -22,7 +22,7 @@ use crate::{
 
 mod export;
 pub mod facts;
-mod html;
+pub(crate) mod html;
 mod junit;
 mod render;
 mod speed;

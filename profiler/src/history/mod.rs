@@ -23,6 +23,7 @@ use crate::{
 
 pub mod edivisive;
 mod export;
+mod html;
 pub mod noise;
 
 use self::{

@@ -1,5 +1,6 @@
 //! `hookprof report FILE...`: results files as terminal text, an lmbench 2.0 summary, markdown,
-//! JSON or a self-contained HTML page.
+//! JSON, a self-contained HTML page, or the kernel CI ecosystem's formats (KCIDB, Bencher's
+//! BMF, Prometheus text; written by `crate::export`).
 use std::{path::PathBuf, process::ExitCode};
 
 use crate::{
@@ -42,6 +43,9 @@ impl Document for [Results] {
         Format::Markdown,
         Format::Json,
         Format::Html,
+        Format::Kcidb,
+        Format::Bmf,
+        Format::Openmetrics,
     ];
 
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
@@ -51,6 +55,9 @@ impl Document for [Results] {
             Format::Markdown => Some(&output::Markdown),
             Format::Json => Some(&output::Json),
             Format::Html => Some(&output::Html),
+            Format::Kcidb => Some(&output::Kcidb),
+            Format::Bmf => Some(&output::Bmf),
+            Format::Openmetrics => Some(&output::Openmetrics),
             Format::Junit => None,
         }
     }
@@ -88,5 +95,23 @@ impl Exporter<[Results]> for output::Json {
 impl Exporter<[Results]> for output::Html {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
         Ok(html::render(results).into_bytes())
+    }
+}
+
+impl Exporter<[Results]> for output::Kcidb {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        output::pretty_json(&crate::export::kcidb::document(results))
+    }
+}
+
+impl Exporter<[Results]> for output::Bmf {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        output::pretty_json(&crate::export::bmf::document(results)?)
+    }
+}
+
+impl Exporter<[Results]> for output::Openmetrics {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        Ok(crate::export::openmetrics::render(results)?.into_bytes())
     }
 }
