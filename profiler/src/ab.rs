@@ -57,6 +57,10 @@ pub struct AbArgs {
     pub compare: CompareOptions,
     #[command(flatten)]
     pub guest: GuestArgs,
+    /// Each boot's results are recorded in the store by this process (the guest records
+    /// nothing).
+    #[command(flatten)]
+    pub store: crate::store::RecordArgs,
 }
 
 /// One kernel of the comparison.
@@ -123,7 +127,9 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
             ));
             match boot_and_run(side, boot, &hookprof.path(), &options)? {
                 BootEnd::Done(seconds) => {
-                    log.say(format_args!("boot {n}/{total}: done in {seconds:.0} s"))
+                    log.say(format_args!("boot {n}/{total}: done in {seconds:.0} s"));
+                    let results = side.dir.join(format!("boot-{boot}.json"));
+                    crate::store::record_file(&args.store, "ab", &results)?;
                 }
                 BootEnd::Interrupted => return Ok(interrupted(&args.out_dir)),
             }
@@ -241,6 +247,7 @@ fn boot_and_run(
             payload.add_file(hookprof)?,
             "run".to_string(),
             "--quiet".to_string(),
+            "--no-store".to_string(),
             format!("--label={}{boot}", side.name),
             format!(
                 "--output=/mnt/host/{}",
