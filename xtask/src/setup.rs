@@ -28,6 +28,8 @@ const APT_PACKAGES: &[&str] = &[
     "apparmor",
     // the HTML report test renders its pages in a real browser
     "chromium",
+    // the results store's tests start a PostgreSQL server of their own
+    "postgresql",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
