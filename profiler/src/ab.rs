@@ -80,6 +80,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
         hookprof_guest::check_kernel_format(spec).with_context(|| format!("kernel {name}"))?;
     }
     let criteria = args.compare.criteria()?;
+    args.store.location.resolve(args.store.no_store)?; // a bad --store fails before any boot
     let run_a = side_run_args(&args.measure, args.a_args.as_deref(), "--a-args")?;
     let run_b = side_run_args(&args.measure, args.b_args.as_deref(), "--b-args")?;
     let stop = hookprof_guest::stop_on_signals()?;
