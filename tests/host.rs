@@ -479,6 +479,7 @@ fn results_record_the_cpus_online_and_those_the_run_may_use() {
         .arg(hookprof_tests::hookprof_bin())
         .args(["run", "-q", "--probes", "none", "--workloads", "null_call"])
         .args(["--samples", "2", "-o", out.to_str().unwrap()])
+        .env(hookprof_tests::STORE_ENV, "off")
         .output()
         .expect("run hookprof through taskset (util-linux)");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

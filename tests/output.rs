@@ -44,7 +44,8 @@ fn run_to(out: &Path, args: &[&str], temp: &Path) -> Output {
 
 fn command(out: &Path, args: &[&str], temp: &Path) -> Command {
     let mut cmd = Command::new(hookprof_bin());
-    cmd.args(["run", "--quiet", "--rounds=1"])
+    cmd.env(hookprof_tests::STORE_ENV, "off")
+        .args(["run", "--quiet", "--rounds=1"])
         .args(args)
         .arg("-o")
         .arg(out)

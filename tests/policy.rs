@@ -39,6 +39,7 @@ fn hookprof_in(tmp: &Path, args: &[&str]) -> Output {
     Command::new(hookprof_bin())
         .args(hookprof_tests::one_round_unless_asked(args))
         .env("TMPDIR", tmp)
+        .env(hookprof_tests::STORE_ENV, "off")
         .output()
         .expect("run hookprof")
 }

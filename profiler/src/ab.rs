@@ -57,6 +57,10 @@ pub struct AbArgs {
     pub compare: CompareOptions,
     #[command(flatten)]
     pub guest: GuestArgs,
+    /// Each boot's results are recorded in the store by this process (the guest records
+    /// nothing).
+    #[command(flatten)]
+    pub store: crate::store::RecordArgs,
 }
 
 /// One kernel of the comparison.
@@ -76,6 +80,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
         hookprof_guest::check_kernel_format(spec).with_context(|| format!("kernel {name}"))?;
     }
     let criteria = args.compare.criteria()?;
+    args.store.location.resolve(args.store.no_store)?; // a bad --store fails before any boot
     let run_a = side_run_args(&args.measure, args.a_args.as_deref(), "--a-args")?;
     let run_b = side_run_args(&args.measure, args.b_args.as_deref(), "--b-args")?;
     let stop = hookprof_guest::stop_on_signals()?;
@@ -123,7 +128,9 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
             ));
             match boot_and_run(side, boot, &hookprof.path(), &options)? {
                 BootEnd::Done(seconds) => {
-                    log.say(format_args!("boot {n}/{total}: done in {seconds:.0} s"))
+                    log.say(format_args!("boot {n}/{total}: done in {seconds:.0} s"));
+                    let results = side.dir.join(format!("boot-{boot}.json"));
+                    crate::store::record_file(&args.store, "ab", &results)?;
                 }
                 BootEnd::Interrupted => return Ok(interrupted(&args.out_dir)),
             }
@@ -241,6 +248,7 @@ fn boot_and_run(
             payload.add_file(hookprof)?,
             "run".to_string(),
             "--quiet".to_string(),
+            "--no-store".to_string(),
             format!("--label={}{boot}", side.name),
             format!(
                 "--output=/mnt/host/{}",

@@ -25,6 +25,7 @@ pub mod scope;
 pub mod scratch;
 pub mod stat;
 pub mod stats;
+pub mod store;
 pub mod versus;
 pub mod workloads;
 

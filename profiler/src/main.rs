@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat};
+use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat, store};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -32,6 +32,8 @@ enum Command {
     History(history::HistoryArgs),
     /// Boot two kernels in turn under qemu, run the workloads in each boot, and compare them.
     Ab(Box<ab::AbArgs>),
+    /// List the runs in the results store (all, or those a selector picks), or add files to it.
+    Runs(store::runs::RunsArgs),
     /// Print results files as text, an lmbench summary, markdown, JSON, HTML, or for KCIDB,
     /// Bencher (BMF) or Prometheus.
     Report(report::ReportArgs),
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::History(args) => history::execute(&args),
         Command::Ab(args) => ab::ab(&args),
         Command::Report(args) => report::execute(&args),
+        Command::Runs(args) => store::runs::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
         Command::Hooks(args) => inspect::hooks(&args),
         Command::Calibrate(args) => inspect::calibrate(&args),

@@ -8,6 +8,12 @@ use std::{
 use hookprof::results::{AttributionRow, Results, WorkloadResult};
 
 pub mod cleanup;
+pub mod postgres;
+
+/// Where hookprof records runs (`off`: nowhere). Tests that are not about the results store
+/// set it off, so no test writes into the user's data directory; the store's own tests point
+/// it at a store of their own.
+pub const STORE_ENV: &str = "HOOKPROF_STORE";
 
 /// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
 /// guest), else the workspace's release build.
@@ -48,6 +54,7 @@ pub fn hookprof(args: &[&str]) -> Output {
     );
     Command::new(&bin)
         .args(one_round_unless_asked(args))
+        .env(STORE_ENV, "off")
         .output()
         .expect("run hookprof")
 }
@@ -77,6 +84,7 @@ pub fn hookprof_as_nobody(args: &[&str]) -> Output {
         ])
         .arg(&bin)
         .args(args)
+        .env(STORE_ENV, "off")
         .output()
         .expect("run hookprof through setpriv")
 }

@@ -32,6 +32,8 @@ const APT_PACKAGES: &[&str] = &[
     // kcidb-io in a venv of Debian's python
     "prometheus",
     "python3-venv",
+    // the results store's tests start a PostgreSQL server of their own
+    "postgresql",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// KernelCI's schema package (PyPI), whose validator the KCIDB export tests run.

@@ -37,17 +37,21 @@ pub use render::{attribution_lines, render_markdown, render_text};
 3  a workload is inconclusive, with --fail-on inconclusive"
 )]
 pub struct CompareArgs {
-    /// OLD and NEW (with --baseline, only NEW): each a results file, or a directory whose
-    /// *.json files are pooled per workload.
+    /// OLD and NEW (with --baseline, only NEW): each a results file, a directory whose
+    /// *.json files are pooled per workload, or a selector of stored runs, pooled likewise
+    /// (label:L, kernel:RELEASE, machine:ID, baseline:NAME, last:N, ...; see `hookprof runs`).
     #[arg(value_name = "OLD NEW", required = true, num_args = 1..=2)]
     pub files: Vec<PathBuf>,
-    /// Compare against baseline NAME (saved with `run --save-baseline NAME`) as OLD.
+    /// Compare against baseline NAME (saved with `run --save-baseline NAME`) as OLD: its
+    /// files, or the store's baseline:NAME when there is no such directory.
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
     /// Where baselines live [default: $HOOKPROF_BASELINE_DIR, else
     /// $XDG_DATA_HOME/hookprof/baselines, else ~/.local/share/hookprof/baselines].
     #[arg(long, value_name = "DIR")]
     pub baseline_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::store::StoreArgs,
     #[command(flatten)]
     pub options: CompareOptions,
 }
@@ -104,14 +108,24 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (old_path, new_path) = match (&args.baseline, args.files.as_slice()) {
         (Some(name), [new]) => {
             let root = baseline::root(args.baseline_dir.as_deref())?;
-            (baseline::files(&root, name)?, new.clone())
+            let old = match baseline::dir(&root, name)? {
+                dir if dir.is_dir() => baseline::files(&root, name)?,
+                _ => PathBuf::from(format!("baseline:{name}")),
+            };
+            (old, new.clone())
         }
         (Some(_), _) => anyhow::bail!("with --baseline, give only NEW"),
         (None, [old, new]) => (old.clone(), new.clone()),
         (None, _) => anyhow::bail!("give OLD and NEW, or --baseline NAME and NEW"),
     };
-    let old = load_side(&old_path)?;
-    let new = load_side(&new_path)?;
+    let side = |path: &Path| -> anyhow::Result<Vec<Results>> {
+        Ok(crate::store::load(path, &args.store)?
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect())
+    };
+    let old = side(&old_path)?;
+    let new = side(&new_path)?;
     print_comparison(&old, &new, &criteria, &args.options)
 }
 

@@ -38,7 +38,9 @@ const MAX_POINTS_NEEDED: usize = 64;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// Results files, or directories of them; each file is one point of the series.
+    /// Results files, directories of them, or selectors of stored runs (label:L,
+    /// kernel:RELEASE, machine:ID, last:N, ...; see `hookprof runs`); each run is one point of
+    /// the series.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Only this metric: a workload (`open_close`) or one of its further metrics (`build.user`).
@@ -53,6 +55,8 @@ pub struct HistoryArgs {
     pub alpha: f64,
     #[arg(long, default_value = "text", value_parser = Format::parser(History::FORMATS))]
     pub format: Format,
+    #[command(flatten)]
+    pub store: crate::store::StoreArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -138,22 +142,23 @@ pub fn execute(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         "--alpha must be between 0 and 1, not {}",
         args.alpha
     );
-    let files = ordered(load(&args.paths)?, args.order);
+    let files = ordered(load(&args.paths, &args.store)?, args.order);
     let history = analyse(&files, args.metric.as_deref(), args.alpha)?;
     print!("{}", output::render(&history, args.format)?);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every results file named or inside a named directory, with its path.
-fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, Results)>> {
+/// Every results file named or inside a named directory, and every stored run a selector
+/// picks, with its path (`run:ID` for a stored run).
+fn load(
+    paths: &[PathBuf],
+    store: &crate::store::StoreArgs,
+) -> anyhow::Result<Vec<(PathBuf, Results)>> {
     let mut files = Vec::new();
     for path in paths {
-        files.extend(crate::results::files_named(path)?);
+        files.extend(crate::store::load(path, store)?);
     }
-    files
-        .into_iter()
-        .map(|f| Ok((f.clone(), Results::load(&f)?)))
-        .collect()
+    Ok(files)
 }
 
 fn file_name(path: &Path) -> String {

@@ -55,6 +55,8 @@ pub struct SessionArgs {
     /// gets the comparison.
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, value_parser = VersusOptions::parse)]
     pub versus: Option<VersusOptions>,
+    #[command(flatten)]
+    pub store: crate::store::RecordArgs,
 }
 
 #[derive(clap::Args, Debug, Clone)]

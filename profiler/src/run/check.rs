@@ -1,6 +1,7 @@
 //! The run's first stage: bad input fails here, in one line, before anything is loaded or
-//! started (the results' destination, the baseline, `--pin`, `--parallel`, `--probes`,
-//! `--inject`, `--user`, the policies), then the supervisor and the environment are set up.
+//! started (the results' destination, the baseline, the store, `--pin`, `--parallel`,
+//! `--probes`, `--inject`, `--user`, the policies), then the supervisor and the environment
+//! are set up.
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -27,6 +28,8 @@ pub(super) struct Checked {
     pub destination: Option<Destination>,
     /// Where `--save-baseline`/`--append-baseline` keeps them.
     pub baseline: Option<baseline::Pending>,
+    /// The results store that records the run (None: `--no-store`).
+    pub store: Option<crate::store::Pending>,
     /// `--probes` (None: clean only).
     pub kinds: Option<Kinds>,
     /// `--inject`'s LSM hooks and their ns.
@@ -50,6 +53,12 @@ pub(super) fn check(
         .map(Destination::prepare)
         .transpose()?;
     let baseline = session.baseline.prepare()?;
+    let command = if plan.command.is_some() {
+        "stat"
+    } else {
+        "run"
+    };
+    let store = session.store.prepare(command, &session.baseline)?;
     check_pin(&args.pin)?;
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
     if args.parallel > 1 && plan.specs.iter().any(|s| s.name == "build") {
@@ -72,6 +81,7 @@ pub(super) fn check(
         return Ok(Checked {
             destination,
             baseline,
+            store,
             kinds,
             lsm_inject,
             user,
@@ -102,6 +112,7 @@ pub(super) fn check(
     Ok(Checked {
         destination,
         baseline,
+        store,
         kinds,
         lsm_inject,
         user,

@@ -1,7 +1,8 @@
 //! The run's results, begun before the rounds (label, environment, options, probes) and
-//! finished after them: written to `-o`, printed, kept as a baseline when complete, and
-//! turned into the exit code (130 interrupted, 2 a workload failed or nothing measured). A
-//! `--versus` run finishes two results, one per variant, and prints their paired comparison.
+//! finished after them: written to `-o`, printed, kept as a baseline when complete, recorded
+//! in the results store, and turned into the exit code (130 interrupted, 2 a workload failed
+//! or nothing measured). A `--versus` run finishes two results, one per variant, and prints
+//! their paired comparison.
 use std::{collections::BTreeMap, process::ExitCode};
 
 use anyhow::{bail, Result};
@@ -89,6 +90,7 @@ pub(super) struct Outputs {
     /// `--versus`'s second file.
     pub versus_destination: Option<Destination>,
     pub baseline: Option<baseline::Pending>,
+    pub store: Option<crate::store::Pending>,
     pub format: Format,
 }
 
@@ -104,6 +106,7 @@ pub(super) fn finish(
         results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
         results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
     }
+    let in_file = outputs.destination.is_some();
     // With `-o -` the results file is stdout, and the report goes to stderr.
     let report_to_stderr = outputs
         .destination
@@ -129,6 +132,11 @@ pub(super) fn finish(
         let path = baseline.save(results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
     }
+    // Last, once the results are written: a store that fails spools the run (README, "Many
+    // runners"); an error only for a run now in neither store, spool nor file.
+    let recorded = outputs
+        .store
+        .map_or(Ok(()), |store| store.record(&variants, in_file));
     if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));
@@ -150,6 +158,7 @@ pub(super) fn finish(
     if results.workloads.is_empty() {
         bail!("nothing could be measured");
     }
+    recorded?;
     Ok(ExitCode::SUCCESS)
 }
 

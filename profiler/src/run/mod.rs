@@ -145,6 +145,7 @@ pub fn measure_plan(
         destination: checked.destination,
         versus_destination: checked.versus_destination,
         baseline: checked.baseline,
+        store: checked.store,
         format: session.format,
     };
     finish::finish(results, outputs, interrupted, plan.specs.len())

@@ -1,0 +1,441 @@
+//! The store's database through sqlx's `Any` driver, SQLite or PostgreSQL by the URL: the
+//! schema's migrations, a run's insert (one transaction, keyed by its run id, so a second
+//! insert of the same run stores nothing) and the queries behind selectors and `runs`.
+use std::{borrow::Cow, time::Duration};
+
+use anyhow::{Context, Result};
+use sqlx::{
+    any::{AnyArguments, AnyRow},
+    migrate::{Migration, MigrationType, Migrator},
+    query::Query,
+    Any, AnyConnection, AssertSqlSafe, Connection, Row,
+};
+
+use super::{
+    location::Url,
+    select::{Selector, Term},
+    Recorded,
+};
+use crate::{
+    history::noise,
+    results::{PathKind, Results, WorkloadResult},
+    stats,
+};
+
+/// How long a store may take to answer a connection: a runner whose server is down spools
+/// its run after this, not after sqlx's default 30 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The schema, one migration per version; never edit one that has shipped, add the next.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "runs, workloads, paths, meta and baselines",
+    include_str!("migrations/0001_runs.sql"),
+)];
+
+/// Where the applied migrations are listed (a shared PostgreSQL database may hold others').
+const MIGRATIONS_TABLE: &str = "hookprof_migrations";
+
+pub struct Store {
+    conn: AnyConnection,
+    sqlite: bool,
+}
+
+/// A stored run's columns, as `hookprof runs` lists them.
+#[derive(Debug, serde::Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub command: String,
+    pub started_at: i64,
+    pub label: String,
+    pub complete: bool,
+    pub machine_id: String,
+    pub hostname: String,
+    pub kernel_release: String,
+    pub lsm: String,
+    pub hookprof_version: String,
+    pub workloads: i64,
+}
+
+impl Store {
+    /// Connects and brings the schema up to date.
+    pub async fn open(url: &Url) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        if let Some(dir) = url
+            .sqlite_file()
+            .as_deref()
+            .and_then(std::path::Path::parent)
+        {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+        }
+        let conn = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect(url.as_str()))
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer in {} s", CONNECT_TIMEOUT.as_secs()))?
+            .context("cannot connect")?;
+        let mut store = Store {
+            conn,
+            sqlite: url.is_sqlite(),
+        };
+        // SQLite's migrator takes no lock (PostgreSQL's takes an advisory one): writers that
+        // open a new file at once take turns on a lock file beside it.
+        let _lock = url
+            .sqlite_file()
+            .map(|f| FileLock::take(&f.with_extension("db.lock")))
+            .transpose()?;
+        let mut migrator = Migrator::with_migrations(
+            MIGRATIONS
+                .iter()
+                .map(|&(version, description, sql)| {
+                    Migration::new(
+                        version,
+                        Cow::Borrowed(description),
+                        MigrationType::Simple,
+                        sqlx::SqlSafeStr::into_sql_str(sql),
+                        false,
+                    )
+                })
+                .collect(),
+        );
+        migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+        migrator
+            .run(&mut store.conn)
+            .await
+            .context("cannot bring the schema up to date")?;
+        Ok(store)
+    }
+
+    /// Stores `run` with its workloads, paths, meta and baseline entry in one transaction;
+    /// a run whose id is already stored is left as it is.
+    pub async fn insert(&mut self, run: &Recorded) -> Result<()> {
+        let r = &run.results;
+        let e = &r.environment;
+        let mut tx = self.conn.begin().await.context("cannot begin")?;
+        let inserted = sqlx::query(
+            "INSERT INTO runs (run_id, command, started_at, stored_at, label, complete, source, \
+             machine_id, hostname, kernel_release, kernel_version, command_line, lsm, lockdown, \
+             cpu_model, hookprof_version, options, document) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) ON CONFLICT (run_id) DO NOTHING",
+        )
+        .bind(&run.run_id)
+        .bind(&run.command)
+        .bind(e.started_at as i64)
+        .bind(now())
+        .bind(&r.label)
+        .bind(i64::from(r.complete))
+        .bind(&r.source)
+        .bind(&run.machine_id)
+        .bind(&e.hostname)
+        .bind(&e.kernel_release)
+        .bind(&e.kernel_version)
+        .bind(serde_json::to_string(&run.command_line)?)
+        .bind(e.active_lsms.join(","))
+        .bind(&e.lockdown)
+        .bind(&e.cpu_model)
+        .bind(&e.hookprof_version)
+        .bind(serde_json::to_string(&r.options)?)
+        .bind(serde_json::to_string(r)?)
+        .execute(&mut *tx)
+        .await
+        .context("cannot insert the run")?
+        .rows_affected();
+        if inserted == 0 {
+            tx.rollback().await?;
+            return Ok(()); // stored before (a spooled run pushed twice)
+        }
+        for (key, value) in &run.meta {
+            sqlx::query("INSERT INTO run_meta (run_id, key, value) VALUES ($1, $2, $3)")
+                .bind(&run.run_id)
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for w in &r.workloads {
+            insert_workload(&mut tx, &run.run_id, w).await?;
+        }
+        if let Some(b) = &run.baseline {
+            if b.replace {
+                sqlx::query("DELETE FROM baselines WHERE name = $1")
+                    .bind(&b.name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("INSERT INTO baselines (name, run_id, added_at) VALUES ($1, $2, $3)")
+                .bind(&b.name)
+                .bind(&run.run_id)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            // A rolling window: the newest `keep` runs by start time stay.
+            sqlx::query(
+                "DELETE FROM baselines WHERE name = $1 AND run_id NOT IN (SELECT b.run_id FROM \
+                 baselines b JOIN runs r ON r.run_id = b.run_id WHERE b.name = $1 \
+                 ORDER BY r.started_at DESC, b.run_id DESC LIMIT $2)",
+            )
+            .bind(&b.name)
+            .bind(i64::from(b.keep))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await.context("cannot commit the run")?;
+        Ok(())
+    }
+
+    /// The runs `selector` picks, oldest first, with their results.
+    pub async fn select(&mut self, selector: &Selector) -> Result<Vec<(String, Results)>> {
+        let rows = self
+            .query_runs("SELECT run_id, document FROM runs", selector)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("run_id")?;
+                let text: String = row.try_get("document")?;
+                let results = Results::parse(&text, &format!("store run {id}"))?;
+                Ok((id, results))
+            })
+            .collect()
+    }
+
+    /// The runs `selector` picks (every run for an empty one), oldest first, as `runs` lists
+    /// them.
+    pub async fn list(&mut self, selector: &Selector) -> Result<Vec<RunRow>> {
+        let rows = self
+            .query_runs(
+                "SELECT run_id, command, started_at, label, complete, machine_id, hostname, \
+                 kernel_release, lsm, hookprof_version, (SELECT COUNT(*) FROM workloads w \
+                 WHERE w.run_id = runs.run_id) AS workloads FROM runs",
+                selector,
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RunRow {
+                    run_id: row.try_get("run_id")?,
+                    command: row.try_get("command")?,
+                    started_at: row.try_get("started_at")?,
+                    label: row.try_get("label")?,
+                    complete: row.try_get::<i64, _>("complete")? != 0,
+                    machine_id: row.try_get("machine_id")?,
+                    hostname: row.try_get("hostname")?,
+                    kernel_release: row.try_get("kernel_release")?,
+                    lsm: row.try_get("lsm")?,
+                    hookprof_version: row.try_get("hookprof_version")?,
+                    workloads: row.try_get("workloads")?,
+                })
+            })
+            .collect()
+    }
+
+    /// `select` with the selector's conditions and order; rows oldest first.
+    async fn query_runs(&mut self, select: &str, selector: &Selector) -> Result<Vec<AnyRow>> {
+        let (conditions, binds) = self.conditions(selector);
+        let mut sql = select.to_string();
+        if !conditions.is_empty() {
+            sql += &format!(" WHERE {}", conditions.join(" AND "));
+        }
+        let newest_first = selector.last.is_some();
+        sql += if newest_first {
+            " ORDER BY started_at DESC, run_id DESC"
+        } else {
+            " ORDER BY started_at, run_id"
+        };
+        if let Some(n) = selector.last {
+            sql += &format!(" LIMIT {n}");
+        }
+        // Only placeholders and fixed text are in the SQL; every value is bound.
+        let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            query = query.bind(b);
+        }
+        let mut rows = query.fetch_all(&mut self.conn).await?;
+        if newest_first {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// The WHERE conditions of `selector`'s terms, ANDed, with `$N` placeholders and the
+    /// values they take.
+    fn conditions(&self, selector: &Selector) -> (Vec<String>, Vec<String>) {
+        let mut conditions = Vec::new();
+        let mut binds: Vec<String> = Vec::new();
+        let mut bind = |value: String| {
+            binds.push(value);
+            format!("${}", binds.len())
+        };
+        for term in &selector.terms {
+            let condition = match term {
+                Term::Column(column, pattern) => {
+                    let (op, value) = self.matching(pattern);
+                    format!("{} {op} {}", column.name(), bind(value))
+                }
+                Term::Run(prefix) => {
+                    let (op, value) = self.matching(&format!("{prefix}*"));
+                    format!("run_id {op} {}", bind(value))
+                }
+                Term::Meta(key, pattern) => {
+                    let (op, value) = self.matching(pattern);
+                    format!(
+                        "EXISTS (SELECT 1 FROM run_meta m WHERE m.run_id = runs.run_id AND \
+                         m.key = {} AND m.value {op} {})",
+                        bind(key.clone()),
+                        bind(value)
+                    )
+                }
+                Term::Baseline(name) => format!(
+                    "run_id IN (SELECT run_id FROM baselines WHERE name = {})",
+                    bind(name.clone())
+                ),
+            };
+            conditions.push(condition);
+        }
+        (conditions, binds)
+    }
+
+    /// The operator and operand that match a selector's value: `*` any text, `?` one
+    /// character, case-sensitive in both engines (SQLite's GLOB, PostgreSQL's LIKE).
+    fn matching(&self, pattern: &str) -> (&'static str, String) {
+        if !pattern.contains(['*', '?']) {
+            return ("=", pattern.to_string());
+        }
+        if self.sqlite {
+            // GLOB's other specials, [ and ], stand for themselves.
+            let escaped = pattern
+                .chars()
+                .map(|c| match c {
+                    '[' => "[[]".to_string(),
+                    ']' => "[]]".to_string(),
+                    c => c.to_string(),
+                })
+                .collect();
+            return ("GLOB", escaped);
+        }
+        let mut like = String::new();
+        for c in pattern.chars() {
+            match c {
+                '*' => like.push('%'),
+                '?' => like.push('_'),
+                '%' | '_' | '\\' => {
+                    like.push('\\');
+                    like.push(c);
+                }
+                c => like.push(c),
+            }
+        }
+        ("LIKE", like)
+    }
+}
+
+async fn insert_workload(
+    tx: &mut sqlx::Transaction<'_, Any>,
+    run_id: &str,
+    w: &WorkloadResult,
+) -> Result<()> {
+    let clean = stats::summarize(&w.clean);
+    let probed = stats::summarize(&w.probed);
+    let point = noise::point_value(&w.by_round(&w.clean)).map(|p| p.value);
+    sqlx::query(
+        "INSERT INTO workloads (run_id, workload, family, unit, samples, rounds, value, mean, \
+         median, stdev, min, max, probed_mean, failure) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+         $9, $10, $11, $12, $13, $14) ON CONFLICT (run_id, workload) DO NOTHING",
+    )
+    .bind(run_id)
+    .bind(&w.name)
+    .bind(&w.family)
+    .bind(w.unit.symbol())
+    .bind(w.clean.len() as i64)
+    .bind(w.by_round(&w.clean).len() as i64)
+    .bind(point)
+    .bind(clean.as_ref().map(|s| s.mean))
+    .bind(clean.as_ref().map(|s| s.median))
+    .bind(clean.as_ref().map(|s| s.stdev))
+    .bind(clean.as_ref().map(|s| s.min))
+    .bind(clean.as_ref().map(|s| s.max))
+    .bind(probed.as_ref().map(|s| s.mean))
+    .bind(
+        w.failure
+            .as_ref()
+            .map(|f| format!("{}: {}", f.phase, f.error)),
+    )
+    .execute(&mut **tx)
+    .await
+    .with_context(|| format!("cannot insert workload {}", w.name))?;
+    // Many rows per statement: a default-suite run has hundreds of paths.
+    const ROWS: usize = 200;
+    for chunk in w.attribution.chunks(ROWS) {
+        let mut sql = String::from(
+            "INSERT INTO paths (run_id, workload, kind, name, parent, lsm, calls_per_op, \
+             ns_per_call, ns_per_op, corrected_ns_per_op, share) VALUES ",
+        );
+        for i in 0..chunk.len() {
+            let n = i * 11;
+            let row: Vec<String> = (1..=11).map(|k| format!("${}", n + k)).collect();
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql += &format!("({})", row.join(", "));
+        }
+        sql += " ON CONFLICT (run_id, workload, kind, name, parent) DO NOTHING";
+        let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
+        for row in chunk {
+            query = query
+                .bind(run_id)
+                .bind(&w.name)
+                .bind(path_kind(row.kind))
+                .bind(&row.name)
+                .bind(row.parent.clone().unwrap_or_default())
+                .bind(row.lsm.clone().unwrap_or_default())
+                .bind(row.calls_per_op)
+                .bind(row.ns_per_call)
+                .bind(row.ns_per_op)
+                .bind(row.corrected_ns_per_op)
+                .bind(row.share);
+        }
+        query
+            .execute(&mut **tx)
+            .await
+            .with_context(|| format!("cannot insert the paths of {}", w.name))?;
+    }
+    Ok(())
+}
+
+fn path_kind(kind: PathKind) -> &'static str {
+    match kind {
+        PathKind::Syscall => "syscall",
+        PathKind::Hook => "hook",
+        PathKind::Lsm => "lsm",
+        PathKind::TaskPath => "task_path",
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// An exclusive `flock` on a file, released when dropped (with the file).
+struct FileLock {
+    _file: std::fs::File,
+}
+
+impl FileLock {
+    fn take(path: &std::path::Path) -> Result<FileLock> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("cannot lock {}", path.display()));
+        }
+        Ok(FileLock { _file: file })
+    }
+}

@@ -1,0 +1,178 @@
+//! `hookprof runs`: what the results store holds (all of it, or what a selector picks), as a
+//! table or JSON; `--add FILE...` records results files made elsewhere or before the store.
+use std::{path::PathBuf, process::ExitCode, time::Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{
+    block_on, db::RunRow, location::StoreArgs, open_for_reading, select::Selector, timing,
+    RecordArgs, Recorded,
+};
+use crate::{
+    output::{self, Document, Exporter, Format},
+    results::{files_named, Results},
+};
+
+#[derive(clap::Args, Debug)]
+pub struct RunsArgs {
+    /// Only the runs this selector picks: label:L, kernel:RELEASE, machine:ID, host:NAME,
+    /// lsm:LIST, command:run|stat|ab|add, version:V, meta:KEY=VALUE, baseline:NAME, run:ID,
+    /// last:N (values take * and ?; terms joined by commas must all match).
+    #[arg(value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Record these results files (or the *.json in these directories) in the store, each
+    /// once however often it is added.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "selector")]
+    pub add: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// KEY=VALUE recorded with each added file. Repeatable.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_meta, requires = "add")]
+    pub meta: Vec<(String, String)>,
+    #[arg(long, default_value = "text", value_parser = Format::parser(RunList::FORMATS))]
+    pub format: Format,
+}
+
+pub fn execute(args: &RunsArgs) -> Result<ExitCode> {
+    let url = args.store.required()?;
+    if !args.add.is_empty() {
+        return add(args, &url);
+    }
+    let selector = match &args.selector {
+        Some(text) => Selector::parse(text).unwrap_or_else(|| {
+            Err(anyhow::anyhow!(
+                "selector {text}: give KEY:VALUE terms: {}",
+                super::select::SYNTAX
+            ))
+        })?,
+        None => Selector::default(),
+    };
+    let runs = block_on(async {
+        let mut db = open_for_reading(&url)
+            .await
+            .map_err(|e| e.context(format!("results store {}", url.shown())))?;
+        db.list(&selector).await
+    })?;
+    print!("{}", output::render(&RunList { runs }, args.format)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stores files under an id made from their contents, so adding a file again stores nothing.
+fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
+    let record = RecordArgs {
+        meta: args.meta.clone(),
+        ..RecordArgs::default()
+    };
+    let mut runs = Vec::new();
+    for path in &args.add {
+        for file in files_named(path)? {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", file.display()))?;
+            let results = Results::parse(&text, &file.display().to_string())?;
+            let mut run = Recorded::new("add", &record, results);
+            run.run_id = content_id(&text);
+            runs.push(run);
+        }
+    }
+    block_on(async {
+        let started = Instant::now();
+        let mut db = open_for_reading(url)
+            .await
+            .map_err(|e| e.context(format!("results store {}", url.shown())))?;
+        for run in &runs {
+            db.insert(run).await?;
+        }
+        timing(started, runs.len());
+        Ok(())
+    })?;
+    eprintln!(
+        "hookprof: {} results file(s) in {}",
+        runs.len(),
+        url.shown()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run id from a file's bytes (FNV-1a, 128 bits): the same file, the same id.
+fn content_id(text: &str) -> String {
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let mut hash: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for b in text.bytes() {
+        hash = (hash ^ u128::from(b)).wrapping_mul(PRIME);
+    }
+    format!("{hash:032x}")
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct RunList {
+    runs: Vec<RunRow>,
+}
+
+impl Document for RunList {
+    const FORMATS: &'static [Format] = &[Format::Text, Format::Json];
+    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+        match format {
+            Format::Text => Some(&output::Text),
+            Format::Json => Some(&output::Json),
+            _ => None,
+        }
+    }
+}
+
+impl Exporter<RunList> for output::Json {
+    fn serialize(&self, doc: &RunList) -> Result<Vec<u8>> {
+        output::pretty_json(doc)
+    }
+}
+
+impl Exporter<RunList> for output::Text {
+    fn serialize(&self, doc: &RunList) -> Result<Vec<u8>> {
+        let mut table = comfy_table::Table::new();
+        table
+            .load_preset(comfy_table::presets::NOTHING)
+            .set_header([
+                "run",
+                "started (UTC)",
+                "command",
+                "label",
+                "kernel",
+                "host",
+                "workloads",
+                "complete",
+            ]);
+        for r in &doc.runs {
+            table.add_row([
+                super::select::short(&r.run_id).to_string(),
+                utc(r.started_at),
+                r.command.clone(),
+                r.label.clone(),
+                r.kernel_release.clone(),
+                r.hostname.clone(),
+                r.workloads.to_string(),
+                if r.complete { "yes" } else { "no" }.to_string(),
+            ]);
+        }
+        Ok(format!("{table}\n{} run(s)\n", doc.runs.len()).into_bytes())
+    }
+}
+
+/// Unix seconds as an RFC 3339 time (imports without a start time show as 1970).
+fn utc(seconds: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_keeps_its_id_and_another_gets_another() {
+        assert_eq!(content_id("{}"), content_id("{}"));
+        assert_ne!(content_id("{}"), content_id("{ }"));
+        assert_eq!(content_id("").len(), 32);
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+    }
+}

@@ -1,0 +1,87 @@
+//! The spool: a run the store could not take (a server down, a network gone) waits here as
+//! one JSON file, named by its run id, until a later call reaches the same store. The id
+//! makes the push idempotent: a run pushed twice (the file could not be removed) is stored
+//! once.
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{location::Url, Recorded};
+use crate::results::write_atomically;
+
+/// Overrides the spool directory (default: `spool` in hookprof's XDG data directory).
+pub const DIR_ENV: &str = "HOOKPROF_SPOOL";
+
+/// A spooled run and the store it is for (without its password).
+#[derive(Serialize, Deserialize)]
+struct Spooled {
+    store: String,
+    run: Recorded,
+}
+
+fn dir() -> Result<PathBuf> {
+    match std::env::var_os(DIR_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(super::location::data_dir()?.join("spool")),
+    }
+}
+
+/// Writes `run` into the spool and returns its file.
+pub fn keep(url: &Url, run: &Recorded) -> Result<PathBuf> {
+    let dir = dir()?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("spool: cannot create {}", dir.display()))?;
+    let path = dir.join(format!("{}.json", run.run_id));
+    let spooled = Spooled {
+        store: url.shown(),
+        run: run.clone(),
+    };
+    write_atomically(&path, serde_json::to_string(&spooled)?.as_bytes())
+        .with_context(|| format!("spool: cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The spooled runs for `url`, oldest first; unreadable files are left where they are, with
+/// a warning.
+pub fn pending(url: &Url) -> Vec<(PathBuf, Recorded)> {
+    let Ok(dir) = dir() else {
+        return Vec::new();
+    };
+    let Ok(files) = crate::results::json_files(&dir) else {
+        return Vec::new(); // no spool yet
+    };
+    let shown = url.shown();
+    let mut runs: Vec<(PathBuf, Recorded)> = files
+        .into_iter()
+        .filter_map(|path| match read(&path) {
+            Ok(s) if s.store == shown => Some((path, s.run)),
+            Ok(_) => None, // for another store
+            Err(e) => {
+                eprintln!("hookprof: warning: spool: {e:#}; left as it is");
+                None
+            }
+        })
+        .collect();
+    runs.sort_by_key(|(_, r)| r.results.environment.started_at);
+    runs
+}
+
+fn read(path: &Path) -> Result<Spooled> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a spooled run", path.display()))
+}
+
+/// Removes a pushed run's file (another process may have pushed and removed it first).
+pub fn remove(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            eprintln!(
+                "hookprof: warning: spool: cannot remove {} ({e}); it is stored, and a second \
+                 push stores nothing",
+                path.display()
+            );
+        }
+    }
+}
