@@ -124,7 +124,17 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             .map(|(_, r)| r)
             .collect())
     };
-    let old = side(&old_path)?;
+    let old = side(&old_path).map_err(|e| match &args.baseline {
+        // Neither a directory nor a stored baseline of that name: say how to make one.
+        Some(name) => e.context(format!(
+            "no baseline '{name}' in {} or the results store (save one with `hookprof run \
+             --save-baseline {name}`)",
+            baseline::root(args.baseline_dir.as_deref())
+                .map(|r| r.display().to_string())
+                .unwrap_or_default()
+        )),
+        None => e,
+    })?;
     let new = side(&new_path)?;
     print_comparison(&old, &new, &criteria, &args.options)
 }
