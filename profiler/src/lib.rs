@@ -27,6 +27,7 @@ pub mod stat;
 pub mod stats;
 pub mod store;
 pub mod versus;
+pub mod top;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.
