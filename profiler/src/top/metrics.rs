@@ -1,7 +1,9 @@
 //! `--listen ADDR:PORT`: what `top` has counted since it started, as OpenMetrics for Prometheus
 //! to scrape: per group, path, hook and LSM a call counter, a time counter and a latency
-//! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps. The exposition is
-//! rendered once per interval; the server thread hands out the latest.
+//! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps. A scraper that asks
+//! for OpenMetrics (Prometheus does) gets it; others (curl, `promtool check metrics`) get the
+//! Prometheus text format of the same totals. Both are rendered once per interval; the server
+//! thread hands out the latest.
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
@@ -73,14 +75,112 @@ impl Totals {
         }
     }
 
+    /// The totals in both formats.
+    pub fn render(&self) -> Result<Exposition> {
+        Ok(Exposition {
+            open_metrics: self.open_metrics()?,
+            text: self.text()?,
+        })
+    }
+
     /// The OpenMetrics text exposition.
-    pub fn render(&self) -> Result<String> {
+    fn open_metrics(&self) -> Result<String> {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self.clone()));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry)
             .map_err(|_| anyhow!("encode the metrics"))?;
         Ok(text)
+    }
+
+    /// The Prometheus text format (0.0.4): the same series, counters named with `_total`.
+    fn text(&self) -> Result<String> {
+        use prometheus::proto::{
+            Bucket, Counter, Histogram, LabelPair, Metric, MetricFamily, MetricType as Type,
+        };
+        let family = |name: &str, help: &str, kind: Type, value: &dyn Fn(&Total) -> Metric| {
+            let mut f = MetricFamily::default();
+            f.set_name(name.into());
+            f.set_help(help.into());
+            f.set_field_type(kind);
+            f.set_metric(
+                self.series
+                    .iter()
+                    .map(|(labels, t)| {
+                        let mut m = value(t);
+                        m.set_label(
+                            self.labels(labels)
+                                .into_iter()
+                                .map(|(k, v)| {
+                                    let mut pair = LabelPair::default();
+                                    pair.set_name(k.into());
+                                    pair.set_value(v);
+                                    pair
+                                })
+                                .collect(),
+                        );
+                        m
+                    })
+                    .collect(),
+            );
+            f
+        };
+        let counter = |v: f64| {
+            let mut c = Counter::default();
+            c.set_value(v);
+            let mut m = Metric::default();
+            m.set_counter(c);
+            m
+        };
+        let bounds = bucket_bounds();
+        let families = [
+            family(
+                "hookprof_path_calls_total",
+                CALLS_HELP,
+                Type::COUNTER,
+                &|t| counter(t.calls as f64),
+            ),
+            family(
+                "hookprof_path_time_seconds_total",
+                TIME_HELP,
+                Type::COUNTER,
+                &|t| counter(t.total_ns as f64 / 1e9),
+            ),
+            family(
+                "hookprof_path_latency_seconds",
+                LATENCY_HELP,
+                Type::HISTOGRAM,
+                &|t| {
+                    let mut h = Histogram::default();
+                    h.set_sample_count(t.timed);
+                    h.set_sample_sum(t.total_ns as f64 / 1e9);
+                    // The encoder adds +Inf (the sample count) itself.
+                    let mut cumulative = 0;
+                    h.set_bucket(
+                        bounds[..HIST_BUCKETS - 1]
+                            .iter()
+                            .zip(t.histogram)
+                            .map(|(&bound, n)| {
+                                cumulative += n;
+                                let mut b = Bucket::default();
+                                b.set_upper_bound(bound);
+                                b.set_cumulative_count(cumulative);
+                                b
+                            })
+                            .collect(),
+                    );
+                    let mut m = Metric::default();
+                    m.set_histogram(h);
+                    m
+                },
+            ),
+        ];
+        // The encoder refuses a family without series (before anything was counted).
+        let families: Vec<MetricFamily> = families
+            .into_iter()
+            .filter(|f| !f.get_metric().is_empty())
+            .collect();
+        Ok(prometheus::TextEncoder::new().encode_to_string(&families)?)
     }
 
     fn labels(&self, (group, kind, path, parent, lsm): &Labels) -> Vec<(&'static str, String)> {
@@ -117,11 +217,13 @@ fn bucket_bounds() -> [f64; HIST_BUCKETS] {
     bounds
 }
 
+const CALLS_HELP: &str = "Calls into the path by the group's tasks";
+const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
+const LATENCY_HELP: &str = "Latency of the path's timed calls";
+
 impl Collector for Totals {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let calls = "Calls into the path by the group's tasks";
-        let seconds = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
-        let latency = "Latency of the path's timed calls";
+        let (calls, seconds, latency) = (CALLS_HELP, TIME_HELP, LATENCY_HELP);
         {
             let mut family = encoder.encode_descriptor(
                 "hookprof_path_calls",
@@ -167,18 +269,26 @@ impl Collector for Totals {
     }
 }
 
+/// The totals as each format renders them.
+#[derive(Debug, Clone, Default)]
+pub struct Exposition {
+    pub open_metrics: String,
+    pub text: String,
+}
+
 /// The HTTP endpoint: `GET /metrics` answers with the latest exposition.
 pub struct Endpoint {
-    exposition: Arc<Mutex<String>>,
+    exposition: Arc<Mutex<Exposition>>,
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
 }
 
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 impl Endpoint {
     /// Listens on `addr`, serving `first` until the first `publish`.
-    pub fn listen(addr: SocketAddr, first: String) -> Result<Endpoint> {
+    pub fn listen(addr: SocketAddr, first: Exposition) -> Result<Endpoint> {
         let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--listen {addr}: {e}"))?;
         let server = Arc::new(server);
         let exposition = Arc::new(Mutex::new(first));
@@ -201,9 +311,9 @@ impl Endpoint {
             .map_or_else(|| "?".into(), |a| a.to_string())
     }
 
-    pub fn publish(&self, text: String) {
+    pub fn publish(&self, exposition: Exposition) {
         if let Ok(mut e) = self.exposition.lock() {
-            *e = text;
+            *e = exposition;
         }
     }
 }
@@ -217,13 +327,21 @@ impl Drop for Endpoint {
     }
 }
 
-fn serve(server: &tiny_http::Server, exposition: &Mutex<String>) {
+fn serve(server: &tiny_http::Server, exposition: &Mutex<Exposition>) {
     for request in server.incoming_requests() {
         let path = request.url().split('?').next().unwrap_or_default();
         let response = if path == "/metrics" && *request.method() == tiny_http::Method::Get {
-            let body = exposition.lock().map(|e| e.clone()).unwrap_or_default();
-            let header = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE)
-                .expect("a valid header");
+            let open_metrics = request.headers().iter().any(|h| {
+                h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
+            });
+            let e = exposition.lock().map(|e| e.clone()).unwrap_or_default();
+            let (body, kind) = if open_metrics {
+                (e.open_metrics, OPEN_METRICS)
+            } else {
+                (e.text, TEXT)
+            };
+            let header =
+                tiny_http::Header::from_bytes("Content-Type", kind).expect("a valid header");
             tiny_http::Response::from_string(body).with_header(header)
         } else {
             tiny_http::Response::from_string("hookprof serves /metrics\n").with_status_code(404)
@@ -261,7 +379,8 @@ mod tests {
         let mut totals = Totals::new(GroupBy::Cgroup);
         totals.add(&[row("getppid", 10, 1_000)]);
         totals.add(&[row("getppid", 5, 500)]);
-        let text = totals.render().unwrap();
+        let rendered = totals.render().unwrap();
+        let text = rendered.open_metrics;
         let series = r#"{cgroup="/a.slice",kind="syscall",path="getppid"}"#;
         assert!(
             text.contains(&format!("hookprof_path_calls_total{series} 15")),
@@ -284,6 +403,28 @@ mod tests {
         );
         assert!(text.contains(r#"path="getppid",le="+Inf"} 15"#), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+        // The older text format: the same series, HELP and TYPE named as the samples are.
+        let old = rendered.text;
+        assert!(
+            old.contains("# TYPE hookprof_path_calls_total counter"),
+            "{old}"
+        );
+        assert!(
+            old.contains(&format!("hookprof_path_calls_total{series} 15")),
+            "{old}"
+        );
+        assert!(
+            old.contains(r#"path="getppid",le="0.000000007"} 15"#),
+            "{old}"
+        );
+        assert!(old.contains(r#"path="getppid",le="+Inf"} 15"#), "{old}");
+    }
+
+    #[test]
+    fn nothing_counted_yet_renders_in_both_formats() {
+        let rendered = Totals::new(GroupBy::Comm).render().unwrap();
+        assert!(rendered.open_metrics.ends_with("# EOF\n"));
+        assert_eq!(rendered.text, "");
     }
 
     #[test]

@@ -130,6 +130,8 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         None => None,
     };
     probes.attach().context("attach the probes")?;
+    // The first reading is the baseline: what is counted from the line below on is shown.
+    let baseline = probes.reading()?;
     eprintln!(
         "hookprof: top: counting {} every {} s{}",
         chosen.label,
@@ -141,17 +143,25 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     );
     let mut recording = Vec::new();
     let names = GroupNames::new(args.by);
-    let watched = watch(args, &mut probes, view, &chosen.label, &names, |interval| {
-        totals.add(&interval.rows);
-        if let Some(e) = &endpoint {
-            e.publish(totals.render()?);
-        }
-        if destination.is_some() {
-            serde_json::to_writer(&mut recording, interval)?;
-            recording.push(b'\n');
-        }
-        Ok(())
-    });
+    let watched = watch(
+        args,
+        &mut probes,
+        baseline,
+        view,
+        &chosen.label,
+        &names,
+        |interval| {
+            totals.add(&interval.rows);
+            if let Some(e) = &endpoint {
+                e.publish(totals.render()?);
+            }
+            if destination.is_some() {
+                serde_json::to_writer(&mut recording, interval)?;
+                recording.push(b'\n');
+            }
+            Ok(())
+        },
+    );
     // Everything is detached before anything else can fail.
     probes.detach();
     drop(probes);
@@ -221,11 +231,12 @@ impl Probes {
     }
 }
 
-/// The interval loop: a reading per tick, an interval printed per pair of readings, until the
-/// count, Ctrl-C, SIGTERM or the view's quit key.
+/// The interval loop: from the baseline, a reading per tick and an interval printed per pair
+/// of readings, until the count, Ctrl-C, SIGTERM or the view's quit key.
 fn watch(
     args: &TopArgs,
     probes: &mut Probes,
+    baseline: Reading,
     mut view: View,
     label: &str,
     names: &GroupNames,
@@ -243,14 +254,16 @@ fn watch(
         let mut tick = tokio::time::interval(Duration::from_secs_f64(args.interval));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
-        let mut earlier = probes.reading()?;
+        let mut earlier = baseline;
         for n in 1.. {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = interrupt.recv() => return Ok(Ending::Interrupted),
-                _ = terminate.recv() => return Ok(Ending::Interrupted),
-                _ = quit.recv() => return Ok(Ending::Done),
-            }
+            // An interrupt ends the loop after one last, shorter interval: what the probes
+            // counted since the last tick is printed and recorded too.
+            let ending = tokio::select! {
+                _ = tick.tick() => None,
+                _ = interrupt.recv() => Some(Ending::Interrupted),
+                _ = terminate.recv() => Some(Ending::Interrupted),
+                _ = quit.recv() => Some(Ending::Done),
+            };
             let mut now = probes.reading()?;
             let interval = Interval {
                 interval: n,
@@ -265,6 +278,9 @@ fn watch(
             };
             view.show(&interval)?;
             each(&interval)?;
+            if let Some(ending) = ending {
+                return Ok(ending);
+            }
             // Keys idle for a whole interval are dropped from the map (it keeps room for new
             // groups) and from the reading (a key the programs re-create starts from zero).
             let idle = interval::idle(&earlier, &now);
