@@ -380,7 +380,7 @@ mod tests {
         totals.add(&[row("getppid", 10, 1_000)]);
         totals.add(&[row("getppid", 5, 500)]);
         let rendered = totals.render().unwrap();
-        let text = rendered.open_metrics;
+        let text = rendered.open_metrics.clone();
         let series = r#"{cgroup="/a.slice",kind="syscall",path="getppid"}"#;
         assert!(
             text.contains(&format!("hookprof_path_calls_total{series} 15")),
@@ -392,19 +392,27 @@ mod tests {
             )),
             "{text}"
         );
-        // Bucket 3 holds 4..7 ns: le 7e-9 has them all, le 3e-9 none.
-        assert!(
-            text.contains(r#"path="getppid",le="0.000000007"} 15"#),
-            "{text}"
-        );
-        assert!(
-            text.contains(r#"path="getppid",le="0.000000003"} 0"#),
-            "{text}"
-        );
-        assert!(text.contains(r#"path="getppid",le="+Inf"} 15"#), "{text}");
+        // Bucket 3 holds 4..7 ns: le 7 ns has them all, le 3 ns none.
+        // (The two formats write the bounds differently: compared as numbers.)
+        let bucket = |text: &str, le: f64| -> u64 {
+            let line = text
+                .lines()
+                .filter(|l| l.starts_with("hookprof_path_latency_seconds_bucket{"))
+                .find(|l| {
+                    let bound = l.split("le=\"").nth(1).and_then(|v| v.split('"').next());
+                    bound.and_then(|b| b.replace("+Inf", "inf").parse::<f64>().ok()) == Some(le)
+                })
+                .unwrap_or_else(|| panic!("no bucket le={le} in {text}"));
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        for format in [&rendered.open_metrics, &rendered.text] {
+            assert_eq!(bucket(format, 7e-9), 15);
+            assert_eq!(bucket(format, 3e-9), 0);
+            assert_eq!(bucket(format, f64::INFINITY), 15);
+        }
         assert!(text.ends_with("# EOF\n"), "{text}");
         // The older text format: the same series, HELP and TYPE named as the samples are.
-        let old = rendered.text;
+        let old = rendered.text.clone();
         assert!(
             old.contains("# TYPE hookprof_path_calls_total counter"),
             "{old}"
