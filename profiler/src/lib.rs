@@ -26,8 +26,8 @@ pub mod scratch;
 pub mod stat;
 pub mod stats;
 pub mod store;
-pub mod versus;
 pub mod top;
+pub mod versus;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.

@@ -29,13 +29,13 @@ use self::{
 use crate::{
     environment,
     output::Format,
-    probe_setup::require_bpf_privileges,
     probes::{
         catalog::Target,
         selection::{self, Selection},
         GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
     },
     results::destination::Destination,
+    run::probe_setup::require_bpf_privileges,
 };
 
 #[derive(clap::Args, Debug)]
