@@ -68,6 +68,10 @@ mod policy;
 #[path = "guest_timing.rs"]
 mod timing;
 
+/// `top` with hooks timed: Landlock's function under its hook, per cgroup.
+#[path = "guest_top.rs"]
+mod top;
+
 /// The catalog says fentry, fexit and BPF LSM programs work on this kernel.
 #[test]
 fn hooks_reports_fentry_fexit_and_lsm_available() {

@@ -57,8 +57,51 @@ pub mod event {
     /// entered before they were last attached (a peer blocked across samples): its entry's
     /// time belongs to an earlier window, so it is not timed.
     pub const STALE_EXIT: u32 = 8;
-    pub const COUNT: u32 = 9;
+    /// `top`: a tally had no room in the aggregate map (too many groups and paths at once).
+    pub const AGGREGATE_FULL: u32 = 9;
+    pub const COUNT: u32 = 10;
 }
+
+/// Which tasks the probes count: the `SCOPE` global of the eBPF object, set at load.
+pub mod scope {
+    /// `run` and `stat`: the runners' tracking windows (the gate) and what they fork.
+    pub const GATE: u32 = 0;
+    /// `top`: every task on the machine but hookprof's own.
+    pub const SYSTEM: u32 = 1;
+    /// `top --cgroup`: the tasks in one cgroup and its descendants.
+    pub const CGROUP: u32 = 2;
+    /// `top --pid`: one process's threads and what it forks from then on.
+    pub const PID: u32 = 3;
+    /// `top --comm`: tasks with one command name.
+    pub const COMM: u32 = 4;
+}
+
+/// How `top` groups its tallies: the `GROUP_BY` global of the eBPF object.
+pub mod group_by {
+    pub const CGROUP: u32 = 0;
+    pub const COMM: u32 = 1;
+}
+
+/// The kernel's TASK_COMM_LEN: a command name and its NUL.
+pub const COMM_LEN: usize = 16;
+/// `top`'s aggregate map holds at most this many (group, path) tallies at once.
+pub const AGGREGATE_KEYS: u32 = 16384;
+/// `AggregateKey::path` of hook slot `s` is `HOOK_PATHS + s`: after the syscall numbers.
+pub const HOOK_PATHS: u32 = MAX_SYSCALLS;
+
+/// Where `top` adds a tally: one group (a cgroup, or a command name) and one timed path.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct AggregateKey {
+    /// The task's cgroup (v2) id when grouping by cgroup, else 0.
+    pub cgroup_id: u64,
+    /// The task's command name when grouping by command, else zeros.
+    pub comm: [u8; COMM_LEN],
+    /// A syscall number, or `HOOK_PATHS` plus a hook slot.
+    pub path: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<AggregateKey>() == 32);
 
 /// Per-CPU statistics of one timed path (a syscall number or a hook slot).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -126,6 +169,7 @@ mod pod {
     unsafe impl aya::Pod for super::Tally {}
     unsafe impl aya::Pod for super::LsmSlotConfig {}
     unsafe impl aya::Pod for super::SyscallInjectConfig {}
+    unsafe impl aya::Pod for super::AggregateKey {}
 }
 
 #[cfg(test)]

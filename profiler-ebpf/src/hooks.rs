@@ -18,7 +18,7 @@ use aya_log_ebpf::warn;
 use profiler_common::event;
 
 use crate::{
-    maps::{add_duration, count_call, count_event, entered_in_an_earlier_window, HOOKS},
+    maps::{add_duration, count_call, count_event, entered_in_an_earlier_window, Path},
     task_state::{self, MAX_DEPTH},
 };
 
@@ -30,11 +30,11 @@ static ENTRIES_ONLY: Global<u32> = Global::new(0);
 /// `ctx` is only handed to the log, which does not read it.
 #[inline(always)]
 fn hook_enter(ctx: *mut c_void, slot: u32) {
-    let Some(state) = task_state::current() else {
+    let Some(state) = task_state::entering() else {
         return;
     };
     if ENTRIES_ONLY.load() != 0 {
-        count_call(&HOOKS, slot);
+        count_call(Path::Hook(slot));
         return;
     }
     // Counted even when the stack is full: this call's probes still run inside its callers.
@@ -43,7 +43,7 @@ fn hook_enter(ctx: *mut c_void, slot: u32) {
     let Some(frame) = state.frame(depth) else {
         state.overflowed += 1;
         // Its exit will not be timed, so the call is counted here.
-        count_call(&HOOKS, slot);
+        count_call(Path::Hook(slot));
         count_event(event::STACK_FULL);
         warn!(
             ctx,
@@ -75,7 +75,7 @@ fn hook_exit(ctx: *mut c_void, slot: u32) {
         Some(f) if f.slot == slot => (f.start_ns, f.entries),
         // Its entry was never seen (attached mid-call) or another frame is on top.
         _ => {
-            count_call(&HOOKS, slot);
+            count_call(Path::Hook(slot));
             count_event(event::UNMATCHED_EXIT);
             warn!(
                 ctx,
@@ -88,12 +88,12 @@ fn hook_exit(ctx: *mut c_void, slot: u32) {
     };
     state.depth = depth as u32 - 1;
     if entered_in_an_earlier_window(start_ns) {
-        count_call(&HOOKS, slot);
+        count_call(Path::Hook(slot));
         count_event(event::STALE_EXIT);
         return;
     }
     let nested = state.entries.wrapping_sub(entries);
-    add_duration(&HOOKS, slot, 1, now.wrapping_sub(start_ns), nested);
+    add_duration(Path::Hook(slot), 1, now.wrapping_sub(start_ns), nested);
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.

@@ -17,7 +17,7 @@ use aya_ebpf::{
 use profiler_common::{SyscallInjectConfig, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
-    maps::{add_duration, SYSCALLS},
+    maps::{add_duration, Path},
     syscalls::{handle_gate, raw_args},
     task_state,
 };
@@ -71,7 +71,7 @@ fn try_inject_sys_exit(ctx: &RawTracePointContext) -> Result<i32, i32> {
         )
     };
     let waited = unsafe { bpf_ktime_get_ns() }.wrapping_sub(start);
-    add_duration(&SYSCALLS, nr, 1, waited, 0);
+    add_duration(Path::Syscall(nr), 1, waited, 0);
     Ok(0)
 }
 

@@ -1,6 +1,7 @@
 //! hookprof's kernel side. Entry points are thin; each probe family lives in its own module.
 //! Everything is scoped to tracked tasks (those with `task_state` storage), which the workload
-//! thread becomes through the gate syscall (see `syscalls`) and which children join at fork.
+//! thread becomes through the gate syscall (see `syscalls`) and which children join at fork;
+//! in `top`, tasks in its scope (see `scope`) become tracked on their first probed entry.
 #![no_std]
 #![no_main]
 
@@ -9,6 +10,7 @@ mod inject;
 mod lsm;
 mod maps;
 mod pair_parts;
+mod scope;
 mod syscalls;
 mod task_state;
 mod tasks;

@@ -14,8 +14,7 @@ use profiler_common::{
 
 use crate::{
     maps::{
-        add_duration, count_call, count_event, entered_in_an_earlier_window, GATE_OWNERS, HOOKS,
-        SYSCALLS,
+        add_duration, count_call, count_event, entered_in_an_earlier_window, Path, GATE_OWNERS,
     },
     task_state::{self, MAX_DEPTH},
 };
@@ -62,7 +61,7 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     if nr == SYS_IOCTL && handle_gate(ctx, regs) {
         return;
     }
-    let Some(state) = task_state::current_even_dormant() else {
+    let Some(state) = task_state::entering_even_dormant() else {
         return;
     };
     // A spawned child counts from its execve on: what precedes it is the launcher's set-up.
@@ -81,7 +80,7 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
         for i in 0..MAX_DEPTH {
             if i < depth as usize {
                 if let Some(frame) = state.frame(i) {
-                    count_call(&HOOKS, frame.slot);
+                    count_call(Path::Hook(frame.slot));
                 }
             }
         }
@@ -99,7 +98,7 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
         state.syscall_open = 0;
         return;
     }
-    count_call(&SYSCALLS, nr as u32);
+    count_call(Path::Syscall(nr as u32));
     state.syscall_nr = nr as u32;
     state.syscall_open = 1;
     state.syscall_entries = state.entries;
@@ -123,7 +122,7 @@ fn on_sys_exit() {
     }
     let elapsed = now.wrapping_sub(state.syscall_start_ns);
     let nested = state.entries.wrapping_sub(state.syscall_entries);
-    add_duration(&SYSCALLS, state.syscall_nr, 0, elapsed, nested);
+    add_duration(Path::Syscall(state.syscall_nr), 0, elapsed, nested);
 }
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.

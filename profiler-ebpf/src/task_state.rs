@@ -3,10 +3,14 @@
 //! and the kernel frees it with the task. One lookup on the current task (never creating)
 //! answers "is this task tracked?" and hands over its open syscall and its stack of open timed
 //! functions, so every exit is matched with its own task's entry at its own nesting level.
+//! In `top` a task in scope gets its entry on its first probed entry (see `scope`).
 use aya_ebpf::{
     bindings::{task_struct, BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE},
     helpers::{bpf_get_current_task_btf, bpf_task_storage_delete, bpf_task_storage_get},
 };
+use profiler_common::event;
+
+use crate::{maps::count_event, scope};
 
 /// Timed functions a task can have open at once (a syscall's hook, the LSM functions under it,
 /// a task path and the hooks it calls); deeper calls are counted, never timed.
@@ -104,6 +108,30 @@ pub fn current() -> Option<&'static mut TaskState> {
 #[inline(always)]
 pub fn current_even_dormant() -> Option<&'static mut TaskState> {
     lookup(unsafe { bpf_get_current_task_btf() }, 0)
+}
+
+/// As `current`, on an entry (a syscall or a timed function): in `top`, a task in scope that
+/// has no state yet is admitted here. In `run` this is `current`.
+#[inline(always)]
+pub fn entering() -> Option<&'static mut TaskState> {
+    entering_even_dormant().filter(|s| s.dormant == 0)
+}
+
+/// As `current_even_dormant`, admitting a task in `top`'s scope.
+#[inline(always)]
+pub fn entering_even_dormant() -> Option<&'static mut TaskState> {
+    let task = unsafe { bpf_get_current_task_btf() };
+    if let Some(state) = lookup(task, 0) {
+        return Some(state);
+    }
+    if !scope::admits_current() {
+        return None;
+    }
+    let state = track(task);
+    if state.is_none() {
+        count_event(event::TRACK_FULL);
+    }
+    state
 }
 
 /// Starts tracking `task` (or restarts it with nothing open); None if storage is exhausted.

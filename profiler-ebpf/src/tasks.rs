@@ -10,7 +10,7 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use profiler_common::event;
 
-use crate::{maps::count_event, task_state};
+use crate::{maps::count_event, scope, task_state};
 
 #[btf_tracepoint(function = "sched_process_fork")]
 pub fn fork_btf(ctx: BtfTracePointContext) -> i32 {
@@ -21,13 +21,13 @@ pub fn fork_btf(ctx: BtfTracePointContext) -> i32 {
 
 #[btf_tracepoint(function = "sched_process_exec")]
 pub fn exec_btf(_ctx: BtfTracePointContext) -> i32 {
-    count_if_tracked(event::EXEC);
+    on_exec();
     0
 }
 
 #[raw_tracepoint(tracepoint = "sched_process_exec")]
 pub fn exec_raw(_ctx: RawTracePointContext) -> i32 {
-    count_if_tracked(event::EXEC);
+    on_exec();
     0
 }
 
@@ -54,6 +54,9 @@ fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
     };
     let dormant = parent.spawning;
     count_event(event::FORK);
+    if !scope::follows_forks() {
+        return;
+    }
     match task_state::track(child) {
         Some(state) => state.dormant = dormant,
         None => {
@@ -63,6 +66,15 @@ fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
                 "no tracking storage for a forked child: it goes untracked"
             );
         }
+    }
+}
+
+/// Counts the exec; in `top --comm` a task whose new name is another leaves the scope.
+#[inline(always)]
+fn on_exec() {
+    count_if_tracked(event::EXEC);
+    if !scope::keeps_after_exec() {
+        task_state::untrack_current();
     }
 }
 

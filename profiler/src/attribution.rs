@@ -129,7 +129,7 @@ fn add_dispatch(rows: &mut [AttributionRow]) {
     }
 }
 
-fn function_kind(target: &Target) -> PathKind {
+pub fn function_kind(target: &Target) -> PathKind {
     if target.lsm.is_some() {
         PathKind::Lsm
     } else if target.function.starts_with("security_") {

@@ -26,6 +26,7 @@ pub mod scratch;
 pub mod stat;
 pub mod stats;
 pub mod store;
+pub mod top;
 pub mod versus;
 pub mod workloads;
 

@@ -2,7 +2,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat, store};
+use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat, store, top};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -44,6 +44,9 @@ enum Command {
     Hooks(inspect::HooksArgs),
     /// The probes' own cost on this kernel.
     Calibrate(inspect::CalibrateArgs),
+    /// Live: time in syscalls, security hooks, LSM functions and task paths, per cgroup or
+    /// command, each interval (a terminal view, JSON lines, an OpenMetrics endpoint).
+    Top(Box<top::TopArgs>),
     /// The process that does the measured work, started by `run` (not for direct use).
     #[command(name = "__runner", hide = true)]
     Runner(runner::serve::RunnerArgs),
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Import(cmd) => import::execute(&cmd),
         Command::Hooks(args) => inspect::hooks(&args),
         Command::Calibrate(args) => inspect::calibrate(&args),
+        Command::Top(args) => top::top(&args),
     };
     match result {
         Ok(code) => code,

@@ -34,6 +34,10 @@ const APT_PACKAGES: &[&str] = &[
     "python3-venv",
     // the results store's tests start a PostgreSQL server of their own
     "postgresql",
+    // top's tests: promtool (above) checks the endpoint, curl scrapes it, tmux hosts the
+    // terminal view
+    "curl",
+    "tmux",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// KernelCI's schema package (PyPI), whose validator the KCIDB export tests run.

@@ -7,7 +7,10 @@ use aya::{
 };
 
 use super::{
-    refusal, refusal::reason, Attachment, KernelBtf, Kind, ProbePlan, Probes, Target, USER_SLOTS,
+    aggregate::{Globals, GroupBy, Scope},
+    refusal,
+    refusal::reason,
+    Attachment, KernelBtf, Kind, ProbePlan, Probes, Target, USER_SLOTS,
 };
 use crate::results::Refusal;
 
@@ -25,17 +28,31 @@ pub(super) fn aya_btf() -> Result<&'static aya::Btf> {
 impl Probes {
     /// Loads every program of the plan; refusals are recorded, not fatal.
     pub fn load(plan: &ProbePlan, kernel: &KernelBtf) -> Result<Probes> {
+        Probes::load_scoped(plan, kernel, &Scope::Gate, GroupBy::Cgroup)
+    }
+
+    /// As `load`, counting the tasks of `scope` (`top`), with tallies grouped `by`.
+    pub fn load_scoped(
+        plan: &ProbePlan,
+        kernel: &KernelBtf,
+        scope: &Scope,
+        by: GroupBy,
+    ) -> Result<Probes> {
         supported_architecture(std::env::consts::ARCH)?;
         raise_memlock_limit();
         raise_open_files_limit();
         let btf = aya_btf()?;
         let entries_only = u32::from(plan.entries_only);
-        let ebpf = EbpfLoader::new()
-            // The BTF parsed once for the process, not a copy per load (tens of MB each).
+        let globals = Globals::new(scope, by);
+        let mut loader = EbpfLoader::new();
+        // The BTF parsed once for the process, not a copy per load (tens of MB each).
+        loader
             .btf(Some(btf))
             // The per-task state map is task storage, which only the programs use.
             .allow_unsupported_maps()
-            .override_global("ENTRIES_ONLY", &entries_only, true)
+            .override_global("ENTRIES_ONLY", &entries_only, true);
+        globals.set(&mut loader);
+        let ebpf = loader
             .load(crate::ebpf_object())
             .context("load hookprof's eBPF object")?;
         let mut probes = Probes {

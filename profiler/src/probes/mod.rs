@@ -1,7 +1,8 @@
 //! hookprof's eBPF object on the user side: `load` loads it and its programs (recording what
 //! the kernel refuses), `attach` attaches and detaches them through owned links, `snapshot`
 //! reads what they counted. Around them: the hook catalog from BTF, program selection, the
-//! ground-truth LSM programs and calibration.
+//! ground-truth LSM programs and calibration; `aggregate` is `top`'s scope and its tallies.
+mod aggregate;
 mod attach;
 mod btf;
 pub mod calibration;
@@ -26,11 +27,12 @@ const CALIBRATION_SLOT: usize = USER_SLOTS;
 
 use self::calibration::Correction;
 pub use self::{
+    aggregate::{GroupBy, Scope},
     btf::{KernelBtf, VMLINUX_BTF},
     catalog::Target,
     lsm::lsm_hook_of,
     refusal::reason,
-    snapshot::{tally_sum, Snapshot},
+    snapshot::{tally_since, tally_sum, Snapshot},
     syscall_injection::{GateOwners, SyscallInjection},
 };
 use crate::results::{ProbeRecord, ProbeReport, Refusal};

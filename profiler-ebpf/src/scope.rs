@@ -1,0 +1,86 @@
+//! Which tasks `top` counts, set at load as read-only globals (the verifier then drops the
+//! modes not chosen). `run` and `stat` keep the gate (`scope::GATE`): a task counts once the
+//! gate or a tracked parent's fork gave it state, and nothing is admitted here. `top` admits a
+//! task in its scope on the task's first probed entry (a syscall or a timed function).
+use aya_ebpf::{
+    helpers::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid},
+    Global,
+};
+use profiler_common::{scope, COMM_LEN};
+
+#[unsafe(no_mangle)]
+static SCOPE: Global<u32> = Global::new(scope::GATE);
+/// hookprof's own process: never admitted (its map reads are not the machine's load).
+#[unsafe(no_mangle)]
+static SELF_TGID: Global<u32> = Global::new(0);
+/// `scope::PID`: the process.
+#[unsafe(no_mangle)]
+static SCOPE_TGID: Global<u32> = Global::new(0);
+/// `scope::CGROUP`: the cgroup's id and its depth below the root (the root is level 0).
+#[unsafe(no_mangle)]
+static SCOPE_CGROUP: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static SCOPE_CGROUP_LEVEL: Global<u32> = Global::new(0);
+/// `scope::COMM`: the command name, NUL-padded.
+#[unsafe(no_mangle)]
+static SCOPE_COMM: Global<[u8; COMM_LEN]> = Global::new([0; COMM_LEN]);
+
+/// True in `top`: tallies go to the aggregate map, per group and path.
+#[inline(always)]
+pub fn is_top() -> bool {
+    SCOPE.load() != scope::GATE
+}
+
+/// Whether the current task, which has no state yet, is in `top`'s scope.
+#[inline(always)]
+pub fn admits_current() -> bool {
+    let mode = SCOPE.load();
+    if mode == scope::GATE {
+        return false;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if tgid == SELF_TGID.load() {
+        return false;
+    }
+    match mode {
+        scope::SYSTEM => true,
+        scope::PID => tgid == SCOPE_TGID.load(),
+        // The task's ancestor at the cgroup's level is the cgroup itself for every task in
+        // its subtree.
+        scope::CGROUP => {
+            let level = SCOPE_CGROUP_LEVEL.load() as i32;
+            let ancestor = unsafe { bpf_get_current_ancestor_cgroup_id(level) };
+            ancestor == SCOPE_CGROUP.load()
+        }
+        scope::COMM => has_scope_comm(),
+        _ => false,
+    }
+}
+
+/// Whether a tracked task's children are tracked from their fork: not by command name, where
+/// a child counts once it runs (or is) the named command.
+#[inline(always)]
+pub fn follows_forks() -> bool {
+    SCOPE.load() != scope::COMM
+}
+
+/// After an exec: whether the task stays in scope (only a command name can change).
+#[inline(always)]
+pub fn keeps_after_exec() -> bool {
+    SCOPE.load() != scope::COMM || has_scope_comm()
+}
+
+/// Compared as two words: a byte-array comparison would call memcmp, which BPF has not.
+#[inline(always)]
+fn has_scope_comm() -> bool {
+    let Ok(comm) = bpf_get_current_comm() else {
+        return false;
+    };
+    words(&comm) == words(&SCOPE_COMM.load())
+}
+
+#[inline(always)]
+fn words(comm: &[u8; COMM_LEN]) -> [u64; 2] {
+    // SAFETY: 16 bytes read as two u64s, unaligned.
+    unsafe { core::ptr::read_unaligned(comm.as_ptr() as *const [u64; 2]) }
+}

@@ -1,0 +1,121 @@
+//! `top`'s side of the probes: which tasks they count (a `Scope`, set in the object's read-only
+//! globals before it loads) and how the tallies are grouped, and reading the aggregate map the
+//! programs fill per (group, path).
+use anyhow::{Context, Result};
+use aya::{
+    maps::{MapData, PerCpuHashMap},
+    EbpfLoader,
+};
+use profiler_common::{group_by, scope, AggregateKey, Tally, COMM_LEN};
+
+use super::{snapshot::tally_sum, Probes};
+
+/// Which tasks the probes count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// `run` and `stat`: the runners' tracking windows and what they fork.
+    Gate,
+    /// Every task but hookprof's own.
+    System,
+    /// The tasks of a cgroup (v2) and its descendants: its id and its depth below the root.
+    Cgroup { id: u64, level: u32 },
+    /// One process's threads, and the processes it forks from then on.
+    Pid(u32),
+    /// Tasks whose command name is this (NUL-padded).
+    Comm([u8; COMM_LEN]),
+}
+
+/// What a tally's group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    Cgroup,
+    Comm,
+}
+
+/// The globals that make the object count `scope`, grouped `by`, for `loader` (which borrows
+/// them until it loads).
+pub(super) struct Globals {
+    mode: u32,
+    self_tgid: u32,
+    tgid: u32,
+    cgroup: u64,
+    cgroup_level: u32,
+    comm: [u8; COMM_LEN],
+    group_by: u32,
+}
+
+impl Globals {
+    pub(super) fn new(scope: &Scope, by: GroupBy) -> Globals {
+        let mut g = Globals {
+            mode: scope::GATE,
+            self_tgid: std::process::id(),
+            tgid: 0,
+            cgroup: 0,
+            cgroup_level: 0,
+            comm: [0; COMM_LEN],
+            group_by: match by {
+                GroupBy::Cgroup => group_by::CGROUP,
+                GroupBy::Comm => group_by::COMM,
+            },
+        };
+        g.mode = match *scope {
+            Scope::Gate => scope::GATE,
+            Scope::System => scope::SYSTEM,
+            Scope::Cgroup { id, level } => {
+                (g.cgroup, g.cgroup_level) = (id, level);
+                scope::CGROUP
+            }
+            Scope::Pid(tgid) => {
+                g.tgid = tgid;
+                scope::PID
+            }
+            Scope::Comm(comm) => {
+                g.comm = comm;
+                scope::COMM
+            }
+        };
+        g
+    }
+
+    pub(super) fn set<'a>(&'a self, loader: &mut EbpfLoader<'a>) {
+        loader
+            .override_global("SCOPE", &self.mode, true)
+            .override_global("SELF_TGID", &self.self_tgid, true)
+            .override_global("SCOPE_TGID", &self.tgid, true)
+            .override_global("SCOPE_CGROUP", &self.cgroup, true)
+            .override_global("SCOPE_CGROUP_LEVEL", &self.cgroup_level, true)
+            .override_global("SCOPE_COMM", &self.comm[..], true)
+            .override_global("GROUP_BY", &self.group_by, true);
+    }
+}
+
+impl Probes {
+    /// Every (group, path) tally the programs hold, each summed over the CPUs. The tallies only
+    /// grow: what happened in an interval is the difference of two readings.
+    pub fn aggregate(&self) -> Result<Vec<(AggregateKey, Tally)>> {
+        let map: PerCpuHashMap<&MapData, AggregateKey, Tally> =
+            PerCpuHashMap::try_from(self.ebpf.map("AGGREGATE").context("no AGGREGATE map")?)?;
+        let mut out = Vec::new();
+        for entry in map.iter() {
+            // A key removed between listing and reading is simply not there this time.
+            let Ok((key, per_cpu)) = entry else { continue };
+            let sum = per_cpu
+                .iter()
+                .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
+            out.push((key, sum));
+        }
+        Ok(out)
+    }
+
+    /// Removes tallies (groups that went idle), so the map keeps room for new ones.
+    pub fn forget(&mut self, keys: &[AggregateKey]) -> Result<()> {
+        let mut map: PerCpuHashMap<&mut MapData, AggregateKey, Tally> =
+            PerCpuHashMap::try_from(self.ebpf.map_mut("AGGREGATE").context("no AGGREGATE map")?)?;
+        for key in keys {
+            // Already gone is as good.
+            let _ = map.remove(key);
+        }
+        Ok(())
+    }
+}

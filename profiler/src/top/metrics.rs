@@ -1,0 +1,446 @@
+//! `--listen ADDR:PORT`: what `top` has counted since it started, as OpenMetrics for Prometheus
+//! to scrape: per group, path, hook and LSM a call counter, a time counter and a latency
+//! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps. A scraper that asks
+//! for OpenMetrics (Prometheus does) gets it; others (curl, `promtool check metrics`) get the
+//! Prometheus text format of the same totals. Both are rendered once per interval; the server
+//! thread hands out the latest.
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    thread::JoinHandle,
+};
+
+use anyhow::{anyhow, Result};
+use profiler_common::HIST_BUCKETS;
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet},
+    metrics::{counter::ConstCounter, MetricType},
+    registry::{Registry, Unit},
+};
+
+use super::interval::Row;
+use crate::{probes::GroupBy, results::PathKind};
+
+/// A series' labels: group, kind, path, hook (parent), LSM.
+type Labels = (String, PathKind, String, Option<String>, Option<String>);
+
+/// The totals of one series.
+#[derive(Debug, Clone)]
+struct Total {
+    calls: u64,
+    total_ns: u64,
+    timed: u64,
+    histogram: [u64; HIST_BUCKETS],
+}
+
+/// Everything counted since `top` started, by series.
+#[derive(Debug, Clone)]
+pub struct Totals {
+    by: GroupBy,
+    series: BTreeMap<Labels, Total>,
+}
+
+impl Totals {
+    pub fn new(by: GroupBy) -> Totals {
+        Totals {
+            by,
+            series: BTreeMap::new(),
+        }
+    }
+
+    /// Adds an interval's rows.
+    pub fn add(&mut self, rows: &[Row]) {
+        for r in rows {
+            let labels = (
+                r.group.clone(),
+                r.kind,
+                r.path.clone(),
+                r.parent.clone(),
+                r.lsm.clone(),
+            );
+            let t = self.series.entry(labels).or_insert(Total {
+                calls: 0,
+                total_ns: 0,
+                timed: 0,
+                histogram: [0; HIST_BUCKETS],
+            });
+            t.calls += r.calls;
+            t.total_ns += r.total_ns;
+            t.timed += r.timed;
+            for (h, x) in t.histogram.iter_mut().zip(r.histogram) {
+                *h += x;
+            }
+        }
+    }
+
+    /// The totals in both formats.
+    pub fn render(&self) -> Result<Exposition> {
+        Ok(Exposition {
+            open_metrics: self.open_metrics()?,
+            text: self.text()?,
+        })
+    }
+
+    /// The OpenMetrics text exposition.
+    fn open_metrics(&self) -> Result<String> {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self.clone()));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry)
+            .map_err(|_| anyhow!("encode the metrics"))?;
+        Ok(text)
+    }
+
+    /// The Prometheus text format (0.0.4): the same series, counters named with `_total`.
+    fn text(&self) -> Result<String> {
+        use prometheus::proto::{
+            Bucket, Counter, Histogram, LabelPair, Metric, MetricFamily, MetricType as Type,
+        };
+        let family = |name: &str, help: &str, kind: Type, value: &dyn Fn(&Total) -> Metric| {
+            let mut f = MetricFamily::default();
+            f.set_name(name.into());
+            f.set_help(help.into());
+            f.set_field_type(kind);
+            f.set_metric(
+                self.series
+                    .iter()
+                    .map(|(labels, t)| {
+                        let mut m = value(t);
+                        m.set_label(
+                            self.labels(labels)
+                                .into_iter()
+                                .map(|(k, v)| {
+                                    let mut pair = LabelPair::default();
+                                    pair.set_name(k.into());
+                                    pair.set_value(v);
+                                    pair
+                                })
+                                .collect(),
+                        );
+                        m
+                    })
+                    .collect(),
+            );
+            f
+        };
+        let counter = |v: f64| {
+            let mut c = Counter::default();
+            c.set_value(v);
+            let mut m = Metric::default();
+            m.set_counter(c);
+            m
+        };
+        let bounds = bucket_bounds();
+        let families = [
+            family(
+                "hookprof_path_calls_total",
+                CALLS_HELP,
+                Type::COUNTER,
+                &|t| counter(t.calls as f64),
+            ),
+            family(
+                "hookprof_path_time_seconds_total",
+                TIME_HELP,
+                Type::COUNTER,
+                &|t| counter(t.total_ns as f64 / 1e9),
+            ),
+            family(
+                "hookprof_path_latency_seconds",
+                LATENCY_HELP,
+                Type::HISTOGRAM,
+                &|t| {
+                    let mut h = Histogram::default();
+                    h.set_sample_count(t.timed);
+                    h.set_sample_sum(t.total_ns as f64 / 1e9);
+                    // The encoder adds +Inf (the sample count) itself.
+                    let mut cumulative = 0;
+                    h.set_bucket(
+                        bounds[..HIST_BUCKETS - 1]
+                            .iter()
+                            .zip(t.histogram)
+                            .map(|(&bound, n)| {
+                                cumulative += n;
+                                let mut b = Bucket::default();
+                                b.set_upper_bound(bound);
+                                b.set_cumulative_count(cumulative);
+                                b
+                            })
+                            .collect(),
+                    );
+                    let mut m = Metric::default();
+                    m.set_histogram(h);
+                    m
+                },
+            ),
+        ];
+        // The encoder refuses a family without series (before anything was counted).
+        let families: Vec<MetricFamily> = families
+            .into_iter()
+            .filter(|f| !f.get_metric().is_empty())
+            .collect();
+        Ok(prometheus::TextEncoder::new().encode_to_string(&families)?)
+    }
+
+    fn labels(&self, (group, kind, path, parent, lsm): &Labels) -> Vec<(&'static str, String)> {
+        let group_label = match self.by {
+            GroupBy::Cgroup => "cgroup",
+            GroupBy::Comm => "comm",
+        };
+        let kind = serde_json::to_value(kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut labels = vec![
+            (group_label, group.clone()),
+            ("kind", kind),
+            ("path", path.clone()),
+        ];
+        if let Some(parent) = parent {
+            labels.push(("parent", parent.clone()));
+        }
+        if let Some(lsm) = lsm {
+            labels.push(("lsm", lsm.clone()));
+        }
+        labels
+    }
+}
+
+/// Log2 bucket b holds durations with 2^(b-1) <= ns < 2^b: in whole ns, at most 2^b - 1,
+/// given in seconds; the last bucket takes everything longer (+Inf).
+fn bucket_bounds() -> [f64; HIST_BUCKETS] {
+    let mut bounds = [f64::MAX; HIST_BUCKETS];
+    for (b, bound) in bounds.iter_mut().enumerate().take(HIST_BUCKETS - 1) {
+        *bound = ((1u64 << b) - 1) as f64 / 1e9;
+    }
+    bounds
+}
+
+const CALLS_HELP: &str = "Calls into the path by the group's tasks";
+const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
+const LATENCY_HELP: &str = "Latency of the path's timed calls";
+
+impl Collector for Totals {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (calls, seconds, latency) = (CALLS_HELP, TIME_HELP, LATENCY_HELP);
+        {
+            let mut family = encoder.encode_descriptor(
+                "hookprof_path_calls",
+                calls,
+                None,
+                MetricType::Counter,
+            )?;
+            for (labels, t) in &self.series {
+                let l = self.labels(labels);
+                ConstCounter::new(t.calls).encode(family.encode_family(&l)?)?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "hookprof_path_time",
+                seconds,
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+            )?;
+            for (labels, t) in &self.series {
+                let l = self.labels(labels);
+                ConstCounter::new(t.total_ns as f64 / 1e9).encode(family.encode_family(&l)?)?;
+            }
+        }
+        let bounds = bucket_bounds();
+        let mut family = encoder.encode_descriptor(
+            "hookprof_path_latency",
+            latency,
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for (labels, t) in &self.series {
+            let l = self.labels(labels);
+            let buckets: Vec<(f64, u64)> = bounds.iter().copied().zip(t.histogram).collect();
+            family.encode_family(&l)?.encode_histogram::<NoLabelSet>(
+                t.total_ns as f64 / 1e9,
+                t.timed,
+                &buckets,
+                None,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The totals as each format renders them.
+#[derive(Debug, Clone, Default)]
+pub struct Exposition {
+    pub open_metrics: String,
+    pub text: String,
+}
+
+/// The HTTP endpoint: `GET /metrics` answers with the latest exposition.
+pub struct Endpoint {
+    exposition: Arc<Mutex<Exposition>>,
+    server: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+}
+
+const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+impl Endpoint {
+    /// Listens on `addr`, serving `first` until the first `publish`.
+    pub fn listen(addr: SocketAddr, first: Exposition) -> Result<Endpoint> {
+        let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--listen {addr}: {e}"))?;
+        let server = Arc::new(server);
+        let exposition = Arc::new(Mutex::new(first));
+        let thread = {
+            let (server, exposition) = (Arc::clone(&server), Arc::clone(&exposition));
+            std::thread::spawn(move || serve(&server, &exposition))
+        };
+        Ok(Endpoint {
+            exposition,
+            server,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on (the port, when `--listen` asked for port 0).
+    pub fn address(&self) -> String {
+        self.server
+            .server_addr()
+            .to_ip()
+            .map_or_else(|| "?".into(), |a| a.to_string())
+    }
+
+    pub fn publish(&self, exposition: Exposition) {
+        if let Ok(mut e) = self.exposition.lock() {
+            *e = exposition;
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(server: &tiny_http::Server, exposition: &Mutex<Exposition>) {
+    for request in server.incoming_requests() {
+        let path = request.url().split('?').next().unwrap_or_default();
+        let response = if path == "/metrics" && *request.method() == tiny_http::Method::Get {
+            let open_metrics = request.headers().iter().any(|h| {
+                h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
+            });
+            let e = exposition.lock().map(|e| e.clone()).unwrap_or_default();
+            let (body, kind) = if open_metrics {
+                (e.open_metrics, OPEN_METRICS)
+            } else {
+                (e.text, TEXT)
+            };
+            let header =
+                tiny_http::Header::from_bytes("Content-Type", kind).expect("a valid header");
+            tiny_http::Response::from_string(body).with_header(header)
+        } else {
+            tiny_http::Response::from_string("hookprof serves /metrics\n").with_status_code(404)
+        };
+        // A scraper that hung up is its own problem.
+        let _ = request.respond(response);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, calls: u64, total_ns: u64) -> Row {
+        let mut histogram = [0; HIST_BUCKETS];
+        histogram[3] = calls;
+        Row {
+            group: "/a.slice".into(),
+            kind: PathKind::Syscall,
+            path: path.into(),
+            parent: None,
+            lsm: None,
+            calls,
+            calls_per_s: 0.0,
+            timed: calls,
+            total_ns,
+            ns_per_call: 0.0,
+            cpu_share: 0.0,
+            histogram,
+        }
+    }
+
+    #[test]
+    fn counters_accumulate_over_intervals_and_histograms_are_cumulative() {
+        let mut totals = Totals::new(GroupBy::Cgroup);
+        totals.add(&[row("getppid", 10, 1_000)]);
+        totals.add(&[row("getppid", 5, 500)]);
+        let rendered = totals.render().unwrap();
+        let text = rendered.open_metrics.clone();
+        let series = r#"{cgroup="/a.slice",kind="syscall",path="getppid"}"#;
+        assert!(
+            text.contains(&format!("hookprof_path_calls_total{series} 15")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "hookprof_path_time_seconds_total{series} 0.0000015"
+            )),
+            "{text}"
+        );
+        // Bucket 3 holds 4..7 ns: le 7 ns has them all, le 3 ns none.
+        // (The two formats write the bounds differently: compared as numbers.)
+        let bucket = |text: &str, le: f64| -> u64 {
+            let line = text
+                .lines()
+                .filter(|l| l.starts_with("hookprof_path_latency_seconds_bucket{"))
+                .find(|l| {
+                    let bound = l.split("le=\"").nth(1).and_then(|v| v.split('"').next());
+                    bound.and_then(|b| b.replace("+Inf", "inf").parse::<f64>().ok()) == Some(le)
+                })
+                .unwrap_or_else(|| panic!("no bucket le={le} in {text}"));
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        for format in [&rendered.open_metrics, &rendered.text] {
+            assert_eq!(bucket(format, 7e-9), 15);
+            assert_eq!(bucket(format, 3e-9), 0);
+            assert_eq!(bucket(format, f64::INFINITY), 15);
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // The older text format: the same series, HELP and TYPE named as the samples are.
+        let old = rendered.text.clone();
+        assert!(
+            old.contains("# TYPE hookprof_path_calls_total counter"),
+            "{old}"
+        );
+        assert!(
+            old.contains(&format!("hookprof_path_calls_total{series} 15")),
+            "{old}"
+        );
+        assert!(
+            old.contains(r#"path="getppid",le="0.000000007"} 15"#),
+            "{old}"
+        );
+        assert!(old.contains(r#"path="getppid",le="+Inf"} 15"#), "{old}");
+    }
+
+    #[test]
+    fn nothing_counted_yet_renders_in_both_formats() {
+        let rendered = Totals::new(GroupBy::Comm).render().unwrap();
+        assert!(rendered.open_metrics.ends_with("# EOF\n"));
+        assert_eq!(rendered.text, "");
+    }
+
+    #[test]
+    fn the_bounds_rise_and_end_in_infinity() {
+        let b = bucket_bounds();
+        assert_eq!(b[0], 0.0);
+        assert_eq!(b[1], 1e-9);
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(b[HIST_BUCKETS - 1], f64::MAX);
+    }
+}

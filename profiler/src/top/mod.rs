@@ -1,0 +1,298 @@
+//! `hookprof top`: what the security stack costs the machine now. The probes `run` uses, loaded
+//! with a scope (the whole system, a cgroup, a process, a command name) instead of the runners'
+//! gate, add each syscall's, hook's, LSM function's and task path's time per group (cgroup or
+//! command) in a BPF hash map; every interval user space reads it and prints the difference.
+//! Stages: scope and output checked -> probes loaded and attached -> intervals until a count,
+//! Ctrl-C or SIGTERM -> probes detached -> the recording written.
+mod interval;
+mod metrics;
+mod scope;
+mod tui;
+mod view;
+
+use std::{
+    io::IsTerminal,
+    net::SocketAddr,
+    path::PathBuf,
+    process::ExitCode,
+    time::{Duration, SystemTime},
+};
+
+use anyhow::{bail, Context, Result};
+
+use self::{
+    interval::{Interval, Reading},
+    metrics::{Endpoint, Totals},
+    scope::GroupNames,
+    view::View,
+};
+use crate::{
+    environment,
+    output::Format,
+    probes::{
+        catalog::Target,
+        selection::{self, Selection},
+        GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
+    },
+    results::destination::Destination,
+    run::probe_setup::require_bpf_privileges,
+};
+
+#[derive(clap::Args, Debug)]
+#[command(group = clap::ArgGroup::new("scope").multiple(false))]
+pub struct TopArgs {
+    /// Count only the tasks of this cgroup (v2) and its descendants: a path from the
+    /// hierarchy's root (`/system.slice`) or under its mount.
+    #[arg(long, value_name = "PATH", group = "scope")]
+    pub cgroup: Option<PathBuf>,
+    /// Count only this process's threads and the processes it forks from now on.
+    #[arg(long, value_name = "PID", group = "scope")]
+    pub pid: Option<u32>,
+    /// Count only tasks with this command name (as `ps -o comm` shows it).
+    #[arg(long, value_name = "NAME", group = "scope")]
+    pub comm: Option<String>,
+    /// Seconds per interval.
+    #[arg(long, default_value = "1", value_name = "S")]
+    pub interval: f64,
+    /// Stop after N intervals (default: until Ctrl-C, SIGTERM, or q in the terminal view).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Functions to time: `default` (every security_* hook with the active LSMs' functions
+    /// under it, and the task paths, as many as there are probe slots), `none` (syscalls and
+    /// task events only), `all` (every security_* hook), or a comma-separated list.
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    pub hooks: Vec<String>,
+    /// Group the tallies by cgroup or by command name.
+    #[arg(long, value_enum, default_value = "cgroup")]
+    pub by: GroupBy,
+    /// How to print each interval (default: a terminal view on a terminal, JSON lines
+    /// otherwise); text prints a table per interval.
+    #[arg(long, value_parser = Format::parser(&[Format::Text, Format::Json]))]
+    pub format: Option<Format>,
+    /// Rows per interval in the terminal view and the text tables.
+    #[arg(long, default_value = "20", value_name = "N")]
+    pub rows: usize,
+    /// Also record every interval, as JSON lines, in FILE (written when top ends).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Serve the totals as OpenMetrics at http://ADDR:PORT/metrics for Prometheus.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+}
+
+/// How `top` ended.
+enum Ending {
+    /// The intervals asked for, or q in the terminal view.
+    Done,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+pub fn top(args: &TopArgs) -> Result<ExitCode> {
+    // Bad input fails before anything is loaded.
+    let chosen = scope::choose(args.cgroup.as_deref(), args.pid, args.comm.as_deref())?;
+    if !(args.interval.is_finite() && (0.01..=3600.0).contains(&args.interval)) {
+        bail!(
+            "--interval {}: give seconds from 0.01 to 3600",
+            args.interval
+        );
+    }
+    if args.count == Some(0) {
+        bail!("--count 0: give at least one interval");
+    }
+    let view = View::choose(args.format, std::io::stdout().is_terminal(), args.rows);
+    let destination = args
+        .output
+        .as_deref()
+        .map(Destination::prepare)
+        .transpose()?;
+    if destination.as_ref().is_some_and(Destination::is_stdout) {
+        bail!("-o names stdout, where top already prints: name a file");
+    }
+    require_bpf_privileges()?;
+    environment::ensure_securityfs();
+    let active_lsms = environment::active_lsms();
+    let kernel = KernelBtf::load()?;
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: true,
+        functions: functions(&kernel, &args.hooks, &active_lsms)?,
+        entries_only: false,
+    };
+    let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
+    if !probes.scoping_works() {
+        bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
+    }
+    say_refusals(&probes, plan.functions.len());
+    let mut totals = Totals::new(args.by);
+    let endpoint = match args.listen {
+        Some(addr) => Some(Endpoint::listen(addr, totals.render()?)?),
+        None => None,
+    };
+    probes.attach().context("attach the probes")?;
+    // The first reading is the baseline: what is counted from the line below on is shown.
+    let baseline = probes.reading()?;
+    eprintln!(
+        "hookprof: top: counting {} every {} s{}",
+        chosen.label,
+        args.interval,
+        endpoint.as_ref().map_or_else(String::new, |e| format!(
+            ", metrics at http://{}/metrics",
+            e.address()
+        ))
+    );
+    let mut recording = Vec::new();
+    let names = GroupNames::new(args.by);
+    let watched = watch(
+        args,
+        &mut probes,
+        baseline,
+        view,
+        &chosen.label,
+        &names,
+        |interval| {
+            totals.add(&interval.rows);
+            if let Some(e) = &endpoint {
+                e.publish(totals.render()?);
+            }
+            if destination.is_some() {
+                serde_json::to_writer(&mut recording, interval)?;
+                recording.push(b'\n');
+            }
+            Ok(())
+        },
+    );
+    // Everything is detached before anything else can fail.
+    probes.detach();
+    drop(probes);
+    drop(endpoint);
+    if let Some(d) = destination {
+        d.write(&recording)?;
+    }
+    match watched? {
+        Ending::Done => Ok(ExitCode::SUCCESS),
+        Ending::Interrupted => Ok(ExitCode::from(130)),
+    }
+}
+
+/// `--hooks` for top: `default` fills the probe slots with the hooks, the active LSMs'
+/// functions under them and the task paths; `none` times no function.
+fn functions(kernel: &KernelBtf, hooks: &[String], active_lsms: &[String]) -> Result<Vec<Target>> {
+    match hooks {
+        [one] if one == "none" => Ok(Vec::new()),
+        [one] if one == "default" => {
+            let mut all = selection::catalog(kernel, active_lsms);
+            // The BPF LSM's functions are empty stubs unless a BPF LSM program is attached.
+            all.retain(|t| t.lsm.as_deref() != Some("bpf"));
+            all.truncate(USER_SLOTS);
+            Ok(all)
+        }
+        names => match selection::select(kernel, names, active_lsms)? {
+            Selection::Listed(functions) => Ok(functions),
+            Selection::Discover => unreachable!("default is handled above"),
+        },
+    }
+}
+
+/// One line where the kernel refused every timed function (fentry refused, as where dynamic
+/// ftrace is locked); the refusals grouped by reason where it refused some.
+fn say_refusals(probes: &Probes, asked: usize) {
+    if asked == 0 {
+        return;
+    }
+    let timed = probes.hook_functions().iter().flatten().count();
+    let report = probes.report();
+    if timed == 0 {
+        let why = report
+            .refused
+            .iter()
+            .find(|r| r.kind == "fentry")
+            .map_or("no reason given", |r| r.reason.as_str());
+        eprintln!(
+            "hookprof: top: the kernel refused fentry/fexit ({why}): timing syscalls and task \
+             events only"
+        );
+        return;
+    }
+    for line in report.refusal_lines() {
+        eprintln!("hookprof: top: {line}");
+    }
+}
+
+impl Probes {
+    /// The aggregate and the task events now.
+    fn reading(&self) -> Result<Reading> {
+        let at_ns = crate::runner::monotonic_ns();
+        Ok(Reading {
+            at_ns,
+            tallies: self.aggregate()?.into_iter().collect(),
+            events: self.snapshot()?.events,
+        })
+    }
+}
+
+/// The interval loop: from the baseline, a reading per tick and an interval printed per pair
+/// of readings, until the count, Ctrl-C, SIGTERM or the view's quit key.
+fn watch(
+    args: &TopArgs,
+    probes: &mut Probes,
+    baseline: Reading,
+    mut view: View,
+    label: &str,
+    names: &GroupNames,
+    mut each: impl FnMut(&Interval) -> Result<()>,
+) -> Result<Ending> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("start the event loop")?;
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt()).context("install signal handler")?;
+        let mut terminate = signal(SignalKind::terminate()).context("install signal handler")?;
+        let mut quit = view.start()?;
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(args.interval));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        let mut earlier = baseline;
+        for n in 1.. {
+            // An interrupt ends the loop after one last, shorter interval: what the probes
+            // counted since the last tick is printed and recorded too.
+            let ending = tokio::select! {
+                _ = tick.tick() => None,
+                _ = interrupt.recv() => Some(Ending::Interrupted),
+                _ = terminate.recv() => Some(Ending::Interrupted),
+                _ = quit.recv() => Some(Ending::Done),
+            };
+            let mut now = probes.reading()?;
+            let interval = Interval {
+                interval: n,
+                end_unix_s: SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
+                seconds: now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9,
+                scope: label.to_string(),
+                by: args.by,
+                rows: interval::rows(&earlier, &now, probes.hook_functions(), names),
+                events: interval::events(&earlier, &now),
+            };
+            view.show(&interval)?;
+            each(&interval)?;
+            if let Some(ending) = ending {
+                return Ok(ending);
+            }
+            // Keys idle for a whole interval are dropped from the map (it keeps room for new
+            // groups) and from the reading (a key the programs re-create starts from zero).
+            let idle = interval::idle(&earlier, &now);
+            probes.forget(&idle)?;
+            for key in idle {
+                now.tallies.remove(&key);
+            }
+            earlier = now;
+            if args.count.is_some_and(|c| n >= c) {
+                break;
+            }
+        }
+        Ok(Ending::Done)
+    })
+}
