@@ -10,8 +10,8 @@ use anyhow::Result;
 use crate::{
     probes::{KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
     results::Refusal,
-    runner::{RemoteWorkload, Supervisor, Wait, WorkloadSetup},
-    workloads::{Metric, WorkloadSpec},
+    runner::{RemoteWorkload, Supervisor, Wait},
+    workloads::{Metric, WorkloadSetup, WorkloadSpec},
 };
 
 /// How long a workload's burst lasts (after one op that sizes it).
@@ -136,7 +136,11 @@ fn burst(
 ) -> Result<Wait<Vec<f64>>> {
     // The probes stay attached for the whole batch: only the runner's gate counts.
     probes.set_gate_owners(&[supervisor.runner_pid()?])?;
-    let Wait::Done(mut workload) = RemoteWorkload::start(supervisor, spec, setup, 1, true)? else {
+    let one = WorkloadSetup {
+        copies: 1,
+        ..setup.clone()
+    };
+    let Wait::Done(mut workload) = RemoteWorkload::start(supervisor, spec, &one, true)? else {
         return Ok(Wait::Interrupted);
     };
     // Set-up calls are not the op's: count from here.

@@ -17,8 +17,8 @@ use crate::{
         KernelBtf, ProbePlan, Probes, SyscallInjection, Target,
     },
     results::{LsmProgramRecord, Results},
-    runner::{Supervisor, Wait, WorkloadSetup},
-    workloads::WorkloadSpec,
+    runner::{Supervisor, Wait},
+    workloads::{WorkloadSetup, WorkloadSpec},
 };
 
 /// Which probe kinds `--probes` asks for.

@@ -48,9 +48,10 @@ impl CommandLine {
     }
 }
 
-/// Creates the command workload of `options.command`.
+/// Creates the command workload of `options.setup.command`.
 pub fn create(options: &WorkloadOptions) -> Result<Box<dyn Workload>> {
     let command = options
+        .setup
         .command
         .clone()
         .context("no command given to the command workload")?;
@@ -133,7 +134,7 @@ mod tests {
     fn run(argv: &[&str], prepare: Option<&str>) -> Result<Duration> {
         let dir = tempfile::tempdir().unwrap();
         let mut options = crate::workloads::tests::options(dir.path());
-        options.command = Some(CommandLine {
+        options.setup.command = Some(CommandLine {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             prepare: prepare.map(String::from),
         });
