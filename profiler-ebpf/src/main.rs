@@ -8,7 +8,7 @@ mod hooks;
 mod inject;
 mod lsm;
 mod maps;
-mod pair_parts;
+mod pair_costs;
 mod syscalls;
 mod task_state;
 mod tasks;

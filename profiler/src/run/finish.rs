@@ -14,8 +14,9 @@ use super::{
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    baseline, compare, memory,
+    baseline, compare,
     output::{self, Format},
+    peak_rss,
     policy::Policy,
     probes::{calibration::Calibration, Probes},
     results::{Destination, Environment, Results, SCHEMA_VERSION},
@@ -107,8 +108,8 @@ pub(super) fn finish(
     asked: usize,
 ) -> Result<ExitCode> {
     for results in &mut variants {
-        results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
-        results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
+        results.environment.profiler_peak_rss_kib = peak_rss::peak_rss_kib();
+        results.environment.profiler_peak_rss_by_phase = peak_rss::phase_peaks();
     }
     let in_file = outputs.destination.is_some();
     // With `-o -` the results file is stdout, and the report goes to stderr.

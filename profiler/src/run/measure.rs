@@ -228,7 +228,8 @@ fn sample(
         *phase = "calibration".into();
         let per_round = workload.ops_per_round();
         let mut run = |ops| workload.run_slowest(ops, false);
-        let Wait::Done(ops) = calibrate(per_round, spec.metric, sampling.min_sample, &mut run)?
+        let Wait::Done(ops) =
+            ops_per_sample(per_round, spec.metric, sampling.min_sample, &mut run)?
         else {
             return Ok(Wait::Interrupted);
         };
@@ -347,9 +348,10 @@ fn attached<T>(
     out
 }
 
-/// lmbench's BENCH: double the op count until one sample lasts `min_sample`. `run` runs that
+/// lmbench's BENCH: double the op count until one sample lasts `min_sample` (the
+/// "calibration" phase of a workload). `run` runs that
 /// many ops of a workload whose ops come in rounds of `per_round`, and returns their time.
-fn calibrate(
+fn ops_per_sample(
     per_round: u64,
     metric: Metric,
     min_sample: Duration,
@@ -449,7 +451,8 @@ mod tests {
                 asked.push(ops);
                 ring.run(ops).map(Wait::Done)
             };
-            let Wait::Done(ops) = calibrate(per_round, spec.metric, min_sample, &mut run).unwrap()
+            let Wait::Done(ops) =
+                ops_per_sample(per_round, spec.metric, min_sample, &mut run).unwrap()
             else {
                 panic!("interrupted")
             };

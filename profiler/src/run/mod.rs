@@ -1,4 +1,4 @@
-//! `hookprof run` and `stat`: the orchestrator, a list of stages. `check` (bad input, the
+//! `hookprof run` and `stat` (`stat.rs`): the orchestrator, a list of stages. `check` (bad input, the
 //! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
 //! `rounds` (each workload per round, through the sampling engine `measure`) -> `finish`
 //! (write, print, baseline, exit code). A workload that fails is recorded and the run goes
@@ -12,6 +12,7 @@ pub mod measure;
 pub(crate) mod probe_setup;
 mod progress;
 mod rounds;
+pub mod stat;
 
 use std::{process::ExitCode, time::Duration};
 
@@ -56,7 +57,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     }
     let args = &run_args.measure;
     let plan = Plan {
-        specs: workloads::select(args.workloads.as_deref(), args.suite)?,
+        specs: workloads::chosen(args.workloads.as_deref(), args.suite)?,
         sampling: Sampling {
             samples: args.samples as usize,
             warmup: 1,

@@ -11,7 +11,7 @@ use super::{
     probe_setup::RunProbes,
 };
 use crate::{
-    memory, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
+    peak_rss, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
 };
 
 /// How many rounds, and the seed of their random orders (recorded in the results).
@@ -137,7 +137,7 @@ fn measure_rounds(
                 },
             );
             done_workloads += 1;
-            memory::note_phase(&format!("workload {}", spec.name));
+            peak_rss::note_phase(&format!("workload {}", spec.name));
             if let Some(failure) = &measured[v][i].result.failure {
                 supervisor.warn(&format!(
                     "workload {} failed in {}{variant}: {}",

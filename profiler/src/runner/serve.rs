@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     policy::Policy,
-    scope::with_window,
+    tracking_window::with_window,
     workloads::{self, Workload, WorkloadOptions, WorkloadSetup},
 };
 

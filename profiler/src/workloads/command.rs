@@ -5,7 +5,7 @@
 //! what any start of a command does (the fork, the exec, the wait) is part of the op. What
 //! posix_spawn's child does before the exec is not: it resets every signal's handler (some 120
 //! sigactions, which a shell's fork does not make) and sets up stdio. So the child counts from
-//! its execve on (`scope::spawning`); the set-up's time is in the residual. Its stdio is
+//! its execve on (`tracking_window::spawning`); the set-up's time is in the residual. Its stdio is
 //! /dev/null; it runs in hookprof's working directory.
 use std::{
     fs::File,
@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::scope::{spawning, untracked};
+use crate::tracking_window::{spawning, untracked};
 
 /// The command `stat` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -250,7 +250,7 @@ pub struct UnknownWorkload {
 }
 
 /// The workloads a run uses: the named ones in the order given, else the suite's.
-pub fn select(
+pub fn chosen(
     names: Option<&[String]>,
     suite: Suite,
 ) -> Result<Vec<&'static WorkloadSpec>, UnknownWorkload> {
@@ -378,7 +378,7 @@ pub(crate) mod tests {
         assert_eq!(names, expected);
         // The default suite is every lmbench column: all but the macro workloads and the
         // static-exec variant of exec_proc.
-        let default = select(None, Suite::Default).unwrap();
+        let default = chosen(None, Suite::Default).unwrap();
         assert_eq!(default.len(), expected.len() - 3);
     }
 
@@ -439,7 +439,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let err = select(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
+        let err = chosen(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
         assert!(err.to_string().contains("null_call"), "{err}");
     }
 

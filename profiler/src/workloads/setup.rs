@@ -38,7 +38,7 @@ impl Default for WorkloadSetup {
 /// What a workload gets to set itself up: its copy's setup and a scratch directory.
 #[derive(Debug, Clone)]
 pub struct WorkloadOptions {
-    /// A private directory for this workload's files; removed by the engine afterwards.
+    /// A private directory for this workload's files; removed by the profiler once the workload is dropped.
     pub scratch_dir: PathBuf,
     pub setup: WorkloadSetup,
 }

@@ -8,10 +8,8 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::{
-    run::{self, measure::Sampling, CommonMeasureArgs, Plan, SessionArgs},
-    workloads::{command::CommandLine, WorkloadSetup},
-};
+use super::{measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs};
+use crate::workloads::{command::CommandLine, WorkloadSetup};
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
@@ -57,5 +55,5 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             ..WorkloadSetup::default()
         },
     };
-    run::measure_plan(&args.session, &args.measure, &plan)
+    measure_plan(&args.session, &args.measure, &plan)
 }
