@@ -95,7 +95,10 @@ pub fn discover(
         }
         found.refused.extend(probes.report().refused);
         if !countable {
-            continue; // nothing here can be counted (trampolines refused)
+            // Nothing here can be counted (trampolines refused).
+            drop(probes);
+            crate::peak_rss::release_free_heap(); // the batch's parse
+            continue;
         }
         for (spec, (_, called)) in specs.iter().zip(&mut found.by_workload) {
             progress(spec.name);
@@ -123,6 +126,8 @@ pub fn discover(
             }
         }
         probes.detach();
+        drop(probes);
+        crate::peak_rss::release_free_heap(); // the batch's parse
     }
     Ok(Wait::Done(found))
 }

@@ -186,6 +186,7 @@ fn load_probes(
 ) -> Result<Wait<LoadedProbes>> {
     let args = setup;
     require_bpf_privileges()?;
+    peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
     // loop watches for an interrupt.
     let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load)? else {
@@ -227,6 +228,7 @@ fn load_probes(
         return Ok(Wait::Interrupted);
     };
     let mut probes = probes?;
+    peak_rss::release_free_heap(); // the object's parse
     peak_rss::note_phase("probes loaded");
     if !probes.scoping_works() {
         bail!(
