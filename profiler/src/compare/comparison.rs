@@ -31,6 +31,13 @@ pub struct EnvironmentDifference {
     pub new: Vec<String>,
 }
 
+impl EnvironmentDifference {
+    /// Each side's values, as one line each.
+    pub fn sides(&self) -> (String, String) {
+        (self.old.join(" | "), self.new.join(" | "))
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct WorkloadComparison {
     pub name: String,

@@ -96,22 +96,12 @@ pub struct Measured {
 impl Measured {
     pub fn new(spec: &WorkloadSpec) -> Measured {
         Measured {
-            result: WorkloadResult {
-                name: spec.name.into(),
-                family: spec.family.key().into(),
-                unit: spec.metric.unit(),
-                iterations: 0,
-                clean: Vec::new(),
-                probed: Vec::new(),
-                extra: Vec::new(),
-                attribution: Vec::new(),
-                events_per_op: Default::default(),
-                notes: Vec::new(),
-                failure: None,
-                runner_peak_rss_kib: None,
-                copies: Vec::new(),
-                round_sizes: Vec::new(),
-            },
+            result: WorkloadResult::new(
+                spec.name,
+                spec.family.key(),
+                spec.metric.unit(),
+                Vec::new(),
+            ),
             taken: Taken::default(),
         }
     }

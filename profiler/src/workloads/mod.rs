@@ -222,20 +222,23 @@ impl std::fmt::Debug for WorkloadSpec {
 
 /// Every workload, in lmbench summary order.
 pub fn registry() -> Vec<&'static WorkloadSpec> {
-    let mut all: Vec<&'static WorkloadSpec> = Vec::new();
-    all.extend(syscall::SPECS);
-    all.extend(select::SPECS);
-    all.extend(signal::SPECS);
-    all.extend(process::SPECS);
-    all.extend(ctxsw::SPECS);
-    all.extend(ipc::SPECS);
-    all.extend(fs::SPECS);
-    all.extend(vm::SPECS);
-    all.extend(bandwidth::SPECS);
-    all.extend(memory::SPECS);
-    all.extend(build::SPECS);
-    all.extend(storm::SPECS);
-    all
+    [
+        syscall::SPECS,
+        select::SPECS,
+        signal::SPECS,
+        process::SPECS,
+        ctxsw::SPECS,
+        ipc::SPECS,
+        fs::SPECS,
+        vm::SPECS,
+        bandwidth::SPECS,
+        memory::SPECS,
+        build::SPECS,
+        storm::SPECS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
