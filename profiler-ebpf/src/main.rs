@@ -9,7 +9,7 @@ mod hooks;
 mod inject;
 mod lsm;
 mod maps;
-mod pair_parts;
+mod pair_costs;
 mod scope;
 mod syscalls;
 mod task_state;

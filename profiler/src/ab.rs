@@ -196,7 +196,7 @@ fn side_run_args(common: &MeasureArgs, extra: Option<&str>, flag: &str) -> Resul
         })?
         .measure;
     // Unknown workload names fail here, not after the first boot.
-    workloads::select(measure.workloads.as_deref(), measure.suite)?;
+    workloads::chosen(measure.workloads.as_deref(), measure.suite)?;
     Ok(measure.to_args())
 }
 

@@ -17,7 +17,7 @@ use crate::{
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
     results::ProbeReport,
-    run::probe_setup::{calibrate_probes, require_bpf_privileges},
+    run::probe_setup::{measure_probe_cost, require_bpf_privileges},
     runner::{Supervisor, Wait},
 };
 
@@ -49,7 +49,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     let kernel = KernelBtf::load()?;
     let functions = match args.hooks.as_slice() {
         [one] if one == "all" => selection::catalog(&kernel, &active_lsms),
-        names => match selection::select(&kernel, names, &active_lsms)? {
+        names => match selection::from_hooks_option(&kernel, names, &active_lsms)? {
             Selection::Listed(functions) => functions,
             Selection::Discover => bail!(
                 "--hooks default is what a run's discovery pass finds; `hookprof hooks` takes \
@@ -206,7 +206,7 @@ fn probe_kind_summary(
 /// Generous: calibration's loops last well under a second each, even under emulation.
 const CALIBRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
-pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
+pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     let kernel = KernelBtf::load()?;
     let plan = ProbePlan {
@@ -217,7 +217,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<ExitCode> {
     };
     let mut probes = Probes::load(&plan, &kernel)?;
     let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;
-    let Wait::Done(cal) = calibrate_probes(&mut probes, &kernel, &mut supervisor)? else {
+    let Wait::Done(cal) = measure_probe_cost(&mut probes, &kernel, &mut supervisor)? else {
         eprintln!("hookprof: interrupted");
         return Ok(ExitCode::from(130));
     };

@@ -227,16 +227,6 @@ pub static SECTIONS: &[Section] = &[
     },
 ];
 
-/// The section and column a workload is imported from; None for workloads lmbench lacks.
-pub fn column_of(workload: &str) -> Option<(&'static Section, &'static Column)> {
-    SECTIONS.iter().find_map(|s| {
-        s.columns
-            .iter()
-            .find(|c| matches!(c.cell, Cell::Workload(name) if name == workload))
-            .map(|c| (s, c))
-    })
-}
-
 /// A value the way lmbench's summary prints it: values below 10 with the column's small
 /// decimals (`0.39`, `4.4500`), larger ones with one decimal when it fits the column (`29.8`,
 /// `142.5`), else a trailing point (`121.`), else as an integer (`1233`).
@@ -297,7 +287,11 @@ mod tests {
         ] {
             assert_eq!(format_value(v, &column(width)), shown, "{v} in {width}");
         }
-        let page_fault = column_of("page_fault").unwrap().1;
+        let page_fault = SECTIONS
+            .iter()
+            .flat_map(|s| s.columns.iter())
+            .find(|c| matches!(c.cell, Cell::Workload("page_fault")))
+            .unwrap();
         assert_eq!(format_value(2.0, page_fault), "2.00000");
     }
 
@@ -326,7 +320,14 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 45);
-        assert!(column_of("ctx_2p_0k").is_some_and(|(s, _)| s.family == Family::ContextSwitch));
+        let home = |w: &str| {
+            SECTIONS.iter().find(|s| {
+                s.columns
+                    .iter()
+                    .any(|c| matches!(c.cell, Cell::Workload(n) if n == w))
+            })
+        };
+        assert!(home("ctx_2p_0k").is_some_and(|s| s.family == Family::ContextSwitch));
     }
 
     #[test]

@@ -2,7 +2,11 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookprof::{ab, compare, history, import, inspect, report, run, runner, stat, store, top};
+use hookprof::{
+    ab, compare, history, import, inspect, report,
+    run::{self, stat},
+    runner, store, top,
+};
 
 #[derive(Parser)]
 #[command(name = "hookprof", version, about = "What a security or task hook costs", long_about = None)]
@@ -86,7 +90,7 @@ fn main() -> ExitCode {
         Command::Runs(args) => store::runs::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
         Command::Hooks(args) => inspect::hooks(&args),
-        Command::Calibrate(args) => inspect::calibrate(&args),
+        Command::Calibrate(args) => inspect::print_calibration(&args),
         Command::Top(args) => top::top(&args),
     };
     match result {

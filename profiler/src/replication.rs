@@ -202,15 +202,20 @@ fn median(xs: &[f64]) -> Option<f64> {
     stats::summarize(xs).map(|s| s.median)
 }
 
+/// The median of each round that has samples.
+pub fn round_medians<R: AsRef<[f64]>>(rounds: &[R]) -> Vec<f64> {
+    rounds.iter().filter_map(|r| median(r.as_ref())).collect()
+}
+
 /// A side's observations at `unit`: every sample, each round's median, or each file's value
 /// (the mean of its rounds' medians).
 pub fn observations(side: &[FileRounds], unit: Unit) -> Vec<f64> {
     match unit {
         Unit::Sample => side.iter().flatten().flatten().copied().collect(),
-        Unit::Round => side.iter().flatten().filter_map(|r| median(r)).collect(),
+        Unit::Round => side.iter().flat_map(|f| round_medians(f)).collect(),
         Unit::File => side
             .iter()
-            .filter_map(|f| mean(&f.iter().filter_map(|r| median(r)).collect::<Vec<_>>()))
+            .filter_map(|f| mean(&round_medians(f)))
             .collect(),
         // A paired file's rounds keep their places (an empty round stays, as NaN), so round i
         // of one variant meets round i of the other.
@@ -272,29 +277,20 @@ pub fn paired_test(old: &[f64], new: &[f64]) -> Option<Test> {
     t_test(d.mean, std_error, d.n as f64 - 1.0, TestKind::Paired)
 }
 
-/// The two-sided test of `difference` against 0 with this standard error: p-value and 95%
-/// interval from Student's t (a zero standard error decides by the difference alone).
+/// `stats::t_test` as a `Test` of this kind (a zero standard error is recorded as 0).
 fn t_test(difference: f64, std_error: f64, df: f64, kind: TestKind) -> Option<Test> {
-    if std_error == 0.0 || !std_error.is_finite() {
-        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
-        return Some(Test {
-            difference,
-            std_error: 0.0,
-            df,
-            p_value,
-            ci: (difference, difference),
-            kind,
-        });
-    }
-    let t = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p_value = (2.0 * t.sf((difference / std_error).abs())).clamp(0.0, 1.0);
-    let half = t.inverse_cdf(0.5 + stats::CONFIDENCE / 2.0) * std_error;
+    let std_error = if std_error.is_finite() {
+        std_error
+    } else {
+        0.0
+    };
+    let t = stats::t_test(difference, std_error, df)?;
     Some(Test {
         difference,
         std_error,
         df,
-        p_value,
-        ci: (difference - half, difference + half),
+        p_value: t.p_value,
+        ci: t.ci,
         kind,
     })
 }

@@ -178,37 +178,53 @@ pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
         (new.stdev / scale).powi(2) / new.n as f64,
     );
     let var = vo + vn;
-    if var == 0.0 {
-        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
-        let difference = finite(difference * scale);
-        return Some(Welch {
-            difference,
-            std_error: 0.0,
-            df: 0.0,
-            p_value,
-            ci: (difference, difference),
-        });
-    }
-    let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
-    // Squares of tiny variances underflow to 0/0: fall back to the pooled degrees of freedom.
-    // Welch's df lies between the smaller side's n - 1 and the pooled df; rounding may not.
-    let pooled = (old.n + new.n - 2) as f64;
-    let df = if df.is_finite() { df } else { pooled };
-    let df = df.clamp((old.n.min(new.n) - 1) as f64, pooled);
-    let std_error = var.sqrt();
-    let t = difference / std_error;
-    let dist = StudentsT::new(0.0, 1.0, df).expect("df > 0");
-    let p_value = (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0);
-    let half = t_quantile(df) * std_error;
+    let (df, std_error) = if var == 0.0 {
+        (0.0, 0.0)
+    } else {
+        let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
+        // Squares of tiny variances underflow to 0/0: fall back to the pooled degrees of
+        // freedom. Welch's df lies between the smaller side's n - 1 and the pooled df; rounding
+        // may not.
+        let pooled = (old.n + new.n - 2) as f64;
+        let df = if df.is_finite() { df } else { pooled };
+        (df.clamp((old.n.min(new.n) - 1) as f64, pooled), var.sqrt())
+    };
+    let TTest { p_value, ci } = t_test(difference, std_error, df)?;
     Some(Welch {
         difference: finite(difference * scale),
         std_error: finite(std_error * scale),
         df,
         p_value,
-        ci: (
-            finite((difference - half) * scale),
-            finite((difference + half) * scale),
-        ),
+        ci: (finite(ci.0 * scale), finite(ci.1 * scale)),
+    })
+}
+
+/// A two-sided test of a difference against 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TTest {
+    pub p_value: f64,
+    /// 95% interval of the difference.
+    pub ci: (f64, f64),
+}
+
+/// Student's t-test of `difference` against 0 with this standard error and degrees of
+/// freedom. A zero (or non-finite) standard error means the difference is known exactly:
+/// p = 1 when it is 0, else p = 0, and the interval is the point. None when `df` admits no t
+/// distribution.
+pub fn t_test(difference: f64, std_error: f64, df: f64) -> Option<TTest> {
+    if std_error == 0.0 || !std_error.is_finite() {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        return Some(TTest {
+            p_value,
+            ci: (difference, difference),
+        });
+    }
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p_value = (2.0 * dist.sf((difference / std_error).abs())).clamp(0.0, 1.0);
+    let half = dist.inverse_cdf(0.5 + CONFIDENCE / 2.0) * std_error;
+    Some(TTest {
+        p_value,
+        ci: (difference - half, difference + half),
     })
 }
 

@@ -21,12 +21,13 @@ pub fn render_html(c: &Comparison) -> String {
     );
     let mut body = format!("<h1>{}</h1>\n", esc(&title));
     for d in &c.environment {
+        let (old, new) = d.sides();
         let _ = writeln!(
             body,
             "<p>{}: {} → {}</p>",
             esc(d.field),
-            esc(&d.old.join(" | ")),
-            esc(&d.new.join(" | "))
+            esc(&old),
+            esc(&new)
         );
     }
     body.push_str(&super::facts::html(&c.call_counts));

@@ -200,13 +200,8 @@ fn environment_text(c: &Comparison) -> String {
     }
     let mut out = String::from("Environment differences:\n");
     for d in &c.environment {
-        let _ = writeln!(
-            out,
-            "  {}: {} -> {}",
-            d.field,
-            d.old.join(" | "),
-            d.new.join(" | ")
-        );
+        let (old, new) = d.sides();
+        let _ = writeln!(out, "  {}: {old} -> {new}", d.field);
     }
     out
 }
@@ -289,14 +284,8 @@ pub fn render_text(c: &Comparison) -> String {
                     )
                 })
                 .unwrap_or_default();
-            let scale = Scale::of(e.unit, e.old.mean);
-            let _ = writeln!(
-                out,
-                "  {}: {} -> {}{change}",
-                e.name,
-                scale.show(e.old.mean),
-                scale.show(e.new.mean),
-            );
+            let (old, new) = means(e.unit, &e.old, &e.new);
+            let _ = writeln!(out, "  {}: {old} -> {new}{change}", e.name);
         }
         if let Some(a) = &w.attribution {
             for line in attribution_lines(&w.name, a) {
@@ -344,13 +333,8 @@ pub fn render_markdown(c: &Comparison) -> String {
     } else {
         out.push_str("**Environment differences**\n\n");
         for d in &c.environment {
-            let _ = writeln!(
-                out,
-                "- {}: `{}` → `{}`",
-                d.field,
-                d.old.join(" | "),
-                d.new.join(" | ")
-            );
+            let (old, new) = d.sides();
+            let _ = writeln!(out, "- {}: `{old}` → `{new}`", d.field);
         }
         out.push('\n');
     }
@@ -373,13 +357,11 @@ pub fn render_markdown(c: &Comparison) -> String {
             Verdict::Regressed | Verdict::Improved => format!("**{}**", w.verdict),
             v => v.to_string(),
         };
-        let scale = Scale::of(w.unit, w.old.mean);
+        let (old, new) = means(w.unit, &w.old, &w.new);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {change} | {} | {verdict} | {} | {} × {}/{} |",
+            "| {} | {old} | {new} | {change} | {} | {verdict} | {} | {} × {}/{} |",
             w.name,
-            scale.show(w.old.mean),
-            scale.show(w.new.mean),
             w.adjusted_p.map(format_p).unwrap_or_else(|| "n/a".into()),
             w.minimum_detectable_effect
                 .map(|m| format!("≥ {}", percent(m)))
@@ -411,6 +393,12 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The old and new means, both in the scale the old one reads best in.
+fn means(unit: Unit, old: &Summary, new: &Summary) -> (String, String) {
+    let scale = Scale::of(unit, old.mean);
+    (scale.show(old.mean), scale.show(new.mean))
 }
 
 #[cfg(test)]

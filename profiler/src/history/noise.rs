@@ -4,7 +4,7 @@
 //! placement, frequency and layout far more than one run's samples do). Pure functions.
 use serde::Serialize;
 
-use crate::stats;
+use crate::{replication, stats};
 
 /// What a point's replicates are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,12 +27,11 @@ pub struct PointValue {
     pub standard_error: Option<f64>,
 }
 
-/// A point from its samples split by round (one slice when the file records no rounds).
+/// A point from its samples split by round (one slice when the file records no rounds): with
+/// two rounds or more, the file's value as `compare` takes it (the mean of the rounds'
+/// medians), with the standard error of that mean.
 pub fn point_value(rounds: &[&[f64]]) -> Option<PointValue> {
-    let medians: Vec<f64> = rounds
-        .iter()
-        .filter_map(|r| stats::summarize(r).map(|s| s.median))
-        .collect();
+    let medians = replication::round_medians(rounds);
     if medians.len() >= 2 {
         let s = stats::summarize(&medians)?;
         return Some(PointValue {

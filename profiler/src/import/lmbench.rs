@@ -310,22 +310,10 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                 .iter()
                 .flat_map(|s| s.columns.iter().map(move |col| (s, col)))
                 .filter_map(|(s, col)| match col.cell {
-                    Cell::Workload(name) => c.values.get(name).map(|v| WorkloadResult {
-                        name: name.to_string(),
-                        family: s.family.key().to_string(),
-                        unit: s.unit,
-                        iterations: 0,
-                        clean: v.clone(),
-                        probed: vec![],
-                        extra: vec![],
-                        attribution: vec![],
-                        events_per_op: Default::default(),
-                        notes: vec![],
-                        failure: None,
-                        runner_peak_rss_kib: None,
-                        copies: Vec::new(),
-                        round_sizes: Vec::new(),
-                    }),
+                    Cell::Workload(name) => c
+                        .values
+                        .get(name)
+                        .map(|v| WorkloadResult::new(name, s.family.key(), s.unit, v.clone())),
                     _ => None,
                 })
                 .collect();

@@ -118,30 +118,19 @@ fn into_results(groups: Vec<Group>) -> Vec<Results> {
                 unit,
                 clean,
             };
-            r.workloads.push(WorkloadResult {
-                name: "build".into(),
-                family: crate::workloads::Family::Macro.key().into(),
-                unit: Unit::Seconds,
-                iterations: 0,
-                clean: series(|t| t.elapsed),
-                probed: vec![],
-                extra: vec![
-                    extra("user", Unit::Seconds, series(|t| t.user)),
-                    extra("system", Unit::Seconds, series(|t| t.system)),
-                    extra(
-                        "cpu_percent",
-                        Unit::Percent,
-                        g.runs.iter().filter_map(|t| t.cpu_percent).collect(),
-                    ),
-                ],
-                attribution: vec![],
-                events_per_op: Default::default(),
-                notes: vec![],
-                failure: None,
-                runner_peak_rss_kib: None,
-                copies: Vec::new(),
-                round_sizes: Vec::new(),
-            });
+            let family = crate::workloads::Family::Macro.key();
+            let mut build =
+                WorkloadResult::new("build", family, Unit::Seconds, series(|t| t.elapsed));
+            build.extra = vec![
+                extra("user", Unit::Seconds, series(|t| t.user)),
+                extra("system", Unit::Seconds, series(|t| t.system)),
+                extra(
+                    "cpu_percent",
+                    Unit::Percent,
+                    g.runs.iter().filter_map(|t| t.cpu_percent).collect(),
+                ),
+            ];
+            r.workloads.push(build);
             r
         })
         .collect()

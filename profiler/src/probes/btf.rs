@@ -28,7 +28,7 @@ impl KernelBtf {
             .with_context(|| format!("read {VMLINUX_BTF}"))?;
         let kernel = KernelBtf::from_btf(&btf);
         drop(btf);
-        crate::memory::release_free_heap();
+        crate::peak_rss::release_free_heap();
         Ok(kernel)
     }
 

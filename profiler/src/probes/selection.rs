@@ -18,7 +18,11 @@ pub enum Selection {
 }
 
 /// Reads `--hooks` (`default`, `all`, or names); a name this kernel lacks is an error.
-pub fn select(kernel: &KernelBtf, hooks: &[String], active_lsms: &[String]) -> Result<Selection> {
+pub fn from_hooks_option(
+    kernel: &KernelBtf,
+    hooks: &[String],
+    active_lsms: &[String],
+) -> Result<Selection> {
     let targets: Vec<Target> = match hooks {
         [one] if one == "default" => return Ok(Selection::Discover),
         [one] if one == "all" => security_hooks(kernel)
@@ -101,12 +105,13 @@ mod tests {
         let k = kernel();
         let lsms = vec!["capability".to_string(), "bpf".to_string()];
         assert_eq!(
-            select(&k, &["default".into()], &lsms).unwrap(),
+            from_hooks_option(&k, &["default".into()], &lsms).unwrap(),
             Selection::Discover
         );
-        let err = select(&k, &["security_no_such_hook".into()], &lsms).unwrap_err();
+        let err = from_hooks_option(&k, &["security_no_such_hook".into()], &lsms).unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
-        let Selection::Listed(listed) = select(&k, &["security_file_open".into()], &lsms).unwrap()
+        let Selection::Listed(listed) =
+            from_hooks_option(&k, &["security_file_open".into()], &lsms).unwrap()
         else {
             panic!("a list is listed")
         };
@@ -115,7 +120,8 @@ mod tests {
             .iter()
             .any(|t| t.function == "bpf_lsm_file_open" && t.lsm.as_deref() == Some("bpf")));
         // The hook security_bprm_check runs is named bprm_check_security.
-        let Selection::Listed(listed) = select(&k, &["security_bprm_check".into()], &lsms).unwrap()
+        let Selection::Listed(listed) =
+            from_hooks_option(&k, &["security_bprm_check".into()], &lsms).unwrap()
         else {
             panic!("a list is listed")
         };

@@ -367,6 +367,27 @@ pub struct WorkloadResult {
 }
 
 impl WorkloadResult {
+    /// A workload of this name, family and unit with these clean samples and nothing else yet
+    /// (the one constructor: measuring and importing fill in the rest).
+    pub fn new(name: &str, family: &str, unit: Unit, clean: Vec<f64>) -> WorkloadResult {
+        WorkloadResult {
+            name: name.into(),
+            family: family.into(),
+            unit,
+            iterations: 0,
+            clean,
+            probed: Vec::new(),
+            extra: Vec::new(),
+            attribution: Vec::new(),
+            events_per_op: BTreeMap::new(),
+            notes: Vec::new(),
+            failure: None,
+            runner_peak_rss_kib: None,
+            copies: Vec::new(),
+            round_sizes: Vec::new(),
+        }
+    }
+
     /// A per-sample series of this workload (`clean`, `probed`, a further metric's) cut into
     /// its rounds, in order; every sample in one round when the file records no rounds (or
     /// rounds that do not add up to the series).

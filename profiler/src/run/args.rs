@@ -7,7 +7,11 @@ use profiler_common::MAX_GATE_OWNERS;
 
 use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES};
 use crate::{
-    injection::Injection, output::Format, policy::Policy, versus::VersusOptions, workloads::Suite,
+    injection::Injection,
+    output::Format,
+    policy::Policy,
+    versus::VersusOptions,
+    workloads::{Suite, WorkloadSetup},
 };
 
 #[derive(clap::Args, Debug)]
@@ -146,6 +150,17 @@ pub struct CommonMeasureArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_per_workload: u64,
+}
+
+impl CommonMeasureArgs {
+    /// `planned` (the size of the work) with these options' CPUs and copies.
+    pub fn workload_setup(&self, planned: &WorkloadSetup) -> WorkloadSetup {
+        WorkloadSetup {
+            pin: self.pin.clone(),
+            copies: self.parallel as usize,
+            ..planned.clone()
+        }
+    }
 }
 
 impl MeasureArgs {

@@ -53,7 +53,7 @@ pub(super) fn check(
         .map(Destination::prepare)
         .transpose()?;
     let baseline = session.baseline.prepare()?;
-    let command = if plan.command.is_some() {
+    let command = if plan.setup.command.is_some() {
         "stat"
     } else {
         "run"

@@ -10,8 +10,8 @@ use anyhow::Result;
 use crate::{
     probes::{KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
     results::Refusal,
-    runner::{RemoteWorkload, Supervisor, Wait, WorkloadSetup},
-    workloads::{Metric, WorkloadSpec},
+    runner::{RemoteWorkload, Supervisor, Wait},
+    workloads::{Metric, WorkloadSetup, WorkloadSpec},
 };
 
 /// How long a workload's burst lasts (after one op that sizes it).
@@ -95,7 +95,10 @@ pub fn discover(
         }
         found.refused.extend(probes.report().refused);
         if !countable {
-            continue; // nothing here can be counted (trampolines refused)
+            // Nothing here can be counted (trampolines refused).
+            drop(probes);
+            crate::peak_rss::release_free_heap(); // the batch's parse
+            continue;
         }
         for (spec, (_, called)) in specs.iter().zip(&mut found.by_workload) {
             progress(spec.name);
@@ -123,6 +126,8 @@ pub fn discover(
             }
         }
         probes.detach();
+        drop(probes);
+        crate::peak_rss::release_free_heap(); // the batch's parse
     }
     Ok(Wait::Done(found))
 }
@@ -136,7 +141,11 @@ fn burst(
 ) -> Result<Wait<Vec<f64>>> {
     // The probes stay attached for the whole batch: only the runner's gate counts.
     probes.set_gate_owners(&[supervisor.runner_pid()?])?;
-    let Wait::Done(mut workload) = RemoteWorkload::start(supervisor, spec, setup, 1, true)? else {
+    let one = WorkloadSetup {
+        copies: 1,
+        ..setup.clone()
+    };
+    let Wait::Done(mut workload) = RemoteWorkload::start(supervisor, spec, &one, true)? else {
         return Ok(Wait::Interrupted);
     };
     // Set-up calls are not the op's: count from here.

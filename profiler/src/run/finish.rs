@@ -8,10 +8,15 @@ use std::{collections::BTreeMap, process::ExitCode};
 use anyhow::{bail, Result};
 use serde_json::json;
 
-use super::{measure::Overhead, rounds::Rounds, CommonMeasureArgs, Plan, SessionArgs};
+use super::{
+    measure::{Engine, Overhead},
+    rounds::Rounds,
+    CommonMeasureArgs, Plan, SessionArgs,
+};
 use crate::{
-    baseline, compare, memory,
+    baseline, compare,
     output::{self, Format},
+    peak_rss,
     policy::Policy,
     probes::{calibration::Calibration, Probes},
     results::{Destination, Environment, Results, SCHEMA_VERSION},
@@ -26,7 +31,7 @@ pub(super) fn begin(
     plan: &Plan,
     environment: Environment,
     (probes, calibration): (Option<&Probes>, Option<Calibration>),
-    overhead: Overhead,
+    engine: &Engine,
     rounds: Rounds,
 ) -> Results {
     Results {
@@ -38,7 +43,7 @@ pub(super) fn begin(
         complete: true,
         source: "hookprof".into(),
         environment,
-        options: recorded_options(args, plan, &session.policy.policy, overhead, rounds.seed),
+        options: recorded_options(args, plan, &session.policy.policy, engine, rounds.seed),
         probes: probes.map(Probes::report).unwrap_or_default(),
         lsm_programs: Vec::new(),
         syscall_injections: Vec::new(),
@@ -103,8 +108,8 @@ pub(super) fn finish(
     asked: usize,
 ) -> Result<ExitCode> {
     for results in &mut variants {
-        results.environment.profiler_peak_rss_kib = memory::peak_rss_kib();
-        results.environment.profiler_peak_rss_by_phase = memory::phase_peaks();
+        results.environment.profiler_peak_rss_kib = peak_rss::peak_rss_kib();
+        results.environment.profiler_peak_rss_by_phase = peak_rss::phase_peaks();
     }
     let in_file = outputs.destination.is_some();
     // With `-o -` the results file is stdout, and the report goes to stderr.
@@ -191,16 +196,17 @@ fn recorded_options(
     args: &CommonMeasureArgs,
     plan: &Plan,
     policies: &[Policy],
-    overhead: Overhead,
+    engine: &Engine,
     round_seed: u64,
 ) -> BTreeMap<String, serde_json::Value> {
+    let Overhead { clock, loop_ns } = engine.overhead;
     [
         ("rounds", json!(args.rounds)),
         // The random workload order of each round follows from it.
         ("round_seed", json!(round_seed)),
         ("hooks", json!(args.hooks)),
         ("probes", json!(args.probes)),
-        ("samples", json!(plan.samples)),
+        ("samples", json!(plan.sampling.samples)),
         ("pin", json!(args.pin)),
         ("parallel", json!(args.parallel)),
         ("user", json!(args.user)),
@@ -215,8 +221,8 @@ fn recorded_options(
         ("stack_noop", json!(args.stack_noop)),
         ("timeout_per_workload", json!(args.timeout_per_workload)),
         ("policy", json!(policy_records(policies))),
-        ("clock_overhead_ns", json!(overhead.clock.as_nanos() as u64)),
-        ("loop_overhead_ns", json!(overhead.loop_ns)),
+        ("clock_overhead_ns", json!(clock.as_nanos() as u64)),
+        ("loop_overhead_ns", json!(loop_ns)),
     ]
     .into_iter()
     .chain(plan.recorded.iter().cloned())

@@ -12,20 +12,28 @@ use crate::{
     attribution::{attribute, ProbedSample},
     probes::Probes,
     results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
-    runner::{protocol::Extra, CopyRun, RemoteWorkload, Supervisor, Wait, WorkloadSetup},
-    workloads::{whole_rounds, Metric, WorkloadSpec},
+    runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
+    workloads::{whole_rounds, Extra, Metric, WorkloadSetup, WorkloadSpec},
 };
 
-#[derive(Debug, Clone)]
-pub struct SamplingOptions {
+/// How many samples a workload takes and how long each lasts.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    /// Timed samples per pass (clean and probed each) in each round.
     pub samples: usize,
-    pub min_sample: Duration,
     /// Untimed samples before the first timed one.
     pub warmup: usize,
-    /// Copies of each workload that run at once, each in a runner of its own (`--parallel`).
-    pub parallel: usize,
-    /// How each copy is set up in its runner.
-    pub setup: WorkloadSetup,
+    /// The least time one sample lasts (lmbench's ENOUGH).
+    pub min_sample: Duration,
+}
+
+/// What the engine measures every workload of a run with.
+#[derive(Clone, Copy)]
+pub struct Engine<'a> {
+    pub sampling: Sampling,
+    /// How each workload is set up in its runners.
+    pub setup: &'a WorkloadSetup,
+    pub overhead: Overhead,
 }
 
 /// What the timing itself costs, measured once per run and taken out of every sample.
@@ -88,22 +96,12 @@ pub struct Measured {
 impl Measured {
     pub fn new(spec: &WorkloadSpec) -> Measured {
         Measured {
-            result: WorkloadResult {
-                name: spec.name.into(),
-                family: spec.family.key().into(),
-                unit: spec.metric.unit(),
-                iterations: 0,
-                clean: Vec::new(),
-                probed: Vec::new(),
-                extra: Vec::new(),
-                attribution: Vec::new(),
-                events_per_op: Default::default(),
-                notes: Vec::new(),
-                failure: None,
-                runner_peak_rss_kib: None,
-                copies: Vec::new(),
-                round_sizes: Vec::new(),
-            },
+            result: WorkloadResult::new(
+                spec.name,
+                spec.family.key(),
+                spec.metric.unit(),
+                Vec::new(),
+            ),
             taken: Taken::default(),
         }
     }
@@ -145,14 +143,9 @@ pub struct Round {
 /// first round only: every round times the same number of ops), warm-up and the samples. A
 /// failure is recorded with its phase and ends the workload's rounds. Returns true when the
 /// run was interrupted.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one round of the sampling engine's inputs"
-)]
 pub fn measure_round(
+    engine: &Engine,
     spec: &'static WorkloadSpec,
-    options: &SamplingOptions,
-    overhead: Overhead,
     probes: Option<&mut Probes>,
     supervisor: &mut Supervisor,
     progress: Progress,
@@ -163,9 +156,8 @@ pub fn measure_round(
     let mut phase = String::from("set-up");
     supervisor.start_clock();
     let sampled = sample(
+        engine,
         spec,
-        options,
-        overhead,
         probes,
         supervisor,
         progress,
@@ -196,9 +188,8 @@ pub fn measure_round(
 /// Sets the workload up and takes its samples into `result` and `taken`, naming each phase
 /// in `phase` as it starts.
 fn sample(
+    engine: &Engine,
     spec: &'static WorkloadSpec,
-    options: &SamplingOptions,
-    overhead: Overhead,
     mut probes: Option<&mut Probes>,
     supervisor: &mut Supervisor,
     progress: Progress,
@@ -206,10 +197,15 @@ fn sample(
 ) -> Result<Wait<()>> {
     // With probes, set-up runs attached and inside the tracking window, so the helper
     // processes it forks are followed.
+    let Engine {
+        sampling,
+        setup,
+        overhead,
+    } = *engine;
     let tracked = probes.is_some();
-    let pids = supervisor.runner_pids(options.parallel)?;
+    let pids = supervisor.runner_pids(setup.copies)?;
     let Wait::Done(mut workload) = attached(probes.as_deref_mut(), &pids, || {
-        RemoteWorkload::start(supervisor, spec, &options.setup, options.parallel, tracked)
+        RemoteWorkload::start(supervisor, spec, setup, tracked)
     })?
     else {
         return Ok(Wait::Interrupted);
@@ -222,14 +218,15 @@ fn sample(
         *phase = "calibration".into();
         let per_round = workload.ops_per_round();
         let mut run = |ops| workload.run_slowest(ops, false);
-        let Wait::Done(ops) = calibrate(per_round, spec.metric, options.min_sample, &mut run)?
+        let Wait::Done(ops) =
+            ops_per_sample(per_round, spec.metric, sampling.min_sample, &mut run)?
         else {
             return Ok(Wait::Interrupted);
         };
         ops
     };
     *phase = "warm-up".into();
-    for _ in 0..options.warmup {
+    for _ in 0..sampling.warmup {
         if let Wait::Interrupted = workload.run(ops, false).context("warm-up")? {
             return Ok(Wait::Interrupted);
         }
@@ -240,7 +237,7 @@ fn sample(
     }
 
     let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
-    let total = options.samples;
+    let total = sampling.samples;
     for i in 0..total {
         // Alternate which pass goes first, so neither always follows the other.
         let probed_first = i % 2 == 1;
@@ -341,9 +338,10 @@ fn attached<T>(
     out
 }
 
-/// lmbench's BENCH: double the op count until one sample lasts `min_sample`. `run` runs that
+/// lmbench's BENCH: double the op count until one sample lasts `min_sample` (the
+/// "calibration" phase of a workload). `run` runs that
 /// many ops of a workload whose ops come in rounds of `per_round`, and returns their time.
-fn calibrate(
+fn ops_per_sample(
     per_round: u64,
     metric: Metric,
     min_sample: Duration,
@@ -443,7 +441,8 @@ mod tests {
                 asked.push(ops);
                 ring.run(ops).map(Wait::Done)
             };
-            let Wait::Done(ops) = calibrate(per_round, spec.metric, min_sample, &mut run).unwrap()
+            let Wait::Done(ops) =
+                ops_per_sample(per_round, spec.metric, min_sample, &mut run).unwrap()
             else {
                 panic!("interrupted")
             };

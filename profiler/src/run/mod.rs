@@ -1,4 +1,4 @@
-//! `hookprof run` and `stat`: the orchestrator, a list of stages. `check` (bad input, the
+//! `hookprof run` and `stat` (`stat.rs`): the orchestrator, a list of stages. `check` (bad input, the
 //! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
 //! `rounds` (each workload per round, through the sampling engine `measure`) -> `finish`
 //! (write, print, baseline, exit code). A workload that fails is recorded and the run goes
@@ -12,6 +12,7 @@ pub mod measure;
 pub(crate) mod probe_setup;
 mod progress;
 mod rounds;
+pub mod stat;
 
 use std::{process::ExitCode, time::Duration};
 
@@ -21,13 +22,13 @@ use serde_json::json;
 pub use self::args::{CommonMeasureArgs, MeasureArgs, PolicyArgs, RunArgs, SessionArgs};
 use self::{
     finish::Outputs,
-    measure::{Overhead, SamplingOptions},
+    measure::{Engine, Overhead, Sampling},
     probe_setup::ProbeSetup,
     rounds::{Rounds, Work},
 };
 use crate::{
-    runner::{Wait, WorkloadSetup},
-    workloads::{self, command::CommandLine, WorkloadSpec},
+    runner::Wait,
+    workloads::{self, WorkloadSetup, WorkloadSpec},
 };
 
 /// Rounds and samples per round by default: chosen from the variance components measured on
@@ -37,19 +38,13 @@ use crate::{
 pub const DEFAULT_ROUNDS: u32 = 4;
 pub const DEFAULT_SAMPLES: u32 = 3;
 
-/// What a run measures: its workloads (or `stat`'s command) and how many samples each takes.
+/// What a run measures: its workloads (or `stat`'s command), how many samples each takes,
+/// and the size of the work (`--jobs`, the command); `CommonMeasureArgs` adds how.
 pub struct Plan {
     pub specs: Vec<&'static WorkloadSpec>,
-    /// Timed samples per pass (clean and probed each).
-    pub samples: u32,
-    /// Untimed samples before them.
-    pub warmup: u32,
-    /// The least time one sample lasts (lmbench's ENOUGH).
-    pub min_sample: Duration,
-    /// Parallel jobs for the `build` workload.
-    pub jobs: Option<usize>,
-    /// `stat`'s command, the one workload in `specs`.
-    pub command: Option<CommandLine>,
+    pub sampling: Sampling,
+    /// `jobs` and `command`; the CPUs, copies and policies come from the common options.
+    pub setup: WorkloadSetup,
     /// The options that chose the work (`run`'s workloads, `stat`'s command), as the results
     /// record them beside the options both share.
     pub recorded: Vec<(&'static str, serde_json::Value)>,
@@ -62,12 +57,16 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     }
     let args = &run_args.measure;
     let plan = Plan {
-        specs: workloads::select(args.workloads.as_deref(), args.suite)?,
-        samples: args.samples,
-        warmup: 1,
-        min_sample: Duration::from_millis(args.min_sample_ms),
-        jobs: args.jobs,
-        command: None,
+        specs: workloads::chosen(args.workloads.as_deref(), args.suite)?,
+        sampling: Sampling {
+            samples: args.samples as usize,
+            warmup: 1,
+            min_sample: Duration::from_millis(args.min_sample_ms),
+        },
+        setup: WorkloadSetup {
+            jobs: args.jobs,
+            ..WorkloadSetup::default()
+        },
         recorded: vec![
             ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
             ("workloads", json!(args.workloads)),
@@ -85,21 +84,21 @@ pub fn measure_plan(
     plan: &Plan,
 ) -> Result<ExitCode> {
     let checked = check::check(session, args, plan)?;
+    let setup = args.workload_setup(&plan.setup);
     let bar = progress::progress_bar(session.quiet, plan.specs.len());
     let (mut supervisor, environment) = check::supervise(args, &checked, &bar)?;
-    let options = sampling_options(args, plan);
-    let setup = ProbeSetup {
+    let probe_setup = ProbeSetup {
         hooks: &args.hooks,
         inject: &checked.lsm_inject,
         injections: checked.variants.iter().map(|v| v.inject.clone()).collect(),
         stack_noop: args.stack_noop,
         specs: &plan.specs,
-        setup: &options.setup,
+        setup: &setup,
         active_lsms: &environment.active_lsms,
         verbose: session.verbose,
         bar: &bar,
     };
-    let Wait::Done(mut probes) = probe_setup::set_up(checked.kinds, &setup, &mut supervisor)?
+    let Wait::Done(mut probes) = probe_setup::set_up(checked.kinds, &probe_setup, &mut supervisor)?
     else {
         bar.finish_and_clear();
         eprintln!("hookprof: interrupted before measuring");
@@ -110,28 +109,25 @@ pub fn measure_plan(
     // only switched on when such programs are attached (they cost every program a little).
     let _run_stats = (args.stack_noop || !args.inject.is_empty())
         .then(|| aya::sys::enable_stats(aya::sys::Stats::RunTime).ok());
-    let overhead = Overhead::measure();
+    let engine = Engine {
+        sampling: plan.sampling,
+        setup: &setup,
+        overhead: Overhead::measure(),
+    };
     let rounds = Rounds {
         of: args.rounds as usize,
         seed: rand::random(),
     };
     let loaded = (probes.probes.as_ref(), probes.calibration.take());
-    let results = finish::begin(session, args, plan, environment, loaded, overhead, rounds);
+    let results = finish::begin(session, args, plan, environment, loaded, &engine, rounds);
     let variants = &checked.variants;
     let mut results = finish::variants_of(results, variants, session.versus.as_ref(), rounds.seed);
     let work = Work {
         specs: &plan.specs,
         variants,
     };
-    let measuring = rounds::measure_workloads(
-        work,
-        rounds,
-        &options,
-        overhead,
-        &mut probes,
-        &mut supervisor,
-        &bar,
-    )?;
+    let measuring =
+        rounds::measure_workloads(work, rounds, &engine, &mut probes, &mut supervisor, &bar)?;
     for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
         r.workloads = workloads;
         r.complete = measuring.complete;
@@ -149,19 +145,4 @@ pub fn measure_plan(
         format: session.format,
     };
     finish::finish(results, outputs, interrupted, plan.specs.len())
-}
-
-/// How the sampling engine measures `plan`'s workloads, and how each is set up in its runners.
-fn sampling_options(args: &CommonMeasureArgs, plan: &Plan) -> SamplingOptions {
-    SamplingOptions {
-        samples: plan.samples as usize,
-        min_sample: plan.min_sample,
-        warmup: plan.warmup as usize,
-        parallel: args.parallel as usize,
-        setup: WorkloadSetup {
-            pin: args.pin.clone(),
-            jobs: plan.jobs,
-            command: plan.command.clone(),
-        },
-    }
 }

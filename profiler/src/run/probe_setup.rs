@@ -9,7 +9,7 @@ use indicatif::ProgressBar;
 use super::discovery::{self, Found};
 use crate::{
     injection::{self, Injection},
-    memory,
+    peak_rss,
     probes::{
         calibration::{self, Calibration},
         lsm_hook_of,
@@ -17,8 +17,8 @@ use crate::{
         KernelBtf, ProbePlan, Probes, SyscallInjection, Target,
     },
     results::{LsmProgramRecord, Results},
-    runner::{Supervisor, Wait, WorkloadSetup},
-    workloads::WorkloadSpec,
+    runner::{Supervisor, Wait},
+    workloads::{WorkloadSetup, WorkloadSpec},
 };
 
 /// Which probe kinds `--probes` asks for.
@@ -186,6 +186,7 @@ fn load_probes(
 ) -> Result<Wait<LoadedProbes>> {
     let args = setup;
     require_bpf_privileges()?;
+    peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
     // loop watches for an interrupt.
     let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load)? else {
@@ -193,11 +194,11 @@ fn load_probes(
     };
     let kernel = Arc::new(kernel?);
     let selection = if kinds.hooks {
-        selection::select(&kernel, args.hooks, setup.active_lsms)?
+        selection::from_hooks_option(&kernel, args.hooks, setup.active_lsms)?
     } else {
         Selection::Listed(Vec::new())
     };
-    memory::note_phase("hook catalog");
+    peak_rss::note_phase("hook catalog");
     // Bad input fails before anything is loaded.
     if let Some((hook, _)) = args
         .inject
@@ -227,7 +228,8 @@ fn load_probes(
         return Ok(Wait::Interrupted);
     };
     let mut probes = probes?;
-    memory::note_phase("probes loaded");
+    peak_rss::release_free_heap(); // the object's parse
+    peak_rss::note_phase("probes loaded");
     if !probes.scoping_works() {
         bail!(
             "the kernel refused the raw_syscalls tracepoints, which hookprof needs to scope \
@@ -253,7 +255,7 @@ fn load_probes(
             (found.union(), Some(found))
         }
     };
-    memory::note_phase("hooks chosen");
+    peak_rss::note_phase("hooks chosen");
     let shared = Arc::clone(&kernel);
     let Wait::Done((mut probes, loaded)) = supervisor.blocking(move || {
         let loaded = probes.load_functions(&functions, false, &shared);
@@ -267,14 +269,14 @@ fn load_probes(
         eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        let Wait::Done(calibration) = calibrate_probes(&mut probes, &kernel, supervisor)? else {
+        let Wait::Done(calibration) = measure_probe_cost(&mut probes, &kernel, supervisor)? else {
             return Ok(Wait::Interrupted);
         };
         Some(calibration)
     } else {
         None
     };
-    memory::note_phase("calibration");
+    peak_rss::note_phase("calibration");
     Ok(Wait::Done(LoadedProbes {
         probes,
         calibration,
@@ -345,7 +347,7 @@ fn discover_functions(
 }
 
 /// The probes' own cost, measured with getppid loops in the runner (the gate owner).
-pub(crate) fn calibrate_probes(
+pub(crate) fn measure_probe_cost(
     probes: &mut Probes,
     kernel: &KernelBtf,
     supervisor: &mut Supervisor,

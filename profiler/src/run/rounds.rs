@@ -7,11 +7,11 @@ use indicatif::ProgressBar;
 use rand::{seq::SliceRandom, SeedableRng};
 
 use super::{
-    measure::{self, Measured, Overhead, Round, SamplingOptions},
+    measure::{self, Engine, Measured, Round},
     probe_setup::RunProbes,
 };
 use crate::{
-    memory, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
+    peak_rss, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
 };
 
 /// How many rounds, and the seed of their random orders (recorded in the results).
@@ -37,8 +37,7 @@ pub(super) struct Work<'a> {
 pub(super) fn measure_workloads(
     work: Work,
     rounds: Rounds,
-    options: &SamplingOptions,
-    overhead: Overhead,
+    engine: &Engine,
     probes: &mut RunProbes,
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
@@ -51,8 +50,7 @@ pub(super) fn measure_workloads(
     let complete = measure_rounds(
         &work,
         rounds,
-        options,
-        overhead,
+        engine,
         probes,
         supervisor,
         bar,
@@ -77,15 +75,10 @@ pub(super) fn measure_workloads(
 
 /// Measures the rounds into `measured` (per variant, one per spec); false when a workload
 /// failed or the run was interrupted.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the measuring stage's inputs, handed on"
-)]
 fn measure_rounds(
     work: &Work,
     rounds: Rounds,
-    options: &SamplingOptions,
-    overhead: Overhead,
+    engine: &Engine,
     probes: &mut RunProbes,
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
@@ -95,7 +88,7 @@ fn measure_rounds(
     let paired = work.variants.len() > 1;
     let mut complete = true;
     let mut rng = rand::rngs::StdRng::seed_from_u64(rounds.seed);
-    let per_workload = options.samples;
+    let per_workload = engine.sampling.samples;
     let mut done_workloads = 0;
     for round in 0..rounds.of {
         // A fresh order each round, so no workload always follows the same one.
@@ -132,9 +125,8 @@ fn measure_rounds(
                 bar.set_position((done_workloads * per_workload + done) as u64);
             };
             let interrupted = measure::measure_round(
+                engine,
                 spec,
-                options,
-                overhead,
                 probes.focused_on(spec.name),
                 supervisor,
                 &progress,
@@ -145,7 +137,7 @@ fn measure_rounds(
                 },
             );
             done_workloads += 1;
-            memory::note_phase(&format!("workload {}", spec.name));
+            peak_rss::note_phase(&format!("workload {}", spec.name));
             if let Some(failure) = &measured[v][i].result.failure {
                 supervisor.warn(&format!(
                     "workload {} failed in {}{variant}: {}",

@@ -14,7 +14,7 @@ mod workload;
 pub use self::{
     credentials::Credentials,
     supervisor::{children_of, Supervisor},
-    workload::{CopyRun, RemoteWorkload, WorkloadSetup},
+    workload::{CopyRun, RemoteWorkload},
 };
 
 /// CLOCK_MONOTONIC in ns: the clock every process reads alike, so the runs of parallel copies

@@ -4,19 +4,17 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{results::Unit, workloads::command::CommandLine};
+use crate::workloads::{Extra, WorkloadSetup};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Request {
     /// Creates the workload (inside the tracking window if `tracked`, so helper processes
-    /// it forks are followed), pinned to `pin[0]`: the registry's workload of that name, or
-    /// with `command`, `stat`'s runs of that command.
+    /// it forks are followed), with the runner pinned to `setup.pin[0]`: the registry's
+    /// workload of that name, or with `setup.command`, `stat`'s runs of that command.
     Create {
         workload: String,
-        command: Option<CommandLine>,
+        setup: WorkloadSetup,
         scratch_dir: PathBuf,
-        pin: Vec<usize>,
-        jobs: Option<usize>,
         tracked: bool,
     },
     /// Runs `ops` operations of the workload, then lets it settle. With `start_at_ns`
@@ -56,12 +54,4 @@ pub enum Reply {
     Failed {
         error: String,
     },
-}
-
-/// A workload's extra metric of one run (build: user, system, cpu_percent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Extra {
-    pub name: String,
-    pub unit: Unit,
-    pub value: f64,
 }

@@ -16,12 +16,12 @@ use super::{
     clock_ns,
     credentials::{self, Credentials},
     monotonic_ns,
-    protocol::{Extra, Reply, Request},
+    protocol::{Reply, Request},
 };
 use crate::{
     policy::Policy,
-    scope::with_window,
-    workloads::{self, Workload, WorkloadOptions},
+    tracking_window::with_window,
+    workloads::{self, Workload, WorkloadOptions, WorkloadSetup},
 };
 
 /// Test hooks: a runner told so dies (abort) or hangs in the first run of the named workload,
@@ -181,33 +181,14 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
     Ok(match request {
         Request::Create {
             workload,
-            command,
+            setup,
             scratch_dir,
-            pin,
-            jobs,
             tracked,
         } => {
             *hosted = None;
-            let create = match &command {
-                Some(_) => workloads::command::create,
-                None => {
-                    workloads::find(&workload)
-                        .with_context(|| format!("no workload named {workload}"))?
-                        .create
-                }
-            };
-            if let Some(&cpu) = pin.first() {
-                workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
-            }
             peak_rss.reset();
-            let options = WorkloadOptions {
-                scratch_dir,
-                pin,
-                jobs,
-                command,
-            };
-            let created = with_window(tracked, || create(&options))
-                .with_context(|| format!("set up {workload}"))?;
+            let options = WorkloadOptions { scratch_dir, setup };
+            let created = create(&workload, &options, tracked)?;
             let ops_per_round = created.ops_per_round();
             *hosted = Some(Hosted {
                 name: workload,
@@ -230,18 +211,9 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
             let elapsed = with_window(tracked, || w.run(ops))?;
             let end_ns = monotonic_ns();
             w.settle()?;
-            let extras = w
-                .extras()
-                .into_iter()
-                .map(|e| Extra {
-                    name: e.name.into(),
-                    unit: e.unit,
-                    value: e.value,
-                })
-                .collect();
             Reply::Ran {
                 elapsed_ns: elapsed.as_nanos() as u64,
-                extras,
+                extras: w.extras(),
                 start_ns,
                 end_ns,
             }
@@ -256,6 +228,25 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
             ns_per_call: with_window(tracked, || getppid_loop(calls)),
         },
     })
+}
+
+/// Pins this thread (the runner's only one) to the setup's first CPU, for good: the runner
+/// ends with its workload. Then creates the registry's workload named `workload`, or `stat`'s
+/// command, inside the tracking window if `tracked`.
+fn create(workload: &str, options: &WorkloadOptions, tracked: bool) -> Result<Box<dyn Workload>> {
+    let WorkloadSetup { pin, command, .. } = &options.setup;
+    let create = match command {
+        Some(_) => workloads::command::create,
+        None => {
+            workloads::find(workload)
+                .with_context(|| format!("no workload named {workload}"))?
+                .create
+        }
+    };
+    if let Some(&cpu) = pin.first() {
+        workloads::pin_to(cpu).with_context(|| format!("--pin {cpu}"))?;
+    }
+    with_window(tracked, || create(options)).with_context(|| format!("set up {workload}"))
 }
 
 fn fail_for_test(workload: &str) {
@@ -341,5 +332,46 @@ impl PeakRss {
         let mut buf = vec![0; 8192];
         let n = self.status.as_ref()?.read_at(&mut buf, 0).ok()?;
         crate::environment::status_field_kib(&String::from_utf8_lossy(&buf[..n]), "VmHWM")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPUs the calling thread may run on.
+    fn allowed() -> i32 {
+        // SAFETY: all-zero is a valid cpu_set_t out-buffer; CPU_COUNT reads the set filled.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+            libc::CPU_COUNT(&set)
+        }
+    }
+
+    /// The runner pins itself, once, before the workload is set up; the workload's second end
+    /// goes to the second CPU on its own (see ipc's tests).
+    #[test]
+    fn the_runner_pins_itself_before_it_creates_the_workload() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = WorkloadOptions {
+            scratch_dir: dir.path().to_path_buf(),
+            setup: WorkloadSetup {
+                pin: vec![0],
+                ..WorkloadSetup::default()
+            },
+        };
+        // A thread of its own, as the runner's: the pin lasts as long as the thread.
+        std::thread::spawn(move || {
+            let mut w = create("lat_pipe", &options, false).unwrap();
+            assert_eq!(allowed(), 1);
+            w.run(5).unwrap();
+        })
+        .join()
+        .unwrap();
+        let Err(err) = create("nope", &workloads::tests::options(dir.path()), false) else {
+            panic!("created a workload named nope");
+        };
+        assert!(err.to_string().contains("no workload named nope"), "{err}");
     }
 }

@@ -7,29 +7,17 @@ use anyhow::{bail, Context, Result};
 
 use super::{
     monotonic_ns,
-    protocol::{Extra, Reply, Request},
+    protocol::{Reply, Request},
     Supervisor, Wait,
 };
 use crate::{
     scratch::{self, Scratch},
-    workloads::{self, command::CommandLine, WorkloadSpec},
+    workloads::{self, Extra, WorkloadSetup, WorkloadSpec},
 };
 
 /// How far ahead of sending them parallel copies are told to start: time enough for the
 /// supervisor to hand the request to every runner on a busy machine.
 const START_AHEAD_NS: u64 = 2_000_000;
-
-/// How a workload is set up: the same in every copy but for its scratch directory and, with
-/// `pin`, its CPUs.
-#[derive(Debug, Clone, Default)]
-pub struct WorkloadSetup {
-    /// `--pin`: copy 0's CPUs; the other copies move up from them (see `copy_pin`).
-    pub pin: Vec<usize>,
-    /// `make -j` for `build`.
-    pub jobs: Option<usize>,
-    /// `stat`'s command, for its workload.
-    pub command: Option<CommandLine>,
-}
 
 /// What one copy's run of `ops` operations came to.
 #[derive(Debug, Clone)]
@@ -55,17 +43,17 @@ pub struct RemoteWorkload<'s> {
 }
 
 impl<'s> RemoteWorkload<'s> {
-    /// Creates `copies` copies of the workload, copy `i` in runner `i` (starting runners as
-    /// needed; see `Supervisor::runner_pids`), each with a scratch directory of its own (owned
-    /// by the run's user) and, with `--pin`, CPUs of its own. With `tracked`, set-up runs
-    /// inside the tracking window, so the helper processes it forks are followed.
+    /// Creates `setup.copies` copies of the workload, copy `i` in runner `i` (starting
+    /// runners as needed; see `Supervisor::runner_pids`), each with a scratch directory of its
+    /// own (owned by the run's user) and, with `--pin`, CPUs of its own. With `tracked`,
+    /// set-up runs inside the tracking window, so the helper processes it forks are followed.
     pub fn start(
         supervisor: &'s mut Supervisor,
         spec: &WorkloadSpec,
         setup: &WorkloadSetup,
-        copies: usize,
         tracked: bool,
     ) -> Result<Wait<RemoteWorkload<'s>>> {
+        let copies = setup.copies;
         let cpus = if setup.pin.is_empty() {
             Vec::new()
         } else {
@@ -79,10 +67,11 @@ impl<'s> RemoteWorkload<'s> {
             let scratch = scratch::create(spec.name, supervisor.user())?;
             requests.push(Request::Create {
                 workload: spec.name.into(),
-                command: setup.command.clone(),
+                setup: WorkloadSetup {
+                    pin: copy_pin(&setup.pin, copy, &cpus),
+                    ..setup.clone()
+                },
                 scratch_dir: scratch.path().to_path_buf(),
-                pin: copy_pin(&setup.pin, copy, &cpus),
-                jobs: setup.jobs,
                 tracked,
             });
             scratches.push(scratch);

@@ -187,7 +187,7 @@ fn functions(kernel: &KernelBtf, hooks: &[String], active_lsms: &[String]) -> Re
             all.truncate(USER_SLOTS);
             Ok(all)
         }
-        names => match selection::select(kernel, names, active_lsms)? {
+        names => match selection::from_hooks_option(kernel, names, active_lsms)? {
             Selection::Listed(functions) => Ok(functions),
             Selection::Discover => unreachable!("default is handled above"),
         },

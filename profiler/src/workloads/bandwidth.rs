@@ -10,7 +10,7 @@ use super::{
     channel::{write_all, Channel, End},
     memory::{AnonBuffer, CacheSizes},
     net_time,
-    peer::{Peer, PinGuard, Pinning},
+    peer::{second_cpu, Peer},
     sum_words,
     vm::unlinked_file,
     Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
@@ -129,7 +129,6 @@ struct Transfer {
     client: End,
     buf: AnonBuffer,
     server: Peer,
-    _pin: PinGuard,
 }
 
 /// The server's loop (in the forked peer): `chunk` is its 64 KB, allocated before the fork.
@@ -145,16 +144,15 @@ impl Transfer {
         channel: anyhow::Result<Channel>,
     ) -> anyhow::Result<Box<dyn Workload>> {
         let Channel { client, server } = channel?;
-        let pin = Pinning::new(&options.pin);
+        let second = second_cpu(&options.setup.pin);
         let chunk: Vec<u8> = (0..XFER).map(|i| i as u8).collect();
-        let peer = Peer::spawn(pin.second, || stream_chunks(&server, &chunk))?;
+        let peer = Peer::spawn(second, || stream_chunks(&server, &chunk))?;
         drop(server);
         Ok(Box::new(Transfer {
             client,
             // Page-aligned, as lmbench's valloc()ed buffer.
             buf: AnonBuffer::new(XFER)?,
             server: peer,
-            _pin: PinGuard::new(pin.first)?,
         }))
     }
 }

@@ -139,6 +139,7 @@ impl Build {
         let build = Build {
             root,
             jobs: options
+                .setup
                 .jobs
                 .unwrap_or_else(|| 4 * std::thread::available_parallelism().map_or(1, |n| n.get())),
             extras: Vec::new(),
@@ -187,17 +188,17 @@ impl Workload for Build {
         let per_run = |d: Duration| d.as_secs_f64() / ops.max(1) as f64;
         self.extras = vec![
             Extra {
-                name: "user",
+                name: "user".into(),
                 unit: Unit::Seconds,
                 value: per_run(user),
             },
             Extra {
-                name: "system",
+                name: "system".into(),
                 unit: Unit::Seconds,
                 value: per_run(system),
             },
             Extra {
-                name: "cpu_percent",
+                name: "cpu_percent".into(),
                 unit: Unit::Percent,
                 value: cpu_percent,
             },

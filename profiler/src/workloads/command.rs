@@ -5,7 +5,7 @@
 //! what any start of a command does (the fork, the exec, the wait) is part of the op. What
 //! posix_spawn's child does before the exec is not: it resets every signal's handler (some 120
 //! sigactions, which a shell's fork does not make) and sets up stdio. So the child counts from
-//! its execve on (`scope::spawning`); the set-up's time is in the residual. Its stdio is
+//! its execve on (`tracking_window::spawning`); the set-up's time is in the residual. Its stdio is
 //! /dev/null; it runs in hookprof's working directory.
 use std::{
     fs::File,
@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::scope::{spawning, untracked};
+use crate::tracking_window::{spawning, untracked};
 
 /// The command `stat` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,9 +48,10 @@ impl CommandLine {
     }
 }
 
-/// Creates the command workload of `options.command`.
+/// Creates the command workload of `options.setup.command`.
 pub fn create(options: &WorkloadOptions) -> Result<Box<dyn Workload>> {
     let command = options
+        .setup
         .command
         .clone()
         .context("no command given to the command workload")?;
@@ -133,7 +134,7 @@ mod tests {
     fn run(argv: &[&str], prepare: Option<&str>) -> Result<Duration> {
         let dir = tempfile::tempdir().unwrap();
         let mut options = crate::workloads::tests::options(dir.path());
-        options.command = Some(CommandLine {
+        options.setup.command = Some(CommandLine {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             prepare: prepare.map(String::from),
         });

@@ -9,10 +9,10 @@ use std::{
 use super::{
     channel::{pipe, read_exact, write_all},
     net_time,
-    peer::{Peer, PinGuard, Pinning},
+    peer::{second_cpu, Peer},
     sum_words, Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
-use crate::scope::untracked;
+use crate::tracking_window::untracked;
 
 macro_rules! ring {
     ($name:literal, $procs:literal, $kb:literal, $suite:expr) => {
@@ -98,7 +98,6 @@ struct TokenRing {
     loop_tx: OwnedFd,
     working_set: Vec<u64>,
     members: Vec<Peer>,
-    _pin: PinGuard,
 }
 
 impl TokenRing {
@@ -116,11 +115,11 @@ impl TokenRing {
             .iter()
             .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
             .collect();
-        let pin = Pinning::new(&options.pin);
+        let second = second_cpu(&options.setup.pin);
         let mut members = Vec::with_capacity(procs - 1);
         for i in 1..procs {
             let (rx, tx) = (pipes[i - 1].0.as_raw_fd(), pipes[i].1.as_raw_fd());
-            members.push(Peer::spawn(pin.second, || member(rx, tx, &all, words))?);
+            members.push(Peer::spawn(second, || member(rx, tx, &all, words))?);
         }
         let mut pipes = pipes.into_iter();
         let to_next = pipes.next().expect("procs >= 2").1;
@@ -134,7 +133,6 @@ impl TokenRing {
             loop_tx,
             working_set: (0..words as u64).collect(),
             members,
-            _pin: PinGuard::new(pin.first)?,
         }))
     }
 

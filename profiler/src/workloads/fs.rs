@@ -13,7 +13,7 @@ use std::{
 use anyhow::Context;
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::scope::untracked;
+use crate::tracking_window::untracked;
 
 const FILES_PER_DIR: usize = 100;
 

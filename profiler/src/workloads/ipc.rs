@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::{
     channel::{read_exact, write_all, Channel, End},
-    peer::{Peer, PinGuard, Pinning},
+    peer::{second_cpu, Peer},
     rpc, Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
 
@@ -188,7 +188,6 @@ struct RoundTrip {
     exchange: Exchange,
     seq: u32,
     server: Peer,
-    _pin: PinGuard,
 }
 
 impl RoundTrip {
@@ -198,15 +197,14 @@ impl RoundTrip {
         exchange: Exchange,
     ) -> anyhow::Result<Box<dyn Workload>> {
         let Channel { client, server } = channel?;
-        let pin = Pinning::new(&options.pin);
-        let peer = Peer::spawn(pin.second, || exchange.serve(&server))?;
+        let second = second_cpu(&options.setup.pin);
+        let peer = Peer::spawn(second, || exchange.serve(&server))?;
         drop(server); // only the peer holds the server end now
         Ok(Box::new(RoundTrip {
             client,
             exchange,
             seq: 0,
             server: peer,
-            _pin: PinGuard::new(pin.first)?,
         }))
     }
 }
@@ -234,7 +232,6 @@ impl Workload for RoundTrip {
 struct Connect {
     addr: SocketAddr,
     server: Peer,
-    _pin: PinGuard,
 }
 
 impl Connect {
@@ -247,8 +244,8 @@ impl Connect {
         if unsafe { libc::listen(fd, 65535) } != 0 {
             anyhow::bail!("listen: {}", std::io::Error::last_os_error());
         }
-        let pin = Pinning::new(&options.pin);
-        let peer = Peer::spawn(pin.second, || loop {
+        let second = second_cpu(&options.setup.pin);
+        let peer = Peer::spawn(second, || loop {
             // SAFETY: accept on the listening socket the peer inherited; the read returns at the
             // client's close (EOF); then close what accept returned.
             let conn = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
@@ -261,11 +258,7 @@ impl Connect {
             }
         })?;
         drop(listener);
-        Ok(Box::new(Connect {
-            addr,
-            server: peer,
-            _pin: PinGuard::new(pin.first)?,
-        }))
+        Ok(Box::new(Connect { addr, server: peer }))
     }
 }
 
@@ -309,9 +302,9 @@ mod tests {
         let second = cpus.min(2) - 1;
         let dir = tempfile::tempdir().unwrap();
         let mut opts = options(dir.path());
-        opts.pin = vec![0, second];
+        opts.setup.pin = vec![0, second];
         let spec = crate::workloads::find("lat_tcp").unwrap();
-        let mut w = spec.instantiate(&opts).unwrap();
+        let mut w = (spec.create)(&opts).unwrap();
         w.run(5).unwrap();
         let server = &my_children()[0];
         let status = std::fs::read_to_string(format!("/proc/{server}/status")).unwrap();

@@ -7,7 +7,9 @@
 //! `fs`, `vm`, `bandwidth`, `memory`, `build`. Shared by them: `peer` (pinning, forked helper
 //! processes that are killed and reaped on drop) and `channel` (pipe pairs and loopback
 //! socket pairs, exact raw-fd I/O a forked child may use).
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::results::Unit;
 
@@ -26,10 +28,13 @@ pub use peer::pin_to;
 mod process;
 mod rpc;
 mod select;
+mod setup;
 mod signal;
 mod storm;
 mod syscall;
 mod vm;
+
+pub use setup::{WorkloadOptions, WorkloadSetup};
 
 /// Suites, smallest first; each includes the workloads tagged for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -103,24 +108,10 @@ impl Metric {
     }
 }
 
-/// What every workload gets to set itself up.
-#[derive(Debug, Clone)]
-pub struct WorkloadOptions {
-    /// A private directory for this workload's files; removed by the engine afterwards.
-    pub scratch_dir: PathBuf,
-    /// CPUs to pin to: the workload (and a two-process workload's first end) to the first, the
-    /// second end to the second (or the first, if only one is given).
-    pub pin: Vec<usize>,
-    /// `make -j` for `build`.
-    pub jobs: Option<usize>,
-    /// `stat`'s command, for its workload.
-    pub command: Option<command::CommandLine>,
-}
-
-/// One extra metric of a run (build: user, system, cpu_percent).
-#[derive(Debug, Clone, PartialEq)]
+/// One extra metric of a run (build: user, system, cpu_percent), as the runner replies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Extra {
-    pub name: &'static str,
+    pub name: String,
     pub unit: Unit,
     pub value: f64,
 }
@@ -221,39 +212,6 @@ impl WorkloadSpec {
             _ => ops,
         }
     }
-
-    /// Creates the workload with the calling thread pinned to `options.pin[0]` for the
-    /// workload's lifetime (restored when it is dropped). Two-process workloads pin their
-    /// second end to `pin[1]` (or `pin[0]`) themselves.
-    pub fn instantiate(&self, options: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
-        let pin = peer::PinGuard::new(options.pin.first().copied())?;
-        let inner = (self.create)(options)?;
-        Ok(Box::new(Pinned { inner, _pin: pin }))
-    }
-}
-
-/// A workload whose thread stays pinned until it is dropped (the workload first, then the pin).
-struct Pinned {
-    inner: Box<dyn Workload>,
-    _pin: peer::PinGuard,
-}
-
-impl Workload for Pinned {
-    fn run(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        self.inner.run(ops)
-    }
-
-    fn ops_per_round(&self) -> u64 {
-        self.inner.ops_per_round()
-    }
-
-    fn settle(&mut self) -> anyhow::Result<()> {
-        self.inner.settle()
-    }
-
-    fn extras(&mut self) -> Vec<Extra> {
-        self.inner.extras()
-    }
 }
 
 impl std::fmt::Debug for WorkloadSpec {
@@ -264,20 +222,23 @@ impl std::fmt::Debug for WorkloadSpec {
 
 /// Every workload, in lmbench summary order.
 pub fn registry() -> Vec<&'static WorkloadSpec> {
-    let mut all: Vec<&'static WorkloadSpec> = Vec::new();
-    all.extend(syscall::SPECS);
-    all.extend(select::SPECS);
-    all.extend(signal::SPECS);
-    all.extend(process::SPECS);
-    all.extend(ctxsw::SPECS);
-    all.extend(ipc::SPECS);
-    all.extend(fs::SPECS);
-    all.extend(vm::SPECS);
-    all.extend(bandwidth::SPECS);
-    all.extend(memory::SPECS);
-    all.extend(build::SPECS);
-    all.extend(storm::SPECS);
-    all
+    [
+        syscall::SPECS,
+        select::SPECS,
+        signal::SPECS,
+        process::SPECS,
+        ctxsw::SPECS,
+        ipc::SPECS,
+        fs::SPECS,
+        vm::SPECS,
+        bandwidth::SPECS,
+        memory::SPECS,
+        build::SPECS,
+        storm::SPECS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
@@ -292,7 +253,7 @@ pub struct UnknownWorkload {
 }
 
 /// The workloads a run uses: the named ones in the order given, else the suite's.
-pub fn select(
+pub fn chosen(
     names: Option<&[String]>,
     suite: Suite,
 ) -> Result<Vec<&'static WorkloadSpec>, UnknownWorkload> {
@@ -325,9 +286,7 @@ pub(crate) mod tests {
     pub(crate) fn options(dir: &std::path::Path) -> WorkloadOptions {
         WorkloadOptions {
             scratch_dir: dir.to_path_buf(),
-            pin: Vec::new(),
-            jobs: None,
-            command: None,
+            setup: WorkloadSetup::default(),
         }
     }
 
@@ -422,7 +381,7 @@ pub(crate) mod tests {
         assert_eq!(names, expected);
         // The default suite is every lmbench column: all but the macro workloads and the
         // static-exec variant of exec_proc.
-        let default = select(None, Suite::Default).unwrap();
+        let default = chosen(None, Suite::Default).unwrap();
         assert_eq!(default.len(), expected.len() - 3);
     }
 
@@ -441,26 +400,6 @@ pub(crate) mod tests {
         assert_eq!(find("mem_l1").unwrap().loop_iterations(1000), 0);
     }
 
-    #[test]
-    fn instantiate_pins_for_the_workloads_lifetime() {
-        let allowed = || {
-            // SAFETY: all-zero is a valid cpu_set_t out-buffer.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
-            // SAFETY: reads the set filled above.
-            unsafe { libc::CPU_COUNT(&set) }
-        };
-        let before = allowed();
-        let dir = tempfile::tempdir().unwrap();
-        let mut opts = options(dir.path());
-        opts.pin = vec![0];
-        let mut w = find("lat_pipe").unwrap().instantiate(&opts).unwrap();
-        assert_eq!(allowed(), 1);
-        w.run(5).unwrap();
-        drop(w);
-        assert_eq!(allowed(), before);
-    }
-
     /// What one sample (>= 5 ms of timed work) of each workload costs in wall time, with ops
     /// calibrated by doubling as the engine does: `cargo test -- --ignored --nocapture
     /// sample_cost`. `build` is left out (one run is a whole build).
@@ -475,7 +414,7 @@ pub(crate) mod tests {
         );
         for spec in registry().into_iter().filter(|s| s.name != "build") {
             let t = Instant::now();
-            let mut w = spec.instantiate(&options(dir.path())).unwrap();
+            let mut w = (spec.create)(&options(dir.path())).unwrap();
             let create = t.elapsed();
             let mut ops = 1u64;
             let (wall, timed) = loop {
@@ -503,7 +442,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_names_list_the_valid_ones() {
-        let err = select(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
+        let err = chosen(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
         assert!(err.to_string().contains("null_call"), "{err}");
     }
 

@@ -11,20 +11,11 @@ use super::process::wait_for;
 /// How long a peer may stay busy after an op before the run fails.
 const IDLE_WAIT: Duration = Duration::from_secs(10);
 
-/// Where the two ends of a two-process workload run, from `WorkloadOptions::pin`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Pinning {
-    pub first: Option<usize>,
-    pub second: Option<usize>,
-}
-
-impl Pinning {
-    pub fn new(pin: &[usize]) -> Self {
-        Pinning {
-            first: pin.first().copied(),
-            second: pin.get(1).or(pin.first()).copied(),
-        }
-    }
+/// Where the second end of a two-process workload runs, from `WorkloadSetup::pin`: its second
+/// CPU, or the first when only one is given. The first end is the runner, which pins itself
+/// before it creates the workload.
+pub fn second_cpu(pin: &[usize]) -> Option<usize> {
+    pin.get(1).or(pin.first()).copied()
 }
 
 /// Pins the calling thread to `cpu` (raw syscall: safe in a forked child).
@@ -53,36 +44,6 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     Ok((0..max)
         .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
         .collect())
-}
-
-/// Pins the calling thread for the guard's lifetime and restores its previous CPU set on drop,
-/// so the engine's thread is not left pinned after the workload.
-pub struct PinGuard {
-    saved: Option<libc::cpu_set_t>,
-}
-
-impl PinGuard {
-    pub fn new(cpu: Option<usize>) -> anyhow::Result<Self> {
-        let Some(cpu) = cpu else {
-            return Ok(PinGuard { saved: None });
-        };
-        // SAFETY: all-zero is a valid cpu_set_t; the out-pointer is valid for its size.
-        let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut saved) } != 0 {
-            anyhow::bail!("sched_getaffinity: {}", io::Error::last_os_error());
-        }
-        pin_to(cpu).map_err(|e| anyhow::anyhow!("pin to CPU {cpu}: {e}"))?;
-        Ok(PinGuard { saved: Some(saved) })
-    }
-}
-
-impl Drop for PinGuard {
-    fn drop(&mut self) {
-        if let Some(saved) = &self.saved {
-            // SAFETY: `saved` is the set sched_getaffinity returned.
-            unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), saved) };
-        }
-    }
 }
 
 /// A forked helper process. Dropping it kills and reaps it; the child also dies with SIGKILL

@@ -8,10 +8,8 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::{
-    run::{self, CommonMeasureArgs, Plan, SessionArgs},
-    workloads::command::CommandLine,
-};
+use super::{measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs};
+use crate::workloads::{command::CommandLine, WorkloadSetup};
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
@@ -41,17 +39,21 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
     };
     let plan = Plan {
         specs: vec![command.spec()],
-        samples: args.runs,
-        warmup: args.warmup,
         // One op is one whole run of the command: no op count to calibrate, no build jobs.
-        min_sample: Duration::ZERO,
-        jobs: None,
+        sampling: Sampling {
+            samples: args.runs as usize,
+            warmup: args.warmup as usize,
+            min_sample: Duration::ZERO,
+        },
         recorded: vec![
             ("command", json!(command.argv)),
             ("prepare", json!(command.prepare)),
             ("warmup", json!(args.warmup)),
         ],
-        command: Some(command),
+        setup: WorkloadSetup {
+            command: Some(command),
+            ..WorkloadSetup::default()
+        },
     };
-    run::measure_plan(&args.session, &args.measure, &plan)
+    measure_plan(&args.session, &args.measure, &plan)
 }

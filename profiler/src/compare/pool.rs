@@ -1,0 +1,84 @@
+//! One side of a comparison pooled per workload: each file's clean samples (and extra
+//! metrics) kept round by round, its attribution rows merged.
+use crate::{
+    replication::FileRounds,
+    results::{AttributionRow, Results, Unit, WorkloadResult},
+};
+
+/// One workload's samples from every file of a side, kept per file.
+#[derive(Debug, Default)]
+pub(super) struct Pooled {
+    pub unit: Option<Unit>,
+    /// The clean samples of each file that has any, round by round.
+    pub clean: Vec<FileRounds>,
+    /// Further metrics, their samples per file, round by round.
+    pub extras: Vec<(String, Unit, Vec<FileRounds>)>,
+    /// Rows merged by (kind, name, parent), their per-sample values concatenated.
+    pub attribution: Vec<AttributionRow>,
+}
+
+/// Workloads in first-seen order with their pooled samples.
+pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
+    let mut pooled: Vec<(String, Pooled)> = Vec::new();
+    for r in side {
+        for w in &r.workloads {
+            let at = match pooled.iter().position(|(n, _)| *n == w.name) {
+                Some(at) => at,
+                None => {
+                    pooled.push((w.name.clone(), Pooled::default()));
+                    pooled.len() - 1
+                }
+            };
+            let p = &mut pooled[at].1;
+            let unit = *p.unit.get_or_insert(w.unit);
+            anyhow::ensure!(
+                unit == w.unit,
+                "{}: workload {} is in {} in one file and {} in another",
+                r.label,
+                w.name,
+                unit.symbol(),
+                w.unit.symbol()
+            );
+            if !w.clean.is_empty() {
+                p.clean.push(rounds_of(r, w, &w.clean));
+            }
+            for e in w.extra.iter().filter(|e| !e.clean.is_empty()) {
+                let rounds = rounds_of(r, w, &e.clean);
+                match p.extras.iter_mut().find(|(n, _, _)| *n == e.name) {
+                    Some((_, _, v)) => v.push(rounds),
+                    None => p.extras.push((e.name.clone(), e.unit, vec![rounds])),
+                }
+            }
+            for row in &w.attribution {
+                let samples = if row.samples_ns_per_op.is_empty() {
+                    vec![row.ns_per_op]
+                } else {
+                    row.samples_ns_per_op.clone()
+                };
+                let same = |a: &&mut AttributionRow| {
+                    a.kind == row.kind && a.name == row.name && a.parent == row.parent
+                };
+                match p.attribution.iter_mut().find(same) {
+                    Some(a) => a.samples_ns_per_op.extend(samples),
+                    None => p.attribution.push(AttributionRow {
+                        samples_ns_per_op: samples,
+                        ..row.clone()
+                    }),
+                }
+            }
+        }
+    }
+    Ok(pooled)
+}
+
+/// A workload's samples in one file, round by round. Imported summaries (lmbench's and
+/// kernbench's tables) list one value per run: each sample is then a round of its own.
+fn rounds_of(r: &Results, w: &WorkloadResult, samples: &[f64]) -> FileRounds {
+    if r.samples_are_runs() {
+        return samples.iter().map(|&v| vec![v]).collect();
+    }
+    w.by_round(samples)
+        .into_iter()
+        .map(<[f64]>::to_vec)
+        .collect()
+}

@@ -1,0 +1,434 @@
+//! The comparison's tests: units of replication, pairing, environment differences,
+//! attribution of a change, pooling.
+use super::{pool::pool, *};
+use crate::{
+    replication::{self, TestKind, Unit as Replication},
+    report::text::tests::{row, sample_results},
+    results::{PathKind, Results, Unit},
+    stats::{self, Criteria, Verdict},
+};
+
+/// A file whose samples are independent runs (a round each), as the tests' data were
+/// made to be.
+fn with_clean(mut r: Results, clean: &[f64], label: &str) -> Results {
+    r.label = label.into();
+    r.workloads[0].clean = clean.to_vec();
+    r.workloads[0].round_sizes = vec![1; clean.len()];
+    r
+}
+
+/// One file of `rounds` rounds, each `per_round` samples spread +-1% around its median.
+fn rounds_file(medians: &[f64], label: &str) -> Results {
+    let samples: Vec<f64> = medians
+        .iter()
+        .flat_map(|m| [m * 0.99, *m, m * 1.01])
+        .collect();
+    let mut r = with_clean(sample_results(), &samples, label);
+    r.workloads[0].round_sizes = vec![3; medians.len()];
+    r
+}
+
+#[test]
+fn samples_of_one_round_decide_nothing() {
+    // Tight samples 10% apart, but each side is one round of one run: nothing measures
+    // how two runs differ, so no verdict rests on them.
+    let mut old = with_clean(sample_results(), &[5.0, 5.01, 4.99, 5.0], "old");
+    let mut new = with_clean(sample_results(), &[5.5, 5.51, 5.49, 5.5], "new");
+    old.workloads[0].round_sizes.clear();
+    new.workloads[0].round_sizes.clear();
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!((w.replication, w.test), (Replication::Sample, None));
+    assert_eq!(w.verdict, Verdict::Inconclusive);
+    assert!(render_text(&c).contains("--rounds 2 or more"));
+}
+
+#[test]
+fn rounds_are_the_unit_and_their_medians_the_observations() {
+    // Round medians agree within 2% on each side; the sides differ by 10%.
+    let old = rounds_file(&[5.0, 5.1, 4.95, 5.05], "old");
+    let new = rounds_file(&[5.5, 5.6, 5.45, 5.55], "new");
+    let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(
+        (w.replication, w.old.n, w.new.n),
+        (Replication::Round, 4, 4)
+    );
+    assert_eq!(w.test, Some(TestKind::Welch));
+    assert_eq!(w.verdict, Verdict::Regressed);
+    // scipy: ttest_ind([5.5, 5.6, 5.45, 5.55], [5.0, 5.1, 4.95, 5.05], equal_var=False)
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 3.436402807612074e-05).abs() < 1e-9, "{p}");
+    let mde = w.minimum_detectable_effect.unwrap();
+    assert!(mde > 0.01 && mde < 0.10, "{mde}");
+    assert!(w.components.between_rounds.is_some() && w.components.between_files.is_none());
+    // The same run against itself: no change, and the spread says what it could detect.
+    let same = compare(
+        std::slice::from_ref(&old),
+        std::slice::from_ref(&old),
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert_eq!(same.workloads[0].verdict, Verdict::NoChange);
+    assert!(render_text(&same).contains("detects a change of"));
+}
+
+fn paired(mut r: Results, variant: &str) -> Results {
+    r.pairing = Some(crate::results::Pairing {
+        run: "run-1".into(),
+        variant: variant.into(),
+        base_options: String::new(),
+        versus_options: "--inject syscall:getppid=300".into(),
+    });
+    r
+}
+
+#[test]
+fn the_variants_of_a_paired_run_pair_round_with_round() {
+    // The machine drifts by 20% from round to round; the versus variant is 0.3 slower in
+    // every round. Unpaired, the drift hides it; paired, it cancels.
+    let base = [5.0, 5.6, 4.7, 5.3, 5.9, 4.8];
+    let versus = [5.3, 5.85, 5.0, 5.6, 6.2, 5.1];
+    let (old, new) = (rounds_file(&base, "base"), rounds_file(&versus, "versus"));
+    let unpaired = compare(
+        std::slice::from_ref(&old),
+        std::slice::from_ref(&new),
+        &Criteria::default(),
+    )
+    .unwrap();
+    let w = &unpaired.workloads[0];
+    assert_eq!(w.replication, Replication::Round);
+    // scipy: ttest_ind(versus, base, equal_var=False).pvalue
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 0.30471251379516934).abs() < 1e-9, "{p}");
+    assert_ne!(w.verdict, Verdict::Regressed);
+
+    let c = compare(
+        &[paired(old.clone(), "base")],
+        &[paired(new.clone(), "versus")],
+        &Criteria::default(),
+    )
+    .unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(
+        (w.replication, w.test),
+        (Replication::Pair, Some(TestKind::Paired))
+    );
+    // scipy: ttest_rel(versus, base).pvalue
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 3.582388085380236e-07).abs() < 1e-12, "{p}");
+    assert_eq!(w.verdict, Verdict::Regressed);
+    let (paired_mde, unpaired_mde) = (
+        w.minimum_detectable_effect.unwrap(),
+        unpaired.workloads[0].minimum_detectable_effect.unwrap(),
+    );
+    assert!(
+        paired_mde * 3.0 < unpaired_mde,
+        "{paired_mde} vs {unpaired_mde}"
+    );
+    assert!(render_text(&c).contains("paired"));
+
+    // Files of two different runs, or two of the same variant, do not pair.
+    let mut other_run = paired(new, "versus");
+    other_run.pairing.as_mut().unwrap().run = "run-2".into();
+    let c = compare(&[paired(old, "base")], &[other_run], &Criteria::default()).unwrap();
+    assert_eq!(c.workloads[0].replication, Replication::Round);
+}
+
+#[test]
+fn a_round_missing_on_one_side_leaves_its_pair_out() {
+    let test = replication::paired_test(&[1.0, f64::NAN, 1.2, 1.1], &[1.1, 2.0, 1.3, 1.2]);
+    let t = test.unwrap();
+    assert_eq!(t.df, 2.0);
+    assert!((t.difference - 0.1).abs() < 1e-12);
+    assert!(replication::paired_test(&[1.0, f64::NAN], &[1.1, 1.2]).is_none());
+}
+
+#[test]
+fn a_run_against_a_baseline_of_several_is_a_prediction() {
+    let baseline: Vec<Results> = [5.0, 5.1, 4.9, 5.05, 4.95]
+        .iter()
+        .map(|m| rounds_file(&[*m, *m], "base"))
+        .collect();
+    let same = rounds_file(&[5.02, 5.0], "same");
+    let c = compare(&baseline, &[same], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(
+        (w.replication, w.test),
+        (Replication::File, Some(TestKind::Prediction))
+    );
+    assert_eq!((w.old.n, w.new.n), (5, 1));
+    assert_ne!(w.verdict, Verdict::Regressed);
+    let slower = rounds_file(&[6.0, 6.1], "slower");
+    let c = compare(&baseline, &[slower], &Criteria::default()).unwrap();
+    assert_eq!(c.workloads[0].verdict, Verdict::Regressed);
+    assert!(render_text(&c).contains("prediction interval"));
+}
+
+#[test]
+fn a_policy_on_one_side_is_an_environment_difference() {
+    let old = sample_results();
+    let mut new = sample_results();
+    new.options.insert(
+        "policy".into(),
+        serde_json::json!([{ "kind": "landlock", "summary": "landlock (2 layers, 15 rules)" }]),
+    );
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let d = c.environment.iter().find(|d| d.field == "policy").unwrap();
+    assert_eq!(
+        (d.old.as_slice(), d.new.as_slice()),
+        (
+            &["none".to_string()][..],
+            &["landlock (2 layers, 15 rules)".to_string()][..]
+        )
+    );
+    assert!(render_text(&c).contains("policy: none -> landlock (2 layers, 15 rules)"));
+}
+
+#[test]
+fn fewer_cpus_to_run_on_is_an_environment_difference() {
+    let old = sample_results();
+    let mut new = sample_results();
+    new.environment.cpus_allowed = 1;
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let text = render_text(&c);
+    assert!(
+        text.contains("CPUs: 2 online, 2 allowed -> 2 online, 1 allowed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_slower_open_is_attributed_to_its_hook_and_lsm() {
+    let old = with_clean(sample_results(), &[5.0, 5.02, 4.98, 5.01, 4.99], "old");
+    let mut new = with_clean(sample_results(), &[5.5, 5.52, 5.48, 5.51, 5.49], "new");
+    new.environment.kernel_release = "6.1.0-19-amd64".into();
+    let rows = &mut new.workloads[0].attribution;
+    rows[1] = row(PathKind::Hook, "security_file_open", None, 1.0, 830.0);
+    rows[2] = row(
+        PathKind::Lsm,
+        "apparmor_file_open",
+        Some("security_file_open"),
+        1.0,
+        790.0,
+    );
+    rows[0] = row(PathKind::Syscall, "openat", None, 1.0, 3450.0);
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(w.verdict, Verdict::Regressed);
+    let a = w.attribution.as_ref().unwrap();
+    assert!((a.total_ns - 500.0).abs() < 1e-6, "{}", a.total_ns);
+    assert!((a.residual_ns - 70.0).abs() < 1e-6, "{}", a.residual_ns);
+    let lines = attribution_lines(&w.name, a);
+    assert_eq!(
+        lines[0],
+        "open_close +500 ns: security_file_open +430 ns (apparmor_file_open +410 ns), \
+         security_file_free +0.0 ns, residual +70 ns"
+    );
+    assert_eq!(lines[1], "  enclosing paths: syscall openat +450 ns");
+    let text = render_text(&c);
+    assert!(
+        text.contains("  kernel: 6.1.0-18-amd64 -> 6.1.0-19-amd64"),
+        "{text}"
+    );
+    assert!(text.contains("Performance has regressed."), "{text}");
+    assert_eq!(c.exit_code(FailOn::Regression), 1);
+    // A regression outranks an inconclusive workload (build has no samples to compare).
+    assert_eq!(c.exit_code(FailOn::Inconclusive), 1);
+    assert_eq!(c.exit_code(FailOn::Never), 0);
+    let md = render_markdown(&c);
+    assert!(
+        md.contains("| open_close | 5.000 us | 5.500 us | +10.00% ["),
+        "{md}"
+    );
+    assert!(md.contains("| **regressed** |"), "{md}");
+    let html = render_html(&c);
+    assert!(html.starts_with("<!DOCTYPE html>") && !html.contains("http"));
+    assert!(
+        html.contains("aria-label=\"change attribution of open_close\""),
+        "{html}"
+    );
+    assert!(html.contains("<tr class=\"regressed\">"), "{html}");
+    let xml = render_junit(&c);
+    assert!(
+        xml.contains("tests=\"2\" failures=\"1\" skipped=\"1\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure message=\"open_close +10.00%, Holm p = 0.000: regressed\""),
+        "{xml}"
+    );
+    assert!(xml.contains("security_file_open +430 ns"), "{xml}");
+}
+
+#[test]
+fn single_samples_are_inconclusive_and_exit_3_only_when_asked() {
+    let old = with_clean(sample_results(), &[5.0], "old");
+    let new = with_clean(sample_results(), &[5.5], "new");
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    assert!(c
+        .workloads
+        .iter()
+        .all(|w| w.verdict == Verdict::Inconclusive));
+    assert_eq!(c.exit_code(FailOn::Regression), 0);
+    assert!(c.inconclusive_warning(FailOn::Regression).is_some());
+    assert_eq!(c.exit_code(FailOn::Inconclusive), 3);
+    assert_eq!(c.exit_code(FailOn::Never), 0);
+    assert!(render_text(&c).contains("Inconclusive: one run of one round on each side"));
+}
+
+#[test]
+fn files_of_a_side_are_pooled_per_workload() {
+    let a = with_clean(sample_results(), &[5.0, 5.1], "a");
+    let b = with_clean(sample_results(), &[5.2], "b");
+    let pooled = pool(&[a, b]).unwrap();
+    assert_eq!(
+        pooled[0].1.clean,
+        [vec![vec![5.0], vec![5.1]], vec![vec![5.2]]]
+    );
+    // Rows without per-sample values contribute their single figure once per file.
+    assert_eq!(pooled[0].1.attribution[1].samples_ns_per_op, [400.0, 400.0]);
+    let mut c = with_clean(sample_results(), &[1.0], "c");
+    c.workloads[0].unit = Unit::MegabytesPerSecond;
+    let err = pool(&[sample_results(), c]).unwrap_err();
+    assert!(err.to_string().contains("open_close is in us"), "{err}");
+}
+
+/// Three boots a side, eleven tight samples each, the boots apart by more than the samples.
+fn boots(medians: &[f64], label: &str) -> Vec<Results> {
+    medians
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let samples: Vec<f64> = (0..11).map(|k| m + (k as f64 - 5.0) * 0.01).collect();
+            with_clean(sample_results(), &samples, &format!("{label}-{i}"))
+        })
+        .collect()
+}
+
+#[test]
+fn several_files_on_a_side_make_the_file_the_unit() {
+    let (old, new) = (boots(&[5.0, 5.2, 4.9], "a"), boots(&[5.1, 5.3, 5.05], "b"));
+    let c = compare(&old, &new, &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(w.replication, Replication::File);
+    assert_eq!((w.old.n, w.new.n), (3, 3));
+    // scipy 1.10: ttest_ind([5.1, 5.3, 5.05], [5.0, 5.2, 4.9], equal_var=False).pvalue
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 0.37497320100311343).abs() < 1e-9, "{p}");
+    // Pooling the 33 samples as independent would call the same data a regression.
+    let pseudo = stats::welch(
+        &stats::summarize(
+            &old.iter()
+                .flat_map(|r| r.workloads[0].clean.clone())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        &stats::summarize(
+            &new.iter()
+                .flat_map(|r| r.workloads[0].clean.clone())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(pseudo.p_value < 0.01, "{pseudo:?}");
+    assert_ne!(w.verdict, Verdict::Regressed);
+    let text = render_text(&c);
+    assert!(text.contains("(n = 3 files)"), "{text}");
+    assert!(text.contains("Unit of replication: the file"), "{text}");
+}
+
+#[test]
+fn one_file_a_side_keeps_the_sample_as_the_unit() {
+    let old = with_clean(sample_results(), &[5.0, 5.02, 4.98], "old");
+    let new = with_clean(sample_results(), &[5.5, 5.52, 5.48], "new");
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    assert_eq!(c.workloads[0].replication, Replication::Round);
+    assert_eq!(c.workloads[0].old.n, 3);
+    assert!(render_text(&c).contains("Unit of replication: the round"));
+    // One file against three: the one is tested against the three's spread.
+    let c = compare(
+        &[with_clean(sample_results(), &[5.0, 5.02, 4.98], "old")],
+        &boots(&[5.5, 5.6, 5.4], "b"),
+        &Criteria::default(),
+    )
+    .unwrap();
+    let w = &c.workloads[0];
+    assert_eq!((w.replication, w.old.n, w.new.n), (Replication::File, 1, 3));
+    assert_eq!(w.test, Some(TestKind::Prediction));
+    // scipy: 2 * t.sf((5.5 - 5.0) / (0.1 * sqrt(1 + 1/3)), 2)
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 0.04941362421328279).abs() < 1e-9, "{p}");
+}
+
+#[test]
+fn imported_kernbench_groups_compare_run_by_run_as_scipy_does() {
+    let log = "\
+vanilla
+815.80user 113.69system 2:04.36elapsed 747%CPU (0avgtext+0avgdata 0maxresident)k
+816.10user 113.20system 2:04.12elapsed 748%CPU (0avgtext+0avgdata 0maxresident)k
+815.20user 113.50system 2:04.80elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+816.40user 113.30system 2:04.50elapsed 746%CPU (0avgtext+0avgdata 0maxresident)k
+
+[PATCH 01/10] Task watchers v2
+817.00user 115.01system 2:05.00elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+818.30user 114.80system 2:05.40elapsed 744%CPU (0avgtext+0avgdata 0maxresident)k
+817.10user 115.20system 2:04.90elapsed 746%CPU (0avgtext+0avgdata 0maxresident)k
+817.90user 114.90system 2:05.62elapsed 745%CPU (0avgtext+0avgdata 0maxresident)k
+";
+    let groups = crate::import::time::parse(log, "kernbench.log").unwrap();
+    let c = compare(&groups[..1], &groups[1..], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!((w.replication, w.old.n), (Replication::Round, 4));
+    // scipy 1.10: ttest_ind(new, old, equal_var=False).pvalue of elapsed and user seconds.
+    let p = w.change.unwrap().p_value.unwrap();
+    assert!((p - 0.012585686641872386).abs() < 1e-9, "{p}");
+    let user = w.extras.iter().find(|e| e.name == "user").unwrap();
+    let p = user.change.unwrap().p_value.unwrap();
+    assert!((p - 0.0062792195891754774).abs() < 1e-9, "{p}");
+}
+
+/// open_close's and a reference loop's round medians in one file.
+fn with_reference(open_close: &[f64], mem_l1: &[f64], label: &str) -> Results {
+    let mut r = rounds_file(open_close, label);
+    let reference = &mut r.workloads[1];
+    reference.name = "mem_l1".into();
+    reference.clean = mem_l1
+        .iter()
+        .flat_map(|m| [m * 0.99, *m, m * 1.01])
+        .collect();
+    reference.round_sizes = vec![3; mem_l1.len()];
+    r
+}
+
+#[test]
+fn a_slower_machine_is_not_a_slower_kernel() {
+    let old = with_reference(&[5.0, 5.1, 4.95, 5.05], &[1.26, 1.27, 1.25, 1.26], "old");
+    // The loop that never enters the kernel is 40% slower: so is the machine.
+    let slower = with_reference(&[7.0, 7.1, 6.95, 7.05], &[1.76, 1.77, 1.75, 1.78], "new");
+    let c = compare(std::slice::from_ref(&old), &[slower], &Criteria::default()).unwrap();
+    let verdict =
+        |c: &Comparison, name: &str| c.workloads.iter().find(|w| w.name == name).unwrap().verdict;
+    assert_eq!(verdict(&c, "mem_l1"), Verdict::Inconclusive);
+    assert_eq!(verdict(&c, "open_close"), Verdict::Inconclusive);
+    assert_eq!(c.count(Verdict::Regressed), 0);
+    let text = render_text(&c);
+    assert!(text.contains("machine speed"), "{text}");
+    assert!(text.contains("the machine ran slower"), "{text}");
+    // Far more than the machine could make (+300% against its +40%) stays a regression.
+    let far_slower = with_reference(&[20.0, 20.4, 19.8, 20.2], &[1.76, 1.77, 1.75, 1.78], "new");
+    let c = compare(
+        std::slice::from_ref(&old),
+        &[far_slower],
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert_eq!(verdict(&c, "open_close"), Verdict::Regressed);
+    // The same kernel change on a machine whose speed held: a regression.
+    let same_speed = with_reference(&[7.0, 7.1, 6.95, 7.05], &[1.26, 1.25, 1.27, 1.26], "new");
+    let c = compare(&[old], &[same_speed], &Criteria::default()).unwrap();
+    assert_eq!(verdict(&c, "open_close"), Verdict::Regressed);
+    assert_eq!(verdict(&c, "mem_l1"), Verdict::NoChange);
+    assert!(!render_text(&c).contains("machine speed"));
+}
