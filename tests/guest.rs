@@ -427,7 +427,7 @@ fn every_workload_runs_and_makes_its_syscalls() {
     require_guest();
     require_root();
     // `build` needs a C compiler, which the guest lacks (README, "Testing against another kernel").
-    let suite: Vec<_> = workloads::select(None, Suite::Full)
+    let suite: Vec<_> = workloads::chosen(None, Suite::Full)
         .expect("the full suite")
         .into_iter()
         .filter(|s| s.name != "build")

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use hookprof::{
     probes::{KernelBtf, ProbePlan, Probes, Target},
-    scope::gate,
+    tracking_window::gate,
 };
 use hookprof_tests::{require_guest, require_root};
 use profiler_common::event;

@@ -77,17 +77,32 @@ pub(super) fn check(
         );
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
+    let (variants, versus_destination) = variants(session, args, &destination, &baseline)?;
+    Ok(Checked {
+        destination,
+        baseline,
+        store,
+        kinds,
+        lsm_inject,
+        user,
+        variants,
+        versus_destination,
+    })
+}
+
+/// The run's variants (its own options, and `--versus`'s), and where `-o` writes the versus
+/// variant's results.
+fn variants(
+    session: &SessionArgs,
+    args: &CommonMeasureArgs,
+    destination: &Option<Destination>,
+    baseline: &Option<baseline::Pending>,
+) -> Result<(Vec<Variant>, Option<Destination>)> {
     let Some(versus) = &session.versus else {
-        return Ok(Checked {
-            destination,
-            baseline,
-            store,
-            kinds,
-            lsm_inject,
-            user,
-            variants: vec![Variant::of_run(&session.policy.policy, &args.inject)],
-            versus_destination: None,
-        });
+        return Ok((
+            vec![Variant::of_run(&session.policy.policy, &args.inject)],
+            None,
+        ));
     };
     let variants = versus::variants(&session.policy.policy, &args.inject, versus)?.to_vec();
     if baseline.is_some() {
@@ -99,7 +114,7 @@ pub(super) fn check(
             format!("{:?}", session.format).to_lowercase()
         );
     }
-    let versus_destination = match &destination {
+    let versus_destination = match destination {
         Some(d) if d.is_stdout() => {
             bail!("--versus writes two results files: give -o FILE, not -o -")
         }
@@ -109,16 +124,7 @@ pub(super) fn check(
         }
         None => None,
     };
-    Ok(Checked {
-        destination,
-        baseline,
-        store,
-        kinds,
-        lsm_inject,
-        user,
-        variants,
-        versus_destination,
-    })
+    Ok((variants, versus_destination))
 }
 
 /// The supervisor, set up before anything is loaded so an interrupt at any point ends the run
