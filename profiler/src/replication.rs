@@ -337,6 +337,15 @@ pub fn minimum_detectable(std_error: f64, df: f64, alpha: f64) -> Option<f64> {
     Some((t.inverse_cdf(1.0 - alpha / 2.0) + t.inverse_cdf(POWER)) * std_error)
 }
 
+/// The least `mde` (a minimum detectable effect at the file level) could become with
+/// unlimited rounds a run: rounds average away their own spread, never the runs'. `file_spread`
+/// is the relative spread of the files' values the test used, `between_files` the part of it
+/// no number of rounds removes (Kalibera and Jones: repeat at the level where the variance is).
+pub fn floor_over_rounds(mde: f64, between_files: f64, file_spread: f64) -> Option<f64> {
+    (file_spread > 0.0 && between_files.is_finite())
+        .then(|| mde * (between_files / file_spread).clamp(0.0, 1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

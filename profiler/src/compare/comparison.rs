@@ -60,6 +60,10 @@ pub struct WorkloadComparison {
     /// strictest step (alpha over the workloads tested), never below the threshold; None
     /// when there is no test.
     pub minimum_detectable_effect: Option<f64>,
+    /// The least the minimum detectable effect could become with unlimited rounds a run: the
+    /// spread between runs alone, which rounds never average away (None unless the unit is
+    /// the file). Close to the effect itself: more rounds would not help, pairing would.
+    pub floor_over_rounds: Option<f64>,
     /// Why this workload's spread is the machine's, not the kernel's, when it is.
     pub machine_state: Option<String>,
     /// The verdict is inconclusive because a loop that never enters the kernel moved the same

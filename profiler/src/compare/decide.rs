@@ -76,6 +76,7 @@ pub fn compare(
             machine_speed_changed: false,
             components,
             minimum_detectable_effect: None,
+            floor_over_rounds: None,
             old: old_s,
             new: new_s,
             adjusted_p: None,
@@ -104,6 +105,7 @@ pub fn compare(
         w.minimum_detectable_effect = error
             .and_then(|(se, df)| replication::minimum_detectable(se, df, criteria.alpha / family))
             .map(|m| m.max(criteria.threshold));
+        w.floor_over_rounds = floor_over_rounds(w).map(|f| f.max(criteria.threshold));
         w.verdict = match &w.change {
             Some(c) => stats::verdict(c, w.adjusted_p, w.unit.higher_is_better(), criteria),
             None => Verdict::Inconclusive,
@@ -178,6 +180,21 @@ fn tested_change(
         p_value: test.map(|t| t.p_value),
     };
     (Some(change), test)
+}
+
+/// What `w`'s minimum detectable effect would be with unlimited rounds a run, at the file
+/// level: scaled by the share of the files' spread (the side with more files) that is the
+/// runs' own.
+fn floor_over_rounds(w: &WorkloadComparison) -> Option<f64> {
+    let (Replication::File, Some(mde), Some(between)) = (
+        w.replication,
+        w.minimum_detectable_effect,
+        w.components.between_files,
+    ) else {
+        return None;
+    };
+    let files = if w.old.n >= w.new.n { &w.old } else { &w.new };
+    replication::floor_over_rounds(mde, between, files.stdev / w.old.mean.abs())
 }
 
 /// What to say when rounds or files disagree far more than the samples of one round: the

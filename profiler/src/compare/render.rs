@@ -119,6 +119,12 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
                 .into()
         }
         Verdict::Inconclusive => match w.minimum_detectable_effect {
+            Some(mde) if w.floor_over_rounds.is_some_and(|f| f >= 0.8 * mde) => format!(
+                "Inconclusive: the interval is too wide to tell (it detects changes of {} or \
+                 more), and the runs' own spread sets most of it: more rounds would not narrow \
+                 it; more runs a side would, or variants of one run (run --versus).",
+                percent(mde)
+            ),
             Some(mde) => format!(
                 "Inconclusive: the interval is too wide to tell (it detects changes of {} or \
                  more); take more rounds or runs.",
@@ -166,6 +172,13 @@ pub(super) fn spread_line(w: &WorkloadComparison) -> String {
             line,
             "; detects a change of {} or more (80% power)",
             percent(mde)
+        );
+    }
+    if let Some(floor) = w.floor_over_rounds {
+        let _ = write!(
+            line,
+            "; with any number of rounds, an estimated {} or more (the runs' own spread)",
+            percent(floor)
         );
     }
     line
@@ -375,6 +388,19 @@ pub fn render_markdown(c: &Comparison) -> String {
         if let Some(note) = &w.machine_state {
             let _ = writeln!(out, "\n_{}: {note}_", w.name);
         }
+    }
+    let floors: Vec<String> = c
+        .workloads
+        .iter()
+        .filter_map(|w| Some(format!("{} {}", w.name, percent(w.floor_over_rounds?))))
+        .collect();
+    if !floors.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n_With any number of rounds a run, the runs' own spread leaves these as the least \
+             each could detect: {}. Below that, compare variants of one run (`run --versus`)._",
+            floors.join(", ")
+        );
     }
     let attributed: Vec<String> = c
         .workloads

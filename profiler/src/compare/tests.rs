@@ -166,6 +166,40 @@ fn a_run_against_a_baseline_of_several_is_a_prediction() {
 }
 
 #[test]
+fn the_runs_own_spread_bounds_what_more_rounds_can_detect() {
+    let run_means = [5.0, 5.5, 4.5, 5.25, 4.75];
+    let floor_and_effect = |rounds_of: &dyn Fn(f64) -> Vec<f64>| {
+        let baseline: Vec<Results> = run_means
+            .iter()
+            .map(|m| rounds_file(&rounds_of(*m), "base"))
+            .collect();
+        let c = compare(
+            &baseline,
+            &[rounds_file(&[5.0, 5.0], "new")],
+            &Criteria::default(),
+        )
+        .unwrap();
+        let w = &c.workloads[0];
+        assert_eq!(w.replication, Replication::File);
+        (
+            w.floor_over_rounds.unwrap(),
+            w.minimum_detectable_effect.unwrap(),
+            c,
+        )
+    };
+    // Rounds of a run agree: the runs' spread is all their own, no round count lowers it.
+    let (floor, effect, c) = floor_and_effect(&|m| vec![m, m]);
+    assert!((floor - effect).abs() < 1e-9 * effect, "{floor} {effect}");
+    let text = render_text(&c);
+    assert!(text.contains("with any number of rounds"), "{text}");
+    assert!(text.contains("more rounds would not narrow it"), "{text}");
+    assert!(render_markdown(&c).contains("`run --versus`"));
+    // Rounds disagree by +-30% and explain all the runs' spread: more rounds would help.
+    let (floor, effect, _) = floor_and_effect(&|m| vec![m * 0.7, m * 1.3]);
+    assert!(floor < effect / 2.0, "{floor} {effect}");
+}
+
+#[test]
 fn a_policy_on_one_side_is_an_environment_difference() {
     let old = sample_results();
     let mut new = sample_results();
