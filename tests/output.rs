@@ -25,17 +25,6 @@ const SHORT: &[&str] = &[
     "--min-sample-ms",
     "20",
 ];
-/// A run of over 100 s (100 samples of at least a second), for refusals that must come first.
-const LONG: &[&str] = &[
-    "--probes",
-    "none",
-    "--workloads",
-    "null_call",
-    "--samples",
-    "50",
-    "--min-sample-ms",
-    "1000",
-];
 
 /// `hookprof run --quiet --rounds=1 ARGS -o OUT` with TMPDIR=`temp` and umask 022.
 fn run_to(out: &Path, args: &[&str], temp: &Path) -> Output {
@@ -164,7 +153,7 @@ fn bad_destinations_are_refused_before_the_run_and_left_as_they_were() {
     let before = entries();
     for (what, path, names) in cases {
         let t = Instant::now();
-        let out = run_to(path, LONG, temp);
+        let out = run_to(path, hookprof_tests::LONG_RUN, temp);
         assert_refused(what, &out, names);
         assert!(
             t.elapsed() < Duration::from_secs(30),
@@ -212,7 +201,7 @@ fn a_second_run_writing_the_same_file_is_refused() {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.json");
-    let mut first = command(&path, LONG, dir.path())
+    let mut first = command(&path, hookprof_tests::LONG_RUN, dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -471,20 +471,7 @@ fn output_into_a_missing_or_read_only_directory_fails_before_the_run() {
     std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
     for (what, path, as_nobody) in [("missing", &missing, false), ("read-only", &ro_file, true)] {
         let path = path.to_str().unwrap();
-        let args = [
-            "run",
-            "--probes",
-            "none",
-            "--workloads",
-            "null_call",
-            // A run that started would take over 100 s: 100 samples of at least a second.
-            "--samples",
-            "50",
-            "--min-sample-ms",
-            "1000",
-            "-o",
-            path,
-        ];
+        let args = [&["run"], hookprof_tests::LONG_RUN, &["-o", path]].concat();
         let t = Instant::now();
         let out = if as_nobody {
             hookprof_tests::hookprof_as_nobody(&args)

@@ -15,6 +15,19 @@ pub mod postgres;
 /// it at a store of their own.
 pub const STORE_ENV: &str = "HOOKPROF_STORE";
 
+/// `run` options for a run of over 100 s (100 samples of at least a second): what a refusal
+/// that must come before any measuring is tested against.
+pub const LONG_RUN: &[&str] = &[
+    "--probes",
+    "none",
+    "--workloads",
+    "null_call",
+    "--samples",
+    "50",
+    "--min-sample-ms",
+    "1000",
+];
+
 /// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
 /// guest), else the workspace's release build.
 pub fn hookprof_bin() -> PathBuf {
