@@ -12,6 +12,9 @@ const PREFIX: &str = "hookprof-";
 const RESULTS_PREFIX: &str = ".hookprof-";
 /// tempfile's random suffix: this many ASCII letters and digits.
 const RANDOM_LEN: usize = 6;
+/// What a new results file is created with before the umask: 0644 under the usual 022, as any
+/// file a command writes.
+pub const NEW_FILE_MODE: u32 = 0o666;
 
 /// A scratch directory, removed when dropped.
 pub struct Scratch(PathBuf);
@@ -68,9 +71,7 @@ pub fn results_temp_file(dir: &Path) -> std::io::Result<tempfile::NamedTempFile>
     tempfile::Builder::new()
         .prefix(&format!("{RESULTS_PREFIX}{}-", std::process::id()))
         .rand_bytes(RANDOM_LEN)
-        .permissions(std::fs::Permissions::from_mode(
-            crate::results::write::NEW_FILE_MODE,
-        ))
+        .permissions(std::fs::Permissions::from_mode(NEW_FILE_MODE))
         .tempfile_in(dir)
 }
 

@@ -7,7 +7,6 @@ use crate::{
     report::{
         figures::Scale,
         html::{esc, kind_colour, page, RESIDUAL_COLOUR},
-        text::kind_name,
     },
     results::PathKind,
     stats::Verdict,
@@ -120,7 +119,7 @@ pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
     top.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));
     for p in top.iter().take(12) {
         rows.push((
-            format!("{} {}", kind_name(p.kind), p.name),
+            format!("{} {}", p.kind.name(), p.name),
             kind_colour(p.kind),
             p.delta_ns_per_op,
         ));

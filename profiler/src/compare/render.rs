@@ -4,7 +4,7 @@ use std::fmt::Write;
 use super::{ChangeAttribution, Comparison, PathDelta, WorkloadComparison};
 use crate::{
     replication::{TestKind, Unit as Replication},
-    report::{figures::Scale, text::kind_name},
+    report::figures::Scale,
     results::{PathKind, Unit},
     stats::{Summary, Verdict},
 };
@@ -89,7 +89,7 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
             .map(|p| {
                 format!(
                     "{} {} {}",
-                    kind_name(p.kind),
+                    p.kind.name(),
                     p.name,
                     signed_ns(p.delta_ns_per_op)
                 )

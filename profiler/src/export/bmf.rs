@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{run_label, Figure};
 use crate::{
-    report::{figures::metric_name, text::kind_name},
+    report::figures::metric_name,
     results::{rows, Results, Unit, WorkloadResult},
 };
 
@@ -76,7 +76,7 @@ fn measures(r: &Results, w: &WorkloadResult) -> BTreeMap<String, Metric> {
     }
     for row in &w.attribution {
         if let Some(f) = Figure::of_path(r, w, row) {
-            let name = format!("{} {}", kind_name(row.kind), row.name);
+            let name = format!("{} {}", row.kind.name(), row.name);
             out.insert(measure_name(&format!("{name} ns/op")), f.into());
         }
     }

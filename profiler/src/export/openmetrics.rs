@@ -13,10 +13,7 @@ use std::{collections::HashSet, fmt::Write};
 use anyhow::{bail, Result};
 
 use super::{run_label, Figure};
-use crate::{
-    report::text::kind_name,
-    results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
-};
+use crate::results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult};
 
 struct Family {
     name: &'static str,
@@ -179,7 +176,7 @@ fn path_samples(
     [per_op, calls, latency]: [&mut Family; 3],
 ) {
     let mut labels = workload
-        .with("kind", kind_name(row.kind))
+        .with("kind", row.kind.name())
         .with("path", row.name.clone());
     if row.kind == PathKind::Lsm {
         labels = labels

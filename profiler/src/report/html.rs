@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{
     figures::{clean_op_ns, failure_sentence, num, Residual, Scale},
-    text::{environment_line, kind_name, ordered_rows},
+    text::environment_line,
 };
 use crate::{
     results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
@@ -386,7 +386,7 @@ fn stacked_bar(op_ns: f64, rows: &[AttributionRow]) -> String {
         .iter()
         .map(|r| {
             (
-                format!("{} {}", kind_name(r.kind), r.name),
+                format!("{} {}", r.kind.name(), r.name),
                 kind_colour(r.kind),
                 rows::ns_per_op(r).max(0.0),
             )
@@ -444,7 +444,7 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
         "<table><tr><th>path</th><th>kind</th><th>calls/op</th><th>ns/call</th><th>ns/op</th>\
          <th>share</th></tr>\n",
     );
-    for (name, r) in ordered_rows(rows) {
+    for (name, r) in rows::ordered_rows(rows) {
         let name = match name.strip_prefix("  ") {
             Some(lsm) => format!("&nbsp;&nbsp;└ {}", esc(lsm)),
             None => esc(&name),
@@ -452,7 +452,7 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
         let _ = writeln!(
             out,
             "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
-            kind_name(r.kind),
+            r.kind.name(),
             num(r.calls_per_op),
             num(r.ns_per_call),
             num(rows::ns_per_op(r)),
@@ -474,7 +474,7 @@ fn histogram(row: &AttributionRow) -> String {
     let (bar, gap, height, top): (f64, f64, f64, f64) = (24.0, 4.0, 60.0, 16.0);
     let title = format!(
         "{} {} (calls per latency bucket)",
-        kind_name(row.kind),
+        row.kind.name(),
         row.name
     );
     let buckets = last - first + 1;

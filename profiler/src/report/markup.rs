@@ -2,10 +2,7 @@
 //! attribution table's cells, so both print a path's figures alike.
 use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
-use super::{
-    figures::num,
-    text::{kind_name, ordered_rows},
-};
+use super::figures::num;
 use crate::results::{rows, AttributionRow};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +37,7 @@ impl Markup {
         table
     }
 
-    /// A path's name as `ordered_rows` gives it (LSM functions indented under their hook):
+    /// A path's name as `rows::ordered_rows` gives it (LSM functions indented under their hook):
     /// markdown collapses leading spaces, so there an LSM row is marked and names are code.
     fn path(self, ordered_name: String) -> String {
         match self {
@@ -65,9 +62,9 @@ impl Markup {
             .chain(more_headers.iter().copied())
             .collect();
         let mut table = self.table(&header);
-        for (name, r) in ordered_rows(rows) {
+        for (name, r) in rows::ordered_rows(rows) {
             let mut cells = vec![
-                kind_name(r.kind).to_string(),
+                r.kind.name().to_string(),
                 self.path(name),
                 num(r.calls_per_op),
                 num(r.ns_per_call),

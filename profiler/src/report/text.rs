@@ -205,40 +205,6 @@ fn workload_block(w: &WorkloadResult) -> String {
     out
 }
 
-/// Rows in display order: each top-level row followed by the LSM rows under it; LSM rows whose
-/// hook is not in the table come last, marked with their parent.
-pub(crate) fn ordered_rows(rows: &[AttributionRow]) -> Vec<(String, &AttributionRow)> {
-    let mut ordered = Vec::new();
-    for r in rows.iter().filter(|r| r.kind != PathKind::Lsm) {
-        ordered.push((r.name.clone(), r));
-        for child in rows
-            .iter()
-            .filter(|c| c.kind == PathKind::Lsm && c.parent.as_deref() == Some(&r.name))
-        {
-            ordered.push((format!("  {}", child.name), child));
-        }
-    }
-    for orphan in rows.iter().filter(|c| {
-        c.kind == PathKind::Lsm
-            && !rows
-                .iter()
-                .any(|p| p.kind != PathKind::Lsm && c.parent.as_deref() == Some(&p.name))
-    }) {
-        let under = orphan.parent.as_deref().unwrap_or("?");
-        ordered.push((format!("{} (under {under})", orphan.name), orphan));
-    }
-    ordered
-}
-
-pub(crate) fn kind_name(kind: PathKind) -> &'static str {
-    match kind {
-        PathKind::Syscall => "syscall",
-        PathKind::Hook => "hook",
-        PathKind::Lsm => "lsm",
-        PathKind::TaskPath => "task",
-    }
-}
-
 fn attribution_table(rows: &[AttributionRow]) -> String {
     Markup::Terminal.attribution_table(rows, &["corrected ns/op"], |r| vec![corrected(r)])
 }

@@ -1,6 +1,7 @@
 //! The arithmetic the reports and `compare` do on attribution rows: an operation's time in
 //! nanoseconds, a row's ns per op, which rows add up without counting a nanosecond twice (the
-//! level) and what is left of an operation outside them (the residual).
+//! level), what is left of an operation outside them (the residual), and the order reports
+//! list them in.
 use super::{AttributionRow, PathKind, Unit};
 
 /// One operation's time in nanoseconds, for metrics that are a time per operation.
@@ -75,6 +76,31 @@ pub fn top_level(rows: &[AttributionRow]) -> Option<(Level, Vec<&AttributionRow>
 pub fn residual_ns(op_ns: f64, rows: &[AttributionRow]) -> Option<(Level, f64)> {
     let (level, top) = top_level(rows)?;
     Some((level, op_ns - top.iter().map(|r| ns_per_op(r)).sum::<f64>()))
+}
+
+/// Rows in display order: each top-level row followed by the LSM rows under it; LSM rows whose
+/// hook is not in the table come last, marked with their parent.
+pub fn ordered_rows(rows: &[AttributionRow]) -> Vec<(String, &AttributionRow)> {
+    let mut ordered = Vec::new();
+    for r in rows.iter().filter(|r| r.kind != PathKind::Lsm) {
+        ordered.push((r.name.clone(), r));
+        for child in rows
+            .iter()
+            .filter(|c| c.kind == PathKind::Lsm && c.parent.as_deref() == Some(&r.name))
+        {
+            ordered.push((format!("  {}", child.name), child));
+        }
+    }
+    for orphan in rows.iter().filter(|c| {
+        c.kind == PathKind::Lsm
+            && !rows
+                .iter()
+                .any(|p| p.kind != PathKind::Lsm && c.parent.as_deref() == Some(&p.name))
+    }) {
+        let under = orphan.parent.as_deref().unwrap_or("?");
+        ordered.push((format!("{} (under {under})", orphan.name), orphan));
+    }
+    ordered
 }
 
 #[cfg(test)]

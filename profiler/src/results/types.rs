@@ -457,6 +457,18 @@ pub enum PathKind {
     TaskPath,
 }
 
+impl PathKind {
+    /// The short name reports put before a path's name ("syscall openat", "task copy_process").
+    pub fn name(self) -> &'static str {
+        match self {
+            PathKind::Syscall => "syscall",
+            PathKind::Hook => "hook",
+            PathKind::Lsm => "lsm",
+            PathKind::TaskPath => "task",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttributionRow {
     pub kind: PathKind,

@@ -16,9 +16,7 @@ impl Results {
     }
 }
 
-/// What a new results file is created with before the umask: 0644 under the usual 022, as any
-/// file a command writes.
-pub const NEW_FILE_MODE: u32 = 0o666;
+pub use crate::scratch::NEW_FILE_MODE;
 
 /// The directory a file named by `path` goes into (`.` for a bare name).
 pub(super) fn parent_dir(path: &Path) -> &Path {
