@@ -101,6 +101,44 @@ fn null_call_counts_only_the_workload_not_a_busy_neighbour() {
     );
 }
 
+/// The results say how busy the rest of the machine was: a spinning thread per CPU beside the
+/// run is others' CPU time, at least a third of the machine's (each spinner shares no more
+/// than one CPU with the runner).
+#[test]
+fn the_rest_of_the_machine_busy_beside_the_run_is_recorded() {
+    require_root();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let spinners: Vec<_> = (0..cpus)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let r = run_to_results(&[
+        "--workloads",
+        "null_call",
+        "--probes",
+        "none",
+        "--samples",
+        "3",
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        s.join().expect("spinner");
+    }
+    let load = r.environment.machine_load.expect("machine load recorded");
+    assert!(
+        load.others_busy_percent > 33.0 && load.others_busy_percent <= 100.0,
+        "{load:?}"
+    );
+    assert!(!load.class().contains("idle"), "{}", load.class());
+}
+
 #[test]
 fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
     require_root();

@@ -27,6 +27,7 @@ pub fn detect() -> Environment {
             .unwrap_or(0),
         profiler_peak_rss_kib: None,
         profiler_peak_rss_by_phase: Vec::new(),
+        machine_load: None,
     }
 }
 

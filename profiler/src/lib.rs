@@ -12,6 +12,7 @@ pub mod import;
 pub mod injection;
 pub mod inspect;
 pub mod lmbench;
+pub mod machine_load;
 pub mod output;
 pub mod peak_rss;
 pub mod policy;

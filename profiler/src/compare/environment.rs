@@ -1,5 +1,5 @@
 //! What differs between the sides' environments (kernel, CPU, CPUs, LSMs, lockdown, policy,
-//! copies): facts listed before any verdict.
+//! copies, the machine's load): facts listed before any verdict.
 use super::EnvironmentDifference;
 use crate::results::Results;
 
@@ -8,7 +8,7 @@ pub(super) fn environment_differences(
     new: &[Results],
 ) -> Vec<EnvironmentDifference> {
     type Field = (&'static str, fn(&Results) -> String);
-    let fields: [Field; 7] = [
+    let fields: [Field; 8] = [
         ("kernel", |r| r.environment.kernel_release.clone()),
         ("CPU", |r| r.environment.cpu_model.clone()),
         // Fewer CPUs to run on (taskset, a cpuset) changes two-process and parallel workloads.
@@ -24,6 +24,14 @@ pub(super) fn environment_differences(
         ("policy", Results::policy_summary),
         // Copies at once (`--parallel`): a hook's ns/call at N against 1 shows contention.
         ("parallel copies", |r| r.parallel().to_string()),
+        // A busy neighbour slows a CPU the run has to itself (shared caches, memory, an SMT
+        // sibling).
+        ("machine load", |r| {
+            r.environment
+                .machine_load
+                .map(|l| l.class())
+                .unwrap_or_default()
+        }),
     ];
     let distinct = |side: &[Results], f: fn(&Results) -> String| {
         let mut values: Vec<String> = Vec::new();

@@ -220,6 +220,30 @@ fn a_policy_on_one_side_is_an_environment_difference() {
 }
 
 #[test]
+fn a_busier_machine_is_an_environment_difference_and_a_similar_one_is_not() {
+    use crate::machine_load::MachineLoad;
+    let with_load = |others: f64| {
+        let mut r = sample_results();
+        r.environment.machine_load = Some(MachineLoad {
+            others_busy_percent: others,
+            steal_percent: 0.0,
+        });
+        r
+    };
+    let c = compare(&[with_load(3.0)], &[with_load(12.0)], &Criteria::default()).unwrap();
+    assert!(c.environment.iter().all(|d| d.field != "machine load"));
+    let c = compare(&[with_load(3.0)], &[with_load(48.0)], &Criteria::default()).unwrap();
+    let text = render_text(&c);
+    assert!(
+        text.contains(
+            "machine load: the rest of the machine idle (under 25% of its CPU time) \
+                       -> the rest of the machine busy (25-75% of its CPU time)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn fewer_cpus_to_run_on_is_an_environment_difference() {
     let old = sample_results();
     let mut new = sample_results();

@@ -200,6 +200,10 @@ pub struct Environment {
     /// probes, each workload), so a growth is pinned on the phase that caused it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiler_peak_rss_by_phase: Vec<PhasePeak>,
+    /// How busy the rest of the machine was while the workloads were measured (None for
+    /// imports and files from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_load: Option<crate::machine_load::MachineLoad>,
 }
 
 /// The profiler's peak resident set at the end of a phase of the run.

@@ -126,6 +126,7 @@ pub fn measure_plan(
         specs: &plan.specs,
         variants,
     };
+    let load_before = crate::machine_load::Snapshot::now();
     let measuring =
         rounds::measure_workloads(work, rounds, &engine, &mut probes, &mut supervisor, &bar)?;
     for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
@@ -135,7 +136,11 @@ pub fn measure_plan(
     bar.finish_and_clear();
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
-                      // Unloads every program before anything else is printed.
+    let machine_load = load_before.zip(crate::machine_load::Snapshot::now());
+    for r in &mut results {
+        r.environment.machine_load = machine_load.and_then(|(before, after)| before.until(&after));
+    }
+    // Unloads every program before anything else is printed.
     probes.unload_into(&mut results)?;
     let outputs = Outputs {
         destination: checked.destination,
