@@ -119,18 +119,36 @@ fn the_rest_of_the_machine_busy_beside_the_run_is_recorded() {
             })
         })
         .collect();
-    let r = run_to_results(&[
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let out = hookprof(&[
+        "run",
         "--workloads",
         "null_call",
         "--probes",
         "none",
         "--samples",
         "3",
+        "--rounds",
+        "2",
+        // About a second of measuring: /proc/stat's counters tick every 10 ms.
+        "--min-sample-ms",
+        "100",
+        "-q",
+        "-o",
+        path.to_str().unwrap(),
     ]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for s in spinners {
         s.join().expect("spinner");
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("hookprof: note: the rest of the machine used"),
+        "{stderr}"
+    );
+    let r = hookprof::results::Results::load(&path).unwrap();
     let load = r.environment.machine_load.expect("machine load recorded");
     assert!(
         load.others_busy_percent > 33.0 && load.others_busy_percent <= 100.0,

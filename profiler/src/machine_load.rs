@@ -16,6 +16,11 @@ pub struct MachineLoad {
 }
 
 impl MachineLoad {
+    /// The rest of the machine was idle and the hypervisor took next to nothing.
+    pub fn quiet(&self) -> bool {
+        self.others_busy_percent < 25.0 && self.steal_percent < 5.0
+    }
+
     /// A coarse class, so that two runs differ only when the load did by a lot: what
     /// `compare` lists as an environment difference.
     pub fn class(&self) -> String {
@@ -31,6 +36,9 @@ impl MachineLoad {
         }
     }
 }
+
+/// The fewest ticks of all CPUs' time a load is told from: half a second of a 2-CPU machine.
+const MIN_TICKS: u64 = 100;
 
 /// The machine's CPU time counters and the run's own CPU time at one moment, in clock ticks.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,9 +61,13 @@ impl Snapshot {
         Some(snapshot)
     }
 
-    /// The load between `self` and a later snapshot; None when no time passed.
+    /// The load between `self` and a later snapshot; None when too little time passed to
+    /// tell (the counters tick 100 times a second a CPU).
     pub fn until(&self, end: &Snapshot) -> Option<MachineLoad> {
-        let total = end.total.checked_sub(self.total).filter(|&t| t > 0)? as f64;
+        let total = end
+            .total
+            .checked_sub(self.total)
+            .filter(|&t| t >= MIN_TICKS)? as f64;
         let busy = end.busy.saturating_sub(self.busy);
         let own = end.own.saturating_sub(self.own);
         Some(MachineLoad {
@@ -117,12 +129,14 @@ mod tests {
         assert_eq!(load.steal_percent, 0.0);
         assert!(load.class().contains("busy (25-75%"), "{}", load.class());
         assert!(start.until(&start).is_none(), "no time passed");
+        let brief = from_proc_stat("cpu  100 0 50 850 10 0 0 40 0 0\n").unwrap();
+        assert!(start.until(&brief).is_none(), "50 ticks tell nothing");
     }
 
     #[test]
     fn steal_is_said_and_a_malformed_line_is_none() {
         let start = from_proc_stat("cpu  0 0 0 0 0 0 0 0\n").unwrap();
-        let end = from_proc_stat("cpu  10 0 0 80 0 0 0 10\n").unwrap();
+        let end = from_proc_stat("cpu  100 0 0 800 0 0 0 100\n").unwrap();
         let load = start.until(&end).unwrap();
         assert_eq!((load.others_busy_percent, load.steal_percent), (10.0, 10.0));
         assert!(load.class().contains("idle") && load.class().contains("hypervisor"));

@@ -136,9 +136,19 @@ pub fn measure_plan(
     bar.finish_and_clear();
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
-    let machine_load = load_before.zip(crate::machine_load::Snapshot::now());
+    let machine_load = load_before
+        .zip(crate::machine_load::Snapshot::now())
+        .and_then(|(before, after)| before.until(&after));
+    if let Some(load) = machine_load.filter(|l| !l.quiet()) {
+        eprintln!(
+            "hookprof: note: the rest of the machine used {:.0}% of its CPU time while this run \
+             measured (the hypervisor took {:.0}%): a busy neighbour slows even a CPU the run \
+             has to itself, so compare runs made under the same load",
+            load.others_busy_percent, load.steal_percent
+        );
+    }
     for r in &mut results {
-        r.environment.machine_load = machine_load.and_then(|(before, after)| before.until(&after));
+        r.environment.machine_load = machine_load;
     }
     // Unloads every program before anything else is printed.
     probes.unload_into(&mut results)?;
