@@ -247,15 +247,7 @@ fn a_process_outside_the_run_is_never_made_to_wait() {
 
 /// ns of thread CPU time per getppid over one batch (the batch ends early if `stop` says so).
 fn neighbour_ns_per_call(stop: &mut dyn FnMut() -> bool) -> f64 {
-    fn cpu_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid timespec for a clock every Linux has.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
+    let cpu_ns = || hookprof_tests::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
     const CALLS: u32 = 10_000;
     let start = cpu_ns();
     let mut made = 0;
