@@ -8,10 +8,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::{run_label, Figure};
-use crate::{
-    report::figures::metric_name,
-    results::{rows, Results, Unit, WorkloadResult},
-};
+use crate::results::{rows, Results, Unit, WorkloadResult};
 
 /// Bencher's limit on a measure's name or slug.
 pub const MEASURE_NAME_MAX: usize = 64;
@@ -89,7 +86,7 @@ fn main_measure(unit: Unit, f: Figure) -> (String, Figure) {
     match rows::op_ns(unit, 1.0) {
         Some(ns) => ("latency".into(), f.scaled(ns)),
         None => (
-            format!("{} ({})", metric_name(unit).to_lowercase(), unit.symbol()),
+            format!("{} ({})", unit.metric_name().to_lowercase(), unit.symbol()),
             f,
         ),
     }

@@ -9,10 +9,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{identifier, rfc3339, run_label, Figure};
-use crate::{
-    report::figures::failure_sentence,
-    results::{Results, Unit, WorkloadResult},
-};
+use crate::results::{Results, Unit, WorkloadResult};
 
 /// The origin of every object: the CI system that produced them.
 pub const ORIGIN: &str = "hookprof";
@@ -152,7 +149,7 @@ fn workload_tests(r: &Results, w: &WorkloadResult, build_id: &str) -> Vec<Test> 
         build_id: build_id.to_string(),
         origin: ORIGIN,
         status: if w.failure.is_some() { "ERROR" } else { "DONE" },
-        comment: w.failure.as_ref().map(failure_sentence),
+        comment: w.failure.as_ref().map(|f| f.sentence()),
         number,
         start_time: rfc3339(r.environment.started_at),
         environment: environment(r),

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::{
     compare::{self, attribution_lines, ChangeAttribution},
     output::{self, Document, Format},
+    replication::{self, PointValue, Replicate},
     report::text::num,
     results::{Results, Unit},
     stats::Criteria,
@@ -26,10 +27,7 @@ mod export;
 mod html;
 pub mod noise;
 
-use self::{
-    edivisive::Detectable,
-    noise::{Noise, PointValue, Replicate},
-};
+use self::{edivisive::Detectable, noise::Noise};
 
 /// Shuffles per permutation test: p-values down to 0.001.
 const PERMUTATIONS: usize = 999;
@@ -190,7 +188,7 @@ fn value(r: &Results, workload: &str, extra: Option<&str>) -> Option<(PointValue
             (&m.clean, m.unit)
         }
     };
-    Some((noise::point_value(&w.by_round(samples))?, unit))
+    Some((replication::point_value(&w.by_round(samples))?, unit))
 }
 
 /// The step a series of `points` could find, with `noise`, around `level`; `detectable` gives

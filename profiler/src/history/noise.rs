@@ -1,55 +1,11 @@
-//! A point of a history from its own replicates, and the noise of a series at two levels:
+//! The noise of a series of points (each valued from its own replicates by
+//! `replication::point_value`) at two levels:
 //! within a point (how precisely its replicates give its value) and between points (how much
 //! the points of one level scatter, which is what a step must beat: runs differ by their
 //! placement, frequency and layout far more than one run's samples do). Pure functions.
 use serde::Serialize;
 
-use crate::{replication, stats};
-
-/// What a point's replicates are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Replicate {
-    /// The file's rounds (`run --rounds`), each by a fresh runner: the value is the mean of the
-    /// rounds' medians.
-    Round,
-    /// The file's samples, when it records one round: the value is their median (samples share
-    /// their run's conditions, so their spread understates the point's).
-    Sample,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PointValue {
-    pub value: f64,
-    pub replicate: Replicate,
-    pub replicates: usize,
-    /// The standard error of `value` from the replicates' spread (None with one replicate).
-    pub standard_error: Option<f64>,
-}
-
-/// A point from its samples split by round (one slice when the file records no rounds): with
-/// two rounds or more, the file's value as `compare` takes it (the mean of the rounds'
-/// medians), with the standard error of that mean.
-pub fn point_value(rounds: &[&[f64]]) -> Option<PointValue> {
-    let medians = replication::round_medians(rounds);
-    if medians.len() >= 2 {
-        let s = stats::summarize(&medians)?;
-        return Some(PointValue {
-            value: s.mean,
-            replicate: Replicate::Round,
-            replicates: s.n,
-            standard_error: Some(s.stdev / (s.n as f64).sqrt()),
-        });
-    }
-    let samples: Vec<f64> = rounds.concat();
-    let s = stats::summarize(&samples)?;
-    Some(PointValue {
-        value: s.median,
-        replicate: Replicate::Sample,
-        replicates: s.n,
-        standard_error: (s.n >= 2).then(|| s.stdev / (s.n as f64).sqrt()),
-    })
-}
+use crate::replication::PointValue;
 
 /// The noise of a series whose levels change at `bounds` (segment starts, then its length).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -102,23 +58,7 @@ pub fn noise(points: &[PointValue], bounds: &[usize]) -> Option<Noise> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rounds_are_the_replicates_when_there_are_several() {
-        let p = point_value(&[&[1.0, 2.0, 9.0], &[3.0, 4.0, 5.0], &[5.0, 6.0]]).unwrap();
-        // Round medians 2, 4, 5.5: numpy mean 3.8333333333333335,
-        // std(ddof=1) / sqrt(3) = 1.0137937550497034.
-        assert_eq!((p.replicate, p.replicates), (Replicate::Round, 3));
-        assert!((p.value - 3.8333333333333335).abs() < 1e-12);
-        assert!((p.standard_error.unwrap() - 1.0137937550497034).abs() < 1e-12);
-        // One round: the samples' median, and the samples' standard error.
-        let p = point_value(&[&[1.0, 2.0, 9.0]]).unwrap();
-        assert_eq!((p.replicate, p.value), (Replicate::Sample, 2.0));
-        // numpy: np.std([1, 2, 9], ddof=1) / np.sqrt(3) = 2.5166114784235836
-        assert!((p.standard_error.unwrap() - 2.5166114784235836).abs() < 1e-12);
-        assert_eq!(point_value(&[&[4.0]]).unwrap().standard_error, None);
-        assert_eq!(point_value(&[&[]]), None);
-    }
+    use crate::replication::Replicate;
 
     fn points(values: &[f64], se: f64) -> Vec<PointValue> {
         values

@@ -4,7 +4,7 @@
 //! run's numbers came from.
 use crate::results::{
     rows::{self, Level},
-    AttributionRow, Results, Unit, WorkloadFailure, WorkloadResult,
+    AttributionRow, Results, Unit, WorkloadResult,
 };
 
 /// A number with about four significant digits, without exponent notation.
@@ -63,15 +63,6 @@ impl Scale {
     /// The figure with its unit: `612.3 us`.
     pub fn show(self, v: f64) -> String {
         format!("{} {}", self.number(v), self.symbol)
-    }
-}
-
-/// What a workload's main metric is: `Time` per operation, or `Bandwidth`.
-pub(crate) fn metric_name(unit: Unit) -> &'static str {
-    match unit {
-        Unit::MegabytesPerSecond => "Bandwidth",
-        Unit::Percent => "CPU",
-        Unit::Microseconds | Unit::Nanoseconds | Unit::Seconds => "Time",
     }
 }
 
@@ -140,15 +131,6 @@ impl Residual {
         }
         s
     }
-}
-
-/// `failed in warm-up: '/bin/false' failed (exit status: 1)`.
-pub(crate) fn failure_sentence(f: &WorkloadFailure) -> String {
-    let error = f
-        .error
-        .strip_prefix(&format!("{}: ", f.phase))
-        .unwrap_or(&f.error);
-    format!("failed in {}: {error}", f.phase)
 }
 
 /// Why a run is incomplete: the workloads that failed, else an interruption.
@@ -247,12 +229,12 @@ mod tests {
 
     #[test]
     fn a_failure_names_its_phase_once_and_an_incomplete_run_its_cause() {
-        let f = WorkloadFailure {
+        let f = crate::results::WorkloadFailure {
             phase: "warm-up".into(),
             error: "warm-up: '/bin/false' failed (exit status: 1)".into(),
         };
         assert_eq!(
-            failure_sentence(&f),
+            f.sentence(),
             "failed in warm-up: '/bin/false' failed (exit status: 1)"
         );
         let mut r = sample_results();

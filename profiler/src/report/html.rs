@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{clean_op_ns, failure_sentence, num, Residual, Scale},
+    figures::{clean_op_ns, num, Residual, Scale},
     text::environment_line,
 };
 use crate::{
@@ -136,7 +136,7 @@ impl Part {
 fn split(w: &WorkloadResult) -> Split {
     let Some(clean) = stats::summarize(&w.clean) else {
         let why = match &w.failure {
-            Some(f) => failure_sentence(f),
+            Some(f) => f.sentence(),
             None => "no clean samples".into(),
         };
         return Split {
@@ -298,7 +298,7 @@ fn workload_section(w: &WorkloadResult) -> String {
         let _ = writeln!(
             out,
             "<p class=\"failed\">Workload {}</p>",
-            esc(&failure_sentence(f))
+            esc(&f.sentence())
         );
     }
     let (Some(clean), probed) = (stats::summarize(&w.clean), stats::summarize(&w.probed)) else {

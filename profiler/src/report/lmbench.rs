@@ -5,7 +5,6 @@
 //! lmbench's benchmark, and how, and a `!` line each workload that failed, where and why.
 use std::fmt::Write;
 
-use super::figures::failure_sentence;
 use crate::{
     lmbench::{format_value, Cell, Column, Section, SECTIONS},
     results::Results,
@@ -60,7 +59,7 @@ fn failures(r: &Results, columns: &[&Column]) -> Vec<String> {
                 head_of(c),
                 r.label,
                 w.name,
-                failure_sentence(f)
+                f.sentence()
             ))
         })
         .collect()

@@ -2,7 +2,7 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{failure_sentence, percent, probe_cost, Residual, Scale},
+    figures::{percent, probe_cost, Residual, Scale},
     markup::Markup,
     text::environment_line,
 };
@@ -53,7 +53,7 @@ fn one(r: &Results) -> String {
     let _ = writeln!(out, "{t}\n");
     for w in &r.workloads {
         if let Some(f) = &w.failure {
-            let _ = writeln!(out, "- **{}** {}", w.name, failure_sentence(f));
+            let _ = writeln!(out, "- **{}** {}", w.name, f.sentence());
         }
     }
     if r.workloads.iter().any(|w| w.failure.is_some()) {

@@ -2,9 +2,7 @@
 //! and probed numbers and where each operation's time goes.
 use std::fmt::Write;
 
-use super::figures::{
-    failure_sentence, incomplete_reason, metric_name, origin, probe_cost, Residual, Scale,
-};
+use super::figures::{incomplete_reason, origin, probe_cost, Residual, Scale};
 pub(crate) use super::figures::{num, percent};
 use super::markup::Markup;
 use crate::{
@@ -129,14 +127,14 @@ fn copies_line(w: &WorkloadResult, scale: Scale) -> String {
 fn workload_block(w: &WorkloadResult) -> String {
     let mut out = format!("{} ({})\n", w.name, w.family);
     if let Some(f) = &w.failure {
-        let _ = writeln!(out, "  Workload {}", failure_sentence(f));
+        let _ = writeln!(out, "  Workload {}", f.sentence());
     }
     let Some(clean) = stats::summarize(&w.clean) else {
         out.push_str("  no clean samples\n");
         return out;
     };
     let scale = Scale::of(w.unit, clean.mean);
-    let label = format!("{} (mean ± 95% CI):", metric_name(w.unit));
+    let label = format!("{} (mean ± 95% CI):", w.unit.metric_name());
     let _ = writeln!(
         out,
         "  {label:<22} {}    median {}, n = {}",

@@ -309,6 +309,15 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// What a workload's main metric in this unit is: `Time` per operation, or `Bandwidth`.
+    pub fn metric_name(self) -> &'static str {
+        match self {
+            Unit::MegabytesPerSecond => "Bandwidth",
+            Unit::Percent => "CPU",
+            Unit::Microseconds | Unit::Nanoseconds | Unit::Seconds => "Time",
+        }
+    }
+
     /// For latencies and times smaller is better; for bandwidth and %CPU larger is.
     pub fn higher_is_better(self) -> bool {
         matches!(self, Unit::MegabytesPerSecond | Unit::Percent)
@@ -438,6 +447,17 @@ pub struct WorkloadFailure {
     /// What the workload was doing: set-up, calibration, warm-up, sample N, tear-down.
     pub phase: String,
     pub error: String,
+}
+
+impl WorkloadFailure {
+    /// `failed in warm-up: '/bin/false' failed (exit status: 1)`.
+    pub fn sentence(&self) -> String {
+        let error = self
+            .error
+            .strip_prefix(&format!("{}: ", self.phase))
+            .unwrap_or(&self.error);
+        format!("failed in {}: {error}", self.phase)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use super::{
     Recorded,
 };
 use crate::{
-    history::noise,
+    replication,
     results::{PathKind, Results, WorkloadResult},
     stats,
 };
@@ -336,7 +336,7 @@ async fn insert_workload(
 ) -> Result<()> {
     let clean = stats::summarize(&w.clean);
     let probed = stats::summarize(&w.probed);
-    let point = noise::point_value(&w.by_round(&w.clean)).map(|p| p.value);
+    let point = replication::point_value(&w.by_round(&w.clean)).map(|p| p.value);
     sqlx::query(
         "INSERT INTO workloads (run_id, workload, family, unit, samples, rounds, value, mean, \
          median, stdev, min, max, probed_mean, failure) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
