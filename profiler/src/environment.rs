@@ -18,7 +18,7 @@ pub fn detect() -> Environment {
         lockdown: lockdown_mode(),
         cpu_model: cpu_model(),
         cpus_online: cpus_online(),
-        cpus_allowed: crate::workloads::allowed_cpus().map_or(0, |cpus| cpus.len() as u32),
+        cpus_allowed: allowed_cpus().map_or(0, |cpus| cpus.len() as u32),
         hostname: field(&uts.nodename),
         hookprof_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: std::time::SystemTime::now()
@@ -29,6 +29,21 @@ pub fn detect() -> Environment {
         profiler_peak_rss_by_phase: Vec::new(),
         machine_load: None,
     }
+}
+
+/// The CPUs this process may run on (its affinity mask, which `taskset` and cpusets narrow): the
+/// CPUs `--pin` may name.
+pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: all-zero is a valid cpu_set_t; the out-pointer is valid for its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let max = 8 * size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads the set filled above, `cpu` below its bit count.
+    Ok((0..max)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
 }
 
 /// The CPUs the machine has online (0 if the system cannot say).

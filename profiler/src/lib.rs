@@ -4,7 +4,9 @@
 pub mod ab;
 pub mod attribution;
 pub mod baseline;
+pub mod clock;
 pub mod compare;
+pub mod credentials;
 pub mod environment;
 pub mod export;
 pub mod history;

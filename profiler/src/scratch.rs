@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::runner::Credentials;
+use crate::credentials::Credentials;
 
 const PREFIX: &str = "hookprof-";
 const RESULTS_PREFIX: &str = ".hookprof-";

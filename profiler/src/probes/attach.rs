@@ -99,7 +99,7 @@ impl Probes {
         )?;
         // CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
         start
-            .set(0, crate::runner::monotonic_ns(), 0)
+            .set(0, crate::clock::monotonic_ns(), 0)
             .context("set the window start")
     }
 

@@ -19,7 +19,6 @@ use crate::{
     results::{Destination, Environment},
     runner::{Credentials, Supervisor},
     versus::{self, Variant},
-    workloads,
 };
 
 /// What the checks found, for the stages after them.
@@ -171,7 +170,7 @@ fn check_pin(pin: &[usize]) -> Result<()> {
             given.join(",")
         );
     }
-    let allowed = workloads::allowed_cpus().context("sched_getaffinity")?;
+    let allowed = environment::allowed_cpus().context("sched_getaffinity")?;
     if let Some(&cpu) = pin.iter().find(|c| !allowed.contains(c)) {
         let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
         bail!(

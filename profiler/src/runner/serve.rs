@@ -12,13 +12,10 @@ use std::{
 
 use anyhow::{anyhow, Context, Result};
 
-use super::{
-    clock_ns,
-    credentials::{self, Credentials},
-    monotonic_ns,
-    protocol::{Reply, Request},
-};
+use super::protocol::{Reply, Request};
 use crate::{
+    clock::{clock_ns, monotonic_ns},
+    credentials::{self, Credentials},
     policy::Policy,
     tracking_window::with_window,
     workloads::{self, Workload, WorkloadOptions, WorkloadSetup},

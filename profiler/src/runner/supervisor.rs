@@ -21,12 +21,11 @@ use tokio::{
 };
 
 use super::{
-    credentials::Credentials,
     protocol::{Reply, Request},
     serve::RunnerArgs,
     Wait,
 };
-use crate::{policy::Policy, probes::GateOwners};
+use crate::{credentials::Credentials, policy::Policy, probes::GateOwners};
 
 /// How often the progress display is redrawn while a request is under way.
 const TICK: Duration = Duration::from_millis(100);

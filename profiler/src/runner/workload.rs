@@ -6,11 +6,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    monotonic_ns,
     protocol::{Reply, Request},
     Supervisor, Wait,
 };
 use crate::{
+    clock::monotonic_ns,
     scratch::{self, Scratch},
     workloads::{self, Extra, WorkloadSetup, WorkloadSpec},
 };
@@ -57,7 +57,7 @@ impl<'s> RemoteWorkload<'s> {
         let cpus = if setup.pin.is_empty() {
             Vec::new()
         } else {
-            workloads::allowed_cpus().context("sched_getaffinity")?
+            crate::environment::allowed_cpus().context("sched_getaffinity")?
         };
         let runner_pids = supervisor.runner_pids(copies)?;
         let tracked = tracked || supervisor.windows_kept_open();

@@ -222,7 +222,7 @@ fn say_refusals(probes: &Probes, asked: usize) {
 impl Probes {
     /// The aggregate and the task events now.
     fn reading(&self) -> Result<Reading> {
-        let at_ns = crate::runner::monotonic_ns();
+        let at_ns = crate::clock::monotonic_ns();
         Ok(Reading {
             at_ns,
             tallies: self.aggregate()?.into_iter().collect(),

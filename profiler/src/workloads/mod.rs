@@ -22,7 +22,6 @@ mod fs;
 mod ipc;
 mod memory;
 mod peer;
-pub use peer::allowed_cpus;
 
 pub use peer::pin_to;
 mod process;

@@ -31,21 +31,6 @@ pub fn pin_to(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// The CPUs this process may run on (its affinity mask, which `taskset` and cpusets narrow): the
-/// CPUs `--pin` may name.
-pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: all-zero is a valid cpu_set_t; the out-pointer is valid for its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let max = 8 * size_of::<libc::cpu_set_t>();
-    // SAFETY: CPU_ISSET reads the set filled above, `cpu` below its bit count.
-    Ok((0..max)
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect())
-}
-
 /// A forked helper process. Dropping it kills and reaps it; the child also dies with SIGKILL
 /// if the thread that forked it goes away (PR_SET_PDEATHSIG), so it never outlives hookprof.
 #[derive(Debug)]
