@@ -28,17 +28,6 @@ pub const LONG_RUN: &[&str] = &[
     "1000",
 ];
 
-/// The time of `clock` (`libc::CLOCK_MONOTONIC`, `libc::CLOCK_THREAD_CPUTIME_ID`, ...) in ns.
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec; every Linux has the clocks the tests ask for.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
 /// guest), else the workspace's release build.
 pub fn hookprof_bin() -> PathBuf {
