@@ -257,6 +257,31 @@ fn closed_stdout_ends_output_without_a_panic() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
 
+/// The subcommands hookprof runs itself as stay out of `--help`; the one that parses the BTF
+/// for the profiler answers with the kernel's functions and their parameter counts.
+#[test]
+fn helper_subcommands_stay_out_of_help_and_the_btf_one_answers() {
+    let help = hookprof(&["--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success() && text.contains("hooks"), "{text}");
+    for helper in ["__runner", hookprof::probes::KERNEL_BTF_COMMAND] {
+        assert!(!text.contains(helper), "{helper} in: {text}");
+    }
+    let out = hookprof(&[hookprof::probes::KERNEL_BTF_COMMAND]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let functions = answer["functions"].as_array().expect("a function list");
+    let open = functions
+        .iter()
+        .find(|f| f[0] == "security_file_open")
+        .expect("security_file_open among the functions");
+    assert_eq!(open[1], 1, "security_file_open(struct file *): {open}");
+}
+
 /// Each bad input: one line naming the problem, exit code 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_exit_code_2() {

@@ -46,7 +46,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
-    let kernel = KernelBtf::load()?;
+    let kernel = KernelBtf::load_in_child()?;
     let functions = match args.hooks.as_slice() {
         [one] if one == "all" => selection::catalog(&kernel, &active_lsms),
         names => match selection::from_hooks_option(&kernel, names, &active_lsms)? {
@@ -208,7 +208,7 @@ const CALIBRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 
 pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
-    let kernel = KernelBtf::load()?;
+    let kernel = KernelBtf::load_in_child()?;
     let plan = ProbePlan {
         syscalls: true,
         tasks: false,

@@ -11,6 +11,7 @@ pub mod environment;
 pub mod export;
 pub mod history;
 pub mod import;
+pub mod in_child;
 pub mod injection;
 pub mod inspect;
 pub mod lmbench;

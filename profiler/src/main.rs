@@ -3,7 +3,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use hookprof::{
-    ab, compare, history, import, inspect, report,
+    ab, compare, history, import, in_child, inspect,
+    probes::{KernelBtf, KERNEL_BTF_COMMAND},
+    report,
     run::{self, stat},
     runner, store, top,
 };
@@ -54,6 +56,9 @@ enum Command {
     /// The process that does the measured work, started by `run` (not for direct use).
     #[command(name = "__runner", hide = true)]
     Runner(runner::serve::RunnerArgs),
+    /// Parses the kernel's BTF for the profiler, in a process of its own (not for direct use).
+    #[command(name = KERNEL_BTF_COMMAND, hide = true)]
+    KernelBtf,
 }
 
 fn main() -> ExitCode {
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Runner(args) => return runner::serve::main(&args),
+        Command::KernelBtf => return in_child::serve(KernelBtf::load),
         Command::Run(args) => run::run(&args),
         Command::Stat(args) => stat::stat(&args),
         Command::Compare(args) => compare::execute(&args),

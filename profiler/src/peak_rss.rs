@@ -28,7 +28,7 @@ pub fn phase_peaks() -> Vec<PhasePeak> {
     PHASES.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// One heap for every thread of the profiler. The slow loads (BTF, the probes) run on the event
+/// One heap for every thread of the profiler. The slow loads (the probes) run on the event
 /// loop's blocking thread and the discovery pass on the main one; with glibc's arena per
 /// thread, what one thread frees the other cannot reuse, and a run kept both arenas' peaks
 /// resident (10 MB more at the "hooks chosen" phase). The runners start afresh (exec).
@@ -38,7 +38,7 @@ pub fn one_heap() {
 }
 
 /// Returns the heap's free pages to the kernel, so a large structure just dropped (a parsed
-/// BTF) stops counting in the resident set.
+/// eBPF object) stops counting in the resident set.
 pub fn release_free_heap() {
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe { libc::malloc_trim(0) };

@@ -4,11 +4,16 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use btf_rs::{Btf, Type};
+use serde::{Deserialize, Serialize};
 
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
+/// The hidden subcommand that parses the BTF for `load_in_child` (not for direct use).
+pub const LOAD_COMMAND: &str = "__kernel-btf";
+
 /// The kernel's functions, kept apart from the parsed BTF: the parse takes tens of MB, the
 /// functions a few, and aya parses the BTF again when it loads the probes.
+#[derive(Serialize, Deserialize)]
 pub struct KernelBtf {
     /// Every function name with its parameter count (None if its prototype is unreadable),
     /// sorted by name.
@@ -16,6 +21,14 @@ pub struct KernelBtf {
 }
 
 impl KernelBtf {
+    /// As `load`, in a short-lived process of this binary (`LOAD_COMMAND`): the parse peaks at
+    /// over 40 MB of heap (btf_rs keeps every type and name in hash maps), which would stay the
+    /// profiler's peak resident set for the whole run; only the functions come back.
+    pub fn load_in_child() -> Result<KernelBtf> {
+        crate::in_child::run(&[LOAD_COMMAND])
+    }
+
+    /// Parses the BTF in this process (the child's side of `load_in_child`; tests).
     pub fn load() -> Result<KernelBtf> {
         if !Path::new(VMLINUX_BTF).exists() {
             bail!(
@@ -26,10 +39,7 @@ impl KernelBtf {
         let btf = Btf::from_file(VMLINUX_BTF)
             .map_err(|e| anyhow!("{e}"))
             .with_context(|| format!("read {VMLINUX_BTF}"))?;
-        let kernel = KernelBtf::from_btf(&btf);
-        drop(btf);
-        crate::peak_rss::release_free_heap();
-        Ok(kernel)
+        Ok(KernelBtf::from_btf(&btf))
     }
 
     fn from_btf(btf: &Btf) -> KernelBtf {

@@ -28,7 +28,7 @@ const CALIBRATION_SLOT: usize = USER_SLOTS;
 use self::calibration::Correction;
 pub use self::{
     aggregate::{GroupBy, Scope},
-    btf::{KernelBtf, VMLINUX_BTF},
+    btf::{KernelBtf, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
     catalog::Target,
     lsm::lsm_hook_of,
     refusal::reason,

@@ -189,7 +189,7 @@ fn load_probes(
     peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
     // loop watches for an interrupt.
-    let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load)? else {
+    let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load_in_child)? else {
         return Ok(Wait::Interrupted);
     };
     let kernel = Arc::new(kernel?);

@@ -112,7 +112,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
-    let kernel = KernelBtf::load()?;
+    let kernel = KernelBtf::load_in_child()?;
     let plan = ProbePlan {
         syscalls: true,
         tasks: true,
