@@ -28,7 +28,14 @@ pub enum Request {
     Drop,
     /// `calls` getppid calls in a loop: the probes' calibration.
     GetppidLoop { calls: u32, tracked: bool },
+    /// `calls` calls of `UNASSIGNED_SYSCALL` in a loop: what the syscall probes time around a
+    /// syscall that does nothing (`top`'s calibration).
+    UnassignedSyscallLoop { calls: u32, tracked: bool },
 }
+
+/// A syscall number x86_64 leaves unassigned (its table jumps from the 330s to 424 so that new
+/// syscalls get one number on every architecture): the kernel answers ENOSYS at once.
+pub const UNASSIGNED_SYSCALL: i64 = 400;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Reply {
@@ -47,7 +54,7 @@ pub enum Reply {
     Dropped {
         peak_rss_kib: Option<u64>,
     },
-    GetppidLoop {
+    CalibrationLoop {
         ns_per_call: f64,
     },
     /// The request failed; the runner is still able to serve.

@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::{anyhow, Context, Result};
 
-use super::protocol::{Reply, Request};
+use super::protocol::{Reply, Request, UNASSIGNED_SYSCALL};
 use crate::{
     clock::{clock_ns, monotonic_ns},
     credentials::{self, Credentials},
@@ -221,8 +221,11 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
                 peak_rss_kib: peak_rss.kib(),
             }
         }
-        Request::GetppidLoop { calls, tracked } => Reply::GetppidLoop {
+        Request::GetppidLoop { calls, tracked } => Reply::CalibrationLoop {
             ns_per_call: with_window(tracked, || getppid_loop(calls)),
+        },
+        Request::UnassignedSyscallLoop { calls, tracked } => Reply::CalibrationLoop {
+            ns_per_call: with_window(tracked, || unassigned_syscall_loop(calls))?,
         },
     })
 }
@@ -267,6 +270,23 @@ fn getppid_loop(calls: u32) -> f64 {
         std::hint::black_box(unsafe { libc::getppid() });
     }
     (thread_cpu_ns() - start) as f64 / f64::from(calls)
+}
+
+/// As `getppid_loop`, with `UNASSIGNED_SYSCALL`; an error if the kernel has a syscall there.
+fn unassigned_syscall_loop(calls: u32) -> Result<f64> {
+    // SAFETY: a syscall number with no syscall behind it takes no arguments and does nothing.
+    let call = || unsafe { libc::syscall(UNASSIGNED_SYSCALL) };
+    if call() != -1 || io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+        anyhow::bail!(
+            "syscall {UNASSIGNED_SYSCALL} is assigned on this kernel: it cannot stand for a \
+             syscall that does nothing"
+        );
+    }
+    let start = thread_cpu_ns();
+    for _ in 0..calls {
+        std::hint::black_box(call());
+    }
+    Ok((thread_cpu_ns() - start) as f64 / f64::from(calls))
 }
 
 fn thread_cpu_ns() -> u64 {

@@ -379,8 +379,17 @@ impl Supervisor {
 
     /// `calls` getppid calls in the runner: ns per call.
     pub fn getppid_loop(&mut self, calls: u32, tracked: bool) -> Result<f64> {
-        match self.request(&Request::GetppidLoop { calls, tracked })? {
-            Wait::Done(Reply::GetppidLoop { ns_per_call }) => Ok(ns_per_call),
+        self.calibration_loop(&Request::GetppidLoop { calls, tracked })
+    }
+
+    /// `calls` calls of a syscall number that has no syscall in the runner: ns per call.
+    pub fn unassigned_syscall_loop(&mut self, calls: u32, tracked: bool) -> Result<f64> {
+        self.calibration_loop(&Request::UnassignedSyscallLoop { calls, tracked })
+    }
+
+    fn calibration_loop(&mut self, request: &Request) -> Result<f64> {
+        match self.request(request)? {
+            Wait::Done(Reply::CalibrationLoop { ns_per_call }) => Ok(ns_per_call),
             Wait::Done(other) => bail!("unexpected reply from the runner: {other:?}"),
             Wait::Interrupted => bail!("interrupted"),
         }
