@@ -41,13 +41,14 @@ impl Correction {
 pub type GetppidLoop<'a> = dyn FnMut(u32, bool) -> Result<f64> + 'a;
 
 /// The function behind getppid(2), with and without x86_64 syscall wrappers in BTF.
-const CALIBRATION_FUNCTIONS: &[&str] = &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
-const ROUNDS: usize = 7;
+pub(super) const CALIBRATION_FUNCTIONS: &[&str] =
+    &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
+pub(super) const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
-const LOOP_TIME: Duration = Duration::from_millis(10);
+pub(super) const LOOP_TIME: Duration = Duration::from_millis(10);
 
 /// Programs on sys_enter/sys_exit.
-const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
+pub(super) const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
 pub const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
 pub const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
 /// Programs that each make one of a timed pair's helper calls (the statistics pass only): the
@@ -247,7 +248,7 @@ impl Probes {
 }
 
 /// Enough getppid calls to last `target` with nothing attached (lmbench-style doubling).
-fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
+pub(super) fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
     let mut calls = 1000u32;
     loop {
         let ns_per_call = getppid_loop(calls, false)?;
@@ -258,7 +259,7 @@ fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
     }
 }
 
-fn median(xs: &mut [f64]) -> f64 {
+pub(super) fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }

@@ -1,7 +1,8 @@
 //! hookprof's eBPF object on the user side: `load` loads it and its programs (recording what
 //! the kernel refuses), `attach` attaches and detaches them through owned links, `snapshot`
 //! reads what they counted. Around them: the hook catalog from BTF, program selection, the
-//! ground-truth LSM programs and calibration; `aggregate` is `top`'s scope and its tallies.
+//! ground-truth LSM programs and calibration; `aggregate` is `top`'s scope and its tallies,
+//! `top_calibration` what top's probes cost.
 mod aggregate;
 mod attach;
 mod btf;
@@ -13,6 +14,7 @@ mod refusal;
 pub mod selection;
 mod snapshot;
 mod syscall_injection;
+pub mod top_calibration;
 
 use anyhow::{Context, Result};
 use aya::{programs::links::FdLink, Ebpf};

@@ -1,5 +1,6 @@
 //! One interval of `top`: the difference of two readings of the aggregate, as rows per (group,
-//! path) sorted by cost. Pure: readings in, rows out.
+//! path) sorted by cost, each also corrected for the probes' own cost. Pure: readings and the
+//! calibration in, rows out.
 use std::collections::{BTreeMap, HashMap};
 
 use profiler_common::{AggregateKey, Tally, HIST_BUCKETS, HOOK_PATHS};
@@ -7,7 +8,7 @@ use serde::Serialize;
 
 use crate::{
     attribution::{function_kind, syscall_name},
-    probes::{tally_since, GroupBy, Target},
+    probes::{tally_since, top_calibration::ProbeCost, GroupBy, Target},
     results::PathKind,
 };
 
@@ -33,6 +34,9 @@ pub struct Interval {
     /// Which tasks were counted (`system`, `cgroup /x`, `pid N`, `comm NAME`).
     pub scope: String,
     pub by: GroupBy,
+    /// The probes' own cost, calibrated when top started, which the corrected figures take
+    /// out (None if it could not be measured: they are then the raw ones).
+    pub probe_cost: Option<ProbeCost>,
     /// Sorted by time spent, the most first.
     pub rows: Vec<Row>,
     /// Task events of the tasks in scope (fork, exec, exit), and diagnostics when nonzero.
@@ -57,9 +61,15 @@ pub struct Row {
     pub timed: u64,
     /// Time in the path, entry to exit (a syscall's includes any time it slept).
     pub total_ns: u64,
+    /// Timed functions the same tasks entered inside the timed calls (each added a pair).
+    pub nested: u64,
     pub ns_per_call: f64,
     /// `total_ns` over the interval: 1.0 is one CPU's worth.
     pub cpu_share: f64,
+    /// `ns_per_call` and `cpu_share` less the probes' own cost inside the timed calls (see
+    /// `corrected_ns`), never below zero.
+    pub corrected_ns_per_call: f64,
+    pub corrected_cpu_share: f64,
     /// Log2 histogram of the timed calls (bucket b: 2^(b-1) <= ns < 2^b).
     #[serde(skip)]
     pub histogram: [u64; HIST_BUCKETS],
@@ -90,6 +100,7 @@ pub fn rows(
     now: &Reading,
     hooks: &[Option<Target>],
     names: &dyn Names,
+    cost: Option<&ProbeCost>,
 ) -> Vec<Row> {
     let seconds = now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9;
     let mut rows: Vec<Row> = now
@@ -105,6 +116,7 @@ pub fn rows(
                 return None;
             }
             let (kind, path, parent, lsm) = describe(key.path, hooks)?;
+            let corrected = corrected_ns(kind, &delta, cost);
             Some(Row {
                 group: names.group(key),
                 kind,
@@ -115,12 +127,11 @@ pub fn rows(
                 calls_per_s: per_second(delta.calls as f64, seconds),
                 timed: delta.timed,
                 total_ns: delta.total_ns,
-                ns_per_call: if delta.timed == 0 {
-                    0.0
-                } else {
-                    delta.total_ns as f64 / delta.timed as f64
-                },
+                nested: delta.nested,
+                ns_per_call: per_call(delta.total_ns as f64, delta.timed),
                 cpu_share: per_second(delta.total_ns as f64, seconds) / 1e9,
+                corrected_ns_per_call: per_call(corrected, delta.timed),
+                corrected_cpu_share: per_second(corrected, seconds) / 1e9,
                 histogram: delta.hist,
             })
         })
@@ -160,6 +171,30 @@ pub fn idle(earlier: &Reading, now: &Reading) -> Vec<AggregateKey> {
         .filter(|(key, tally)| earlier.tallies.get(key) == Some(tally))
         .map(|(key, _)| *key)
         .collect()
+}
+
+/// A tally's time less the probes' own cost inside it: each timed call loses the part of its own
+/// pair inside its span, and each timed function entered inside it a whole function pair
+/// (`run`'s model, with the syscall pair's part too, which top measures). Never below zero.
+fn corrected_ns(kind: PathKind, delta: &Tally, cost: Option<&ProbeCost>) -> f64 {
+    let raw = delta.total_ns as f64;
+    let Some(c) = cost else { return raw };
+    // A noisy calibration can come out negative; a probe never costs less than nothing.
+    let own = match kind {
+        PathKind::Syscall => c.syscall_in_span_ns,
+        _ => c.function_in_span_ns.unwrap_or(0.0),
+    }
+    .max(0.0);
+    let pair = c.function_pair_ns.unwrap_or(0.0).max(0.0);
+    (raw - delta.timed as f64 * own - delta.nested as f64 * pair).max(0.0)
+}
+
+fn per_call(ns: f64, timed: u64) -> f64 {
+    if timed == 0 {
+        0.0
+    } else {
+        ns / timed as f64
+    }
 }
 
 fn per_second(amount: f64, seconds: f64) -> f64 {
@@ -255,7 +290,7 @@ mod tests {
                 (key("b", HOOK_PATHS), tally(50, 250_000_000)),
             ],
         );
-        let rows = rows(&before, &after, &hooks, &ByComm);
+        let rows = rows(&before, &after, &hooks, &ByComm, None);
         assert_eq!(rows.len(), 2, "an idle key has no row: {rows:?}");
         assert_eq!(rows[0].path, "hook_file_open");
         assert_eq!(rows[0].kind, PathKind::Lsm);
@@ -270,14 +305,66 @@ mod tests {
         assert_eq!(rows[1].ns_per_call, 10.0);
         assert_eq!(rows[1].histogram[5], 1000);
         assert_eq!(idle(&before, &after), vec![key("b", openat)]);
+        // Without a calibration the corrected figures are the raw ones.
+        assert!(rows
+            .iter()
+            .all(|r| r.corrected_ns_per_call == r.ns_per_call
+                && r.corrected_cpu_share == r.cpu_share));
     }
 
     #[test]
     fn a_key_recreated_after_it_was_forgotten_counts_from_zero() {
         let before = reading(0, &[(key("a", 0), tally(100, 100))]);
         let after = reading(1_000_000_000, &[(key("a", 0), tally(3, 30))]);
-        let rows = rows(&before, &after, &[], &ByComm);
+        let rows = rows(&before, &after, &[], &ByComm, None);
         assert_eq!(rows[0].calls, 3);
+    }
+
+    #[test]
+    fn corrected_rows_lose_their_own_pair_s_part_and_every_nested_pair_never_below_zero() {
+        let lsm = Target {
+            function: "hook_file_open".into(),
+            parent: Some("security_file_open".into()),
+            lsm: Some("landlock".into()),
+        };
+        let cost = ProbeCost {
+            bare_ns: 100.0,
+            syscall_pair_ns: 120.0,
+            syscall_in_span_ns: 40.0,
+            function_pair_ns: Some(300.0),
+            function_in_span_ns: Some(50.0),
+        };
+        // 10 openat calls of 1000 ns, each with one timed LSM function inside.
+        let mut openat = tally(10, 10_000);
+        openat.nested = 10;
+        let before = reading(0, &[]);
+        let after = reading(
+            1_000_000_000,
+            &[
+                (key("a", 257), openat),
+                (key("a", HOOK_PATHS), tally(10, 2_000)),
+                (key("a", 110), tally(10, 300)),
+            ],
+        );
+        let rows = rows(&before, &after, &[Some(lsm)], &ByComm, Some(&cost));
+        let row = |path: &str| rows.iter().find(|r| r.path == path).unwrap();
+        // 1000 - 40 of its own pair - 300 of the nested one.
+        assert_eq!(row("openat").corrected_ns_per_call, 660.0);
+        assert_eq!(row("openat").corrected_cpu_share, 6.6e-6);
+        assert_eq!(row("openat").ns_per_call, 1000.0);
+        assert_eq!(row("hook_file_open").corrected_ns_per_call, 150.0);
+        // 30 ns a call, less than the 40 ns the probes put inside it: zero, not negative.
+        assert_eq!(row("getppid").corrected_ns_per_call, 0.0);
+        // A calibration that came out negative takes nothing out.
+        let noisy = ProbeCost {
+            syscall_in_span_ns: -5.0,
+            function_pair_ns: Some(-1.0),
+            ..cost
+        };
+        assert_eq!(
+            corrected_ns(PathKind::Syscall, &openat, Some(&noisy)),
+            10_000.0
+        );
     }
 
     #[test]

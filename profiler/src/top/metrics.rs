@@ -1,6 +1,7 @@
 //! `--listen ADDR:PORT`: what `top` has counted since it started, as OpenMetrics for Prometheus
 //! to scrape: per group, path, hook and LSM a call counter, a time counter and a latency
-//! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps. A scraper that asks
+//! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps, and a gauge of the
+//! probes' own cost as top calibrated it (the series are raw times). A scraper that asks
 //! for OpenMetrics (Prometheus does) gets it; others (curl, `promtool check metrics`) get the
 //! Prometheus text format of the same totals. Both are rendered once per interval; the server
 //! thread hands out the latest.
@@ -16,12 +17,15 @@ use profiler_common::HIST_BUCKETS;
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet},
-    metrics::{counter::ConstCounter, MetricType},
+    metrics::{counter::ConstCounter, gauge::ConstGauge, MetricType},
     registry::{Registry, Unit},
 };
 
 use super::interval::Row;
-use crate::{probes::GroupBy, results::PathKind};
+use crate::{
+    probes::{top_calibration::ProbeCost, GroupBy},
+    results::PathKind,
+};
 
 /// A series' labels: group, kind, path, hook (parent), LSM.
 type Labels = (String, PathKind, String, Option<String>, Option<String>);
@@ -40,14 +44,31 @@ struct Total {
 pub struct Totals {
     by: GroupBy,
     series: BTreeMap<Labels, Total>,
+    cost: Option<ProbeCost>,
 }
 
 impl Totals {
-    pub fn new(by: GroupBy) -> Totals {
+    pub fn new(by: GroupBy, cost: Option<ProbeCost>) -> Totals {
         Totals {
             by,
             series: BTreeMap::new(),
+            cost,
         }
+    }
+
+    /// The probes' own cost as (probe, part, ns) series.
+    fn cost_series(&self) -> Vec<(&'static str, &'static str, f64)> {
+        let Some(c) = &self.cost else {
+            return Vec::new();
+        };
+        let mut series = vec![
+            ("syscall", "pair", c.syscall_pair_ns),
+            ("syscall", "in_span", c.syscall_in_span_ns),
+        ];
+        if let (Some(pair), Some(inside)) = (c.function_pair_ns, c.function_in_span_ns) {
+            series.extend([("function", "pair", pair), ("function", "in_span", inside)]);
+        }
+        series
     }
 
     /// Adds an interval's rows.
@@ -96,7 +117,7 @@ impl Totals {
     /// The Prometheus text format (0.0.4): the same series, counters named with `_total`.
     fn text(&self) -> Result<String> {
         use prometheus::proto::{
-            Bucket, Counter, Histogram, LabelPair, Metric, MetricFamily, MetricType as Type,
+            Bucket, Counter, Gauge, Histogram, LabelPair, Metric, MetricFamily, MetricType as Type,
         };
         let family = |name: &str, help: &str, kind: Type, value: &dyn Fn(&Total) -> Metric| {
             let mut f = MetricFamily::default();
@@ -175,9 +196,37 @@ impl Totals {
                 },
             ),
         ];
+        let mut cost = MetricFamily::default();
+        cost.set_name(COST_NAME.into());
+        cost.set_help(COST_HELP.into());
+        cost.set_field_type(Type::GAUGE);
+        cost.set_metric(
+            self.cost_series()
+                .into_iter()
+                .map(|(probe, part, ns)| {
+                    let mut g = Gauge::default();
+                    g.set_value(ns / 1e9);
+                    let mut m = Metric::default();
+                    m.set_gauge(g);
+                    m.set_label(
+                        [("probe", probe), ("part", part)]
+                            .into_iter()
+                            .map(|(k, v)| {
+                                let mut pair = LabelPair::default();
+                                pair.set_name(k.into());
+                                pair.set_value(v.into());
+                                pair
+                            })
+                            .collect(),
+                    );
+                    m
+                })
+                .collect(),
+        );
         // The encoder refuses a family without series (before anything was counted).
         let families: Vec<MetricFamily> = families
             .into_iter()
+            .chain([cost])
             .filter(|f| !f.get_metric().is_empty())
             .collect();
         Ok(prometheus::TextEncoder::new().encode_to_string(&families)?)
@@ -220,6 +269,9 @@ fn bucket_bounds() -> [f64; HIST_BUCKETS] {
 const CALLS_HELP: &str = "Calls into the path by the group's tasks";
 const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
 const LATENCY_HELP: &str = "Latency of the path's timed calls";
+const COST_NAME: &str = "hookprof_probe_cost_seconds";
+const COST_HELP: &str = "What top's probes add to each call they time (part=pair) and the part of \
+     it inside the call's timed span (part=in_span), calibrated when top started";
 
 impl Collector for Totals {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -246,6 +298,19 @@ impl Collector for Totals {
             for (labels, t) in &self.series {
                 let l = self.labels(labels);
                 ConstCounter::new(t.total_ns as f64 / 1e9).encode(family.encode_family(&l)?)?;
+            }
+        }
+        let cost = self.cost_series();
+        if !cost.is_empty() {
+            let mut family = encoder.encode_descriptor(
+                "hookprof_probe_cost",
+                COST_HELP,
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?;
+            for (probe, part, ns) in cost {
+                let l = vec![("probe", probe), ("part", part)];
+                ConstGauge::new(ns / 1e9).encode(family.encode_family(&l)?)?;
             }
         }
         let bounds = bucket_bounds();
@@ -368,15 +433,25 @@ mod tests {
             calls_per_s: 0.0,
             timed: calls,
             total_ns,
+            nested: 0,
             ns_per_call: 0.0,
             cpu_share: 0.0,
+            corrected_ns_per_call: 0.0,
+            corrected_cpu_share: 0.0,
             histogram,
         }
     }
 
     #[test]
     fn counters_accumulate_over_intervals_and_histograms_are_cumulative() {
-        let mut totals = Totals::new(GroupBy::Cgroup);
+        let cost = ProbeCost {
+            bare_ns: 190.0,
+            syscall_pair_ns: 117.0,
+            syscall_in_span_ns: 45.0,
+            function_pair_ns: None,
+            function_in_span_ns: None,
+        };
+        let mut totals = Totals::new(GroupBy::Cgroup, Some(cost));
         totals.add(&[row("getppid", 10, 1_000)]);
         totals.add(&[row("getppid", 5, 500)]);
         let rendered = totals.render().unwrap();
@@ -426,11 +501,29 @@ mod tests {
             "{old}"
         );
         assert!(old.contains(r#"path="getppid",le="+Inf"} 15"#), "{old}");
+        // The probes' cost as a gauge in both, the function pair's absent where not measured.
+        for format in [&text, &old] {
+            let in_span: f64 = format
+                .lines()
+                .find(|l| {
+                    l.starts_with("hookprof_probe_cost_seconds{")
+                        && l.contains(r#"probe="syscall""#)
+                        && l.contains(r#"part="in_span""#)
+                })
+                .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no in_span gauge in {format}"));
+            assert!((in_span - 45e-9).abs() < 1e-15, "{in_span}");
+            assert!(
+                format.contains("# TYPE hookprof_probe_cost_seconds gauge"),
+                "{format}"
+            );
+            assert!(!format.contains(r#"probe="function""#), "{format}");
+        }
     }
 
     #[test]
     fn nothing_counted_yet_renders_in_both_formats() {
-        let rendered = Totals::new(GroupBy::Comm).render().unwrap();
+        let rendered = Totals::new(GroupBy::Comm, None).render().unwrap();
         assert!(rendered.open_metrics.ends_with("# EOF\n"));
         assert_eq!(rendered.text, "");
     }

@@ -2,8 +2,9 @@
 //! with a scope (the whole system, a cgroup, a process, a command name) instead of the runners'
 //! gate, add each syscall's, hook's, LSM function's and task path's time per group (cgroup or
 //! command) in a BPF hash map; every interval user space reads it and prints the difference.
-//! Stages: scope and output checked -> probes loaded and attached -> intervals until a count,
-//! Ctrl-C or SIGTERM -> probes detached -> the recording written.
+//! Stages: scope and output checked -> probes loaded -> their own cost calibrated -> probes
+//! attached -> intervals until a count, Ctrl-C or SIGTERM -> probes detached -> the recording
+//! written.
 mod interval;
 mod metrics;
 mod scope;
@@ -32,10 +33,12 @@ use crate::{
     probes::{
         catalog::Target,
         selection::{self, Selection},
+        top_calibration::{self, Loop, ProbeCost},
         GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
     },
     results::destination::Destination,
     run::probe_setup::require_bpf_privileges,
+    runner::{protocol::UNASSIGNED_SYSCALL, Supervisor, Wait},
 };
 
 #[derive(clap::Args, Debug)]
@@ -124,7 +127,10 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
     }
     say_refusals(&probes, plan.functions.len());
-    let mut totals = Totals::new(args.by);
+    let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
+        return Ok(ExitCode::from(130));
+    };
+    let mut totals = Totals::new(args.by, cost);
     let endpoint = match args.listen {
         Some(addr) => Some(Endpoint::listen(addr, totals.render()?)?),
         None => None,
@@ -148,7 +154,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         &mut probes,
         baseline,
         view,
-        &chosen.label,
+        (&chosen.label, cost),
         &names,
         |interval| {
             totals.add(&interval.rows);
@@ -173,6 +179,41 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         Ending::Done => Ok(ExitCode::SUCCESS),
         Ending::Interrupted => Ok(ExitCode::from(130)),
     }
+}
+
+/// Generous: the calibration's loops last well under a second in all, even under emulation.
+const CALIBRATION_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The probes' own cost, measured in a runner of its own before anything is counted; None,
+/// said in one line, where it cannot be measured (the figures are then raw).
+fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Wait<Option<ProbeCost>>> {
+    let mut supervisor =
+        Supervisor::new(None, CALIBRATION_TIMEOUT, indicatif::ProgressBar::hidden())?;
+    probes.set_gate_owners(&[supervisor.runner_pid()?])?;
+    supervisor.start_clock();
+    let measured = top_calibration::measure(
+        probes,
+        kernel,
+        UNASSIGNED_SYSCALL as u32,
+        &mut |run, calls, tracked| match run {
+            Loop::Getppid => supervisor.getppid_loop(calls, tracked),
+            Loop::Unassigned => supervisor.unassigned_syscall_loop(calls, tracked),
+        },
+    );
+    supervisor.stop_runners();
+    probes.set_gate_owners(&[])?;
+    if supervisor.interrupted() {
+        return Ok(Wait::Interrupted);
+    }
+    Ok(Wait::Done(match measured {
+        Ok(cost) => Some(cost),
+        Err(e) => {
+            eprintln!(
+                "hookprof: top: could not measure the probes' own cost ({e:#}): figures are raw"
+            );
+            None
+        }
+    }))
 }
 
 /// `--hooks` for top: `default` fills the probe slots with the hooks, the active LSMs'
@@ -238,7 +279,7 @@ fn watch(
     probes: &mut Probes,
     baseline: Reading,
     mut view: View,
-    label: &str,
+    (label, cost): (&str, Option<ProbeCost>),
     names: &GroupNames,
     mut each: impl FnMut(&Interval) -> Result<()>,
 ) -> Result<Ending> {
@@ -273,7 +314,14 @@ fn watch(
                 seconds: now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9,
                 scope: label.to_string(),
                 by: args.by,
-                rows: interval::rows(&earlier, &now, probes.hook_functions(), names),
+                probe_cost: cost,
+                rows: interval::rows(
+                    &earlier,
+                    &now,
+                    probes.hook_functions(),
+                    names,
+                    cost.as_ref(),
+                ),
                 events: interval::events(&earlier, &now),
             };
             view.show(&interval)?;

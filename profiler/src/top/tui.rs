@@ -1,5 +1,5 @@
-//! The terminal view (ratatui): the latest interval's rows as a table under a heading, redrawn
-//! each interval; q, Esc or Ctrl-C quits. The terminal is restored when the view is dropped, and
+//! The terminal view (ratatui): the latest interval's rows as a table under a heading and the
+//! line that says how the figures are corrected for the probes' own cost, redrawn each interval; q, Esc or Ctrl-C quits. The terminal is restored when the view is dropped, and
 //! by ratatui's panic hook on a panic.
 use anyhow::{Context, Result};
 use ratatui::{
@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::{
     interval::Interval,
-    view::{cells, heading, COLUMNS},
+    view::{cells, correction, heading, COLUMNS},
 };
 
 pub struct Tui {
@@ -74,17 +74,24 @@ impl Tui {
             Constraint::Fill(2),
             Constraint::Length(10),
             Constraint::Length(9),
+            Constraint::Length(9),
             Constraint::Length(7),
             Constraint::Fill(2),
         ];
         let table = Table::new(rows, widths)
             .header(Row::new(COLUMNS).style(Style::new().add_modifier(Modifier::BOLD)));
         let title = format!("hookprof top: {} (q quits)", heading(interval));
+        let corrected = correction(interval.probe_cost.as_ref());
         terminal
             .draw(|f| {
-                let [top, rest] =
-                    Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(f.area());
+                let [top, second, rest] = Layout::vertical([
+                    Constraint::Length(1),
+                    Constraint::Length(1),
+                    Constraint::Fill(1),
+                ])
+                .areas(f.area());
                 f.render_widget(Line::from(title), top);
+                f.render_widget(Line::from(corrected), second);
                 f.render_widget(table, rest);
             })
             .context("draw")?;
