@@ -1,6 +1,7 @@
 //! `hookprof top` on the running kernel: a process's syscalls counted at its own count, the
-//! OpenMetrics endpoint checked by promtool and scraped over HTTP, the terminal view under tmux,
-//! bad scopes refused, and nothing left loaded after an interrupt.
+//! probes' own cost calibrated and taken out of a getppid loop's time, the OpenMetrics endpoint
+//! checked by promtool and scraped over HTTP, the terminal view under tmux, bad scopes refused,
+//! and nothing left loaded after an interrupt.
 use std::{
     io::{BufRead, BufReader, Read},
     process::{Child, Command, Stdio},
@@ -8,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use hookprof::clock::clock_ns;
 use hookprof_tests::{cleanup::BpfObjects, hookprof, hookprof_bin, require_root};
 
 /// Iterations of the loop: each a getppid, an openat and a close (well under a second here).
@@ -91,13 +93,92 @@ impl Drop for Looper {
 }
 
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Calls per loop of a `Caller` (some tens of ms here).
+const CALLS: u32 = 200_000;
+/// A syscall number x86_64 leaves unassigned: the kernel answers ENOSYS at once (the number
+/// top's calibration uses too).
+const UNASSIGNED: libc::c_long = 400;
+/// `Caller` commands.
+const GETPPID: u8 = 1;
+const NOTHING: u8 = 2;
+
+/// A forked child that, per command on a pipe, runs a loop of `CALLS` getppid calls or calls
+/// of the unassigned number, and answers with the loop's thread CPU time per call, in ns.
+struct Caller {
+    pid: i32,
+    commands: i32,
+    answers: i32,
+}
+
+impl Caller {
+    fn fork() -> Caller {
+        let (mut commands, mut answers) = ([0; 2], [0; 2]);
+        // SAFETY: pipe with valid arrays; the child only makes async-signal-safe calls and
+        // leaves with _exit.
+        unsafe {
+            assert_eq!(libc::pipe(commands.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe(answers.as_mut_ptr()), 0);
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // The parent's ends: its closing the commands pipe must reach the child as EOF.
+                libc::close(commands[1]);
+                libc::close(answers[0]);
+                let mut command = 0u8;
+                while libc::read(commands[0], (&mut command as *mut u8).cast(), 1) == 1 {
+                    let t0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+                    for _ in 0..CALLS {
+                        if command == GETPPID {
+                            libc::getppid();
+                        } else {
+                            libc::syscall(UNASSIGNED);
+                        }
+                    }
+                    let ns = (clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - t0) as f64 / CALLS as f64;
+                    libc::write(answers[1], (&ns as *const f64).cast(), 8);
+                }
+                libc::_exit(0);
+            }
+            libc::close(commands[0]);
+            libc::close(answers[1]);
+            Caller {
+                pid,
+                commands: commands[1],
+                answers: answers[0],
+            }
+        }
+    }
+
+    /// The median ns per call of `n` loops of `command`.
+    fn median(&mut self, command: u8, n: usize) -> f64 {
+        let mut times: Vec<f64> = (0..n)
+            .map(|_| {
+                let mut ns = 0f64;
+                // SAFETY: reads and writes on our own pipe ends.
+                unsafe {
+                    assert_eq!(libc::write(self.commands, [command].as_ptr().cast(), 1), 1);
+                    assert_eq!(libc::read(self.answers, (&mut ns as *mut f64).cast(), 8), 8);
+                }
+                ns
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[n / 2]
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        // SAFETY: our own child and pipe ends; EOF on its commands ends it.
+        unsafe {
+            libc::close(self.commands);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+            libc::close(self.answers);
+        }
+    }
 }
 
 /// `hookprof top ARGS` with stdout piped (JSON lines), once it said what it counts: the child
@@ -223,6 +304,96 @@ fn top_pid_counts_a_getppid_openat_loop_at_its_own_count() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn top_calibrates_its_probes_and_the_corrected_getppid_is_what_getppid_adds_to_a_bare_syscall() {
+    require_root();
+    const LOOPS: usize = 7;
+    let mut caller = Caller::fork();
+    let pid = caller.pid.to_string();
+    // Without probes: getppid, and a syscall that does nothing.
+    let bare_before = caller.median(GETPPID, LOOPS);
+    let nothing_before = caller.median(NOTHING, LOOPS);
+    let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
+    let probed = caller.median(GETPPID, LOOPS);
+    std::thread::sleep(Duration::from_millis(600));
+    let intervals = stop_top(top);
+    let bare_after = caller.median(GETPPID, LOOPS);
+    let nothing_after = caller.median(NOTHING, LOOPS);
+    let bare = (bare_before + bare_after) / 2.0;
+    let nothing = (nothing_before + nothing_after) / 2.0;
+
+    let cost = &intervals[0]["probe_cost"];
+    let figure = |name: &str| {
+        cost[name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {name} in probe_cost: {cost}"))
+    };
+    let (pair, in_span) = (figure("syscall_pair_ns"), figure("syscall_in_span_ns"));
+    assert!(
+        intervals.iter().all(|i| i["probe_cost"] == *cost),
+        "each interval carries the calibration made at the start"
+    );
+    // What top's getppid rows say about the loops it saw (no timed function inside them).
+    let rows: Vec<&serde_json::Value> = intervals
+        .iter()
+        .flat_map(|i| i["rows"].as_array().unwrap())
+        .filter(|r| r["kind"] == "syscall" && r["path"] == "getppid")
+        .collect();
+    let timed: f64 = rows.iter().map(|r| r["timed"].as_f64().unwrap()).sum();
+    let raw = rows
+        .iter()
+        .map(|r| r["total_ns"].as_f64().unwrap())
+        .sum::<f64>()
+        / timed;
+    let corrected = rows
+        .iter()
+        .map(|r| r["corrected_ns_per_call"].as_f64().unwrap() * r["timed"].as_f64().unwrap())
+        .sum::<f64>()
+        / timed;
+    // What getppid does beyond a syscall that does nothing: the part of it a timed span sees.
+    let truth = bare - nothing;
+    eprintln!(
+        "bare getppid {bare:.1} ns, bare nothing {nothing:.1} ns, getppid under top {probed:.1} \
+         ns (+{:.1}); calibration: pair +{pair:.1} ns, {in_span:.1} ns inside the span; top's \
+         getppid {raw:.1} ns raw, {corrected:.1} ns corrected, against {truth:.1} ns",
+        probed - bare
+    );
+    assert!(
+        timed >= (LOOPS * CALLS as usize) as f64 * 0.98,
+        "timed {timed}"
+    );
+    // Measured: something, and less of it inside a span than the whole pair costs.
+    assert!(in_span > 0.0 && pair > in_span, "{cost}");
+    // Plausible against this test's own measure of the same loop with and without top.
+    let added = probed - bare;
+    assert!(
+        pair > 0.5 * added && pair < 2.0 * added,
+        "the calibration says the syscall probes add {pair:.1} ns a call; this loop saw {added:.1}"
+    );
+    // Each row's corrected figure is its raw one less the part inside the span, never below
+    // zero.
+    let expected = rows
+        .iter()
+        .map(|r| {
+            let (total, timed) = (
+                r["total_ns"].as_f64().unwrap(),
+                r["timed"].as_f64().unwrap(),
+            );
+            (total - timed * in_span).max(0.0)
+        })
+        .sum::<f64>()
+        / timed;
+    assert!(
+        (corrected - expected).abs() < 0.01,
+        "raw {raw}, corrected {corrected}, in span {in_span}: expected {expected}"
+    );
+    assert!(
+        (corrected - truth).abs() < (raw - truth).abs(),
+        "corrected {corrected:.1} ns is no closer than raw {raw:.1} ns to the {truth:.1} ns \
+         getppid adds to a bare syscall"
+    );
 }
 
 #[test]
