@@ -80,9 +80,23 @@ fn top_shows_landlocks_file_open_under_security_file_open_for_the_confined_cgrou
         String::from_utf8_lossy(&run.stderr)
     );
     assert_eq!(status.code(), Some(130), "top after SIGINT");
-    let rows: Vec<serde_json::Value> = out
+    let intervals: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .collect();
+    // top priced its own fentry/fexit pair at its start, here where fentry loads: a pair costs
+    // something, and the part inside a timed span is part of it.
+    let cost = &intervals.first().expect("an interval")["probe_cost"];
+    let (pair, in_span) = (
+        cost["function_pair_ns"].as_f64(),
+        cost["function_in_span_ns"].as_f64(),
+    );
+    assert!(
+        pair.is_some_and(|p| p > 0.0) && in_span.is_some_and(|s| s >= 0.0 && s <= pair.unwrap()),
+        "top's calibration of its function pair: {cost}"
+    );
+    let rows: Vec<serde_json::Value> = intervals
+        .iter()
         .flat_map(|i| i["rows"].as_array().unwrap().clone())
         .filter(|r| r["group"] == "/hookprof-confined")
         .collect();
@@ -120,4 +134,8 @@ fn top_shows_landlocks_file_open_under_security_file_open_for_the_confined_cgrou
     assert!(landlock
         .iter()
         .any(|r| r["ns_per_call"].as_f64().unwrap() > 0.0));
+    // The corrected figures never exceed the raw ones.
+    assert!(rows.iter().all(
+        |r| r["corrected_ns_per_call"].as_f64().unwrap() <= r["ns_per_call"].as_f64().unwrap()
+    ));
 }

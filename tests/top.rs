@@ -37,13 +37,13 @@ impl Looper {
             if pid == 0 {
                 let mut byte = 0u8;
                 libc::read(start[0], (&mut byte as *mut u8).cast(), 1);
-                let t0 = now_ns();
+                let t0 = hookprof::clock::monotonic_ns();
                 for _ in 0..LOOP {
                     libc::getppid();
                     let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
                     libc::close(fd);
                 }
-                let elapsed = now_ns() - t0;
+                let elapsed = hookprof::clock::monotonic_ns() - t0;
                 libc::write(done[1], (&elapsed as *const u64).cast(), 8);
                 libc::_exit(0);
             }
@@ -90,10 +90,6 @@ impl Drop for Looper {
             }
         }
     }
-}
-
-fn now_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// Calls per loop of a `Caller` (some tens of ms here).

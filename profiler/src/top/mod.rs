@@ -5,6 +5,7 @@
 //! Stages: scope and output checked -> probes loaded -> their own cost calibrated -> probes
 //! attached -> intervals until a count, Ctrl-C or SIGTERM -> probes detached -> the recording
 //! written.
+mod cells;
 mod interval;
 mod metrics;
 mod scope;

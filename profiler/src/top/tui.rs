@@ -13,8 +13,8 @@ use ratatui::{
 use tokio::sync::mpsc;
 
 use super::{
+    cells::{cells, correction, heading, COLUMNS},
     interval::Interval,
-    view::{cells, correction, heading, COLUMNS},
 };
 
 pub struct Tui {

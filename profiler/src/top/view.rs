@@ -4,8 +4,12 @@ use anyhow::Result;
 use comfy_table::{presets::NOTHING, Cell, CellAlignment, Table};
 use tokio::sync::mpsc;
 
-use super::{interval::Interval, tui::Tui};
-use crate::{output::Format, probes::top_calibration::ProbeCost};
+use super::{
+    cells::{cells, correction, heading, COLUMNS},
+    interval::Interval,
+    tui::Tui,
+};
+use crate::output::Format;
 
 pub enum View {
     Json,
@@ -60,67 +64,6 @@ impl View {
     }
 }
 
-/// The line above each interval's table.
-pub fn heading(i: &Interval) -> String {
-    let events: Vec<String> = i.events.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    format!(
-        "interval {} ({:.2} s), {}, by {}: {}",
-        i.interval,
-        i.seconds,
-        i.scope,
-        serde_json::to_value(i.by)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
-        events.join(", ")
-    )
-}
-
-/// What the corrected columns take out, from the calibration top made at its start.
-pub fn correction(cost: Option<&ProbeCost>) -> String {
-    let Some(c) = cost else {
-        return "the probes' own cost could not be measured: NS/CALL and CPU % are raw".into();
-    };
-    let mut line = format!(
-        "NS/CALL, CPU %: less the probes' own cost (calibrated): {:.0} of the {:.0} ns a \
-         syscall's probes add",
-        c.syscall_in_span_ns.max(0.0),
-        c.syscall_pair_ns
-    );
-    if let (Some(pair), Some(inside)) = (c.function_pair_ns, c.function_in_span_ns) {
-        line += &format!(
-            "; {:.0} of the {pair:.0} ns a function's pair adds, and {:.0} per function timed \
-             inside",
-            inside.max(0.0),
-            pair.max(0.0)
-        );
-    }
-    line + "; RAW: uncorrected"
-}
-
-/// The columns both the text tables and the terminal view show.
-pub const COLUMNS: [&str; 7] = [
-    "GROUP", "PATH", "CALLS/S", "NS/CALL", "RAW", "CPU %", "UNDER",
-];
-
-/// A row's cells, in `COLUMNS` order.
-pub fn cells(r: &super::interval::Row) -> [String; 7] {
-    let under = match (&r.parent, &r.lsm) {
-        (Some(p), Some(l)) => format!("{p} ({l})"),
-        (Some(p), None) => p.clone(),
-        _ => String::new(),
-    };
-    [
-        r.group.clone(),
-        r.path.clone(),
-        format!("{:.0}", r.calls_per_s),
-        format!("{:.0}", r.corrected_ns_per_call),
-        format!("{:.0}", r.ns_per_call),
-        format!("{:.2}", r.corrected_cpu_share * 100.0),
-        under,
-    ]
-}
-
 fn table(i: &Interval, rows: usize) -> Table {
     let mut table = Table::new();
     table.load_preset(NOTHING).set_header(COLUMNS);
@@ -135,28 +78,4 @@ fn table(i: &Interval, rows: usize) -> Table {
         }));
     }
     table
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_correction_line_says_what_is_taken_out_and_when_nothing_is() {
-        let mut cost = ProbeCost {
-            bare_ns: 190.0,
-            syscall_pair_ns: 117.2,
-            syscall_in_span_ns: 44.6,
-            function_pair_ns: None,
-            function_in_span_ns: None,
-        };
-        let line = correction(Some(&cost));
-        assert!(line.contains("45 of the 117 ns a syscall's"), "{line}");
-        assert!(!line.contains("function"), "{line}");
-        cost.function_pair_ns = Some(300.0);
-        cost.function_in_span_ns = Some(-3.0);
-        let line = correction(Some(&cost));
-        assert!(line.contains("; 0 of the 300 ns a function's"), "{line}");
-        assert!(correction(None).contains("are raw"));
-    }
 }
