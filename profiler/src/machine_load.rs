@@ -1,8 +1,10 @@
 //! How busy the rest of the machine was while a run measured: the CPU time everything but the
 //! run used, and the time a hypervisor gave this machine's CPUs to someone else (steal), as
-//! shares of all its CPUs' time. A compile on the other CPU of this 2-vCPU machine made
-//! exec_proc up to 2x slower on a CPU the run had to itself, so a comparison lists a different
-//! load among the environment differences, before any verdict.
+//! shares of all its CPUs' time. A task sharing the run's CPU stretches every op it overlaps
+//! (a spinner beside the inject tests' runs: up to 1.8x), so a comparison lists a different
+//! load among the environment differences, before any verdict. With the run's CPU to itself
+//! (`bench/quiet-cpu1.sh`), a spinner or a memory-touching loop on the other CPU moved
+//! null_call, exec_proc and mem_l1 by no more than run-to-run noise here.
 use serde::{Deserialize, Serialize};
 
 /// What the rest of the machine did over a run.

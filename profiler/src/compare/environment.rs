@@ -24,8 +24,7 @@ pub(super) fn environment_differences(
         ("policy", Results::policy_summary),
         // Copies at once (`--parallel`): a hook's ns/call at N against 1 shows contention.
         ("parallel copies", |r| r.parallel().to_string()),
-        // A busy neighbour slows a CPU the run has to itself (shared caches, memory, an SMT
-        // sibling).
+        // A task sharing the run's CPU stretches the ops it overlaps.
         ("machine load", |r| {
             r.environment
                 .machine_load

@@ -142,8 +142,8 @@ pub fn measure_plan(
     if let Some(load) = machine_load.filter(|l| !l.quiet()) {
         eprintln!(
             "hookprof: note: the rest of the machine used {:.0}% of its CPU time while this run \
-             measured (the hypervisor took {:.0}%): a busy neighbour slows even a CPU the run \
-             has to itself, so compare runs made under the same load",
+             measured (the hypervisor took {:.0}%): a task that shares the run's CPU stretches \
+             its ops, so compare runs made under the same load",
             load.others_busy_percent, load.steal_percent
         );
     }
