@@ -9,20 +9,13 @@
 //! disturbed sample there (this 2-CPU machine is shared; a sample that lost its CPU is slower,
 //! never faster); the change is the median over rounds of the versus' time less the base's,
 //! and the expected change is the wait the program itself measured.
-use std::{sync::Mutex, time::Duration};
+use std::time::Duration;
 
 use hookprof::results::{Results, SyscallInjectionRecord, WorkloadResult};
 use hookprof_tests::{
     cleanup::{BpfObjects, Hookprof},
-    require_root, row, workload,
+    one_at_a_time, require_root, row, workload,
 };
-
-/// One run at a time: each test's timings would otherwise include the others' runs.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// `hookprof run ARGS --inject syscall:INJECT`, checked to leave no process or BPF object.
 fn run_injected(args: &[&str], inject: &str) -> Results {
@@ -118,7 +111,7 @@ const PAIRED: [&str; 4] = ["--rounds", "8", "--samples", "3"];
 #[test]
 fn an_injected_syscall_slows_the_clean_samples_by_its_wait() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let args = [
         &["--workloads", "null_call", "--probes", "none"][..],
         &PAIRED,
@@ -154,7 +147,7 @@ fn an_injected_syscall_slows_the_clean_samples_by_its_wait() {
 #[test]
 fn an_injected_syscall_is_attributed_to_its_own_row_only() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let args = [
         &["--workloads", "open_close", "--probes", "syscalls"][..],
         &PAIRED,
@@ -199,7 +192,7 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
 #[test]
 fn a_process_outside_the_run_is_never_made_to_wait() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     const BIG_NS: u64 = 20_000;
     let bare = neighbour_ns_per_call(&mut || false);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -266,7 +259,7 @@ fn neighbour_ns_per_call(stop: &mut dyn FnMut() -> bool) -> f64 {
 #[test]
 fn a_versus_run_pairs_its_variants_round_by_round() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let args = [
         "--workloads",
         "null_call,open_close",

@@ -6,7 +6,6 @@
 use std::{
     collections::BTreeMap,
     path::Path,
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -14,15 +13,8 @@ use hookprof::results::Results;
 use hookprof_tests::{
     assert_near, catches_sigint,
     cleanup::{BpfObjects, Hookprof},
-    require_root, row, workload,
+    one_at_a_time, require_root, row, workload,
 };
-
-/// One at a time: the BPF object and process checks must see only this test's hookprof.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Every kind of workload: syscalls, files, a helper process, forks.
 const WORKLOADS: &str = "null_call,open_close,lat_pipe,fork_proc";
@@ -72,7 +64,7 @@ fn wait_for(run: &mut Hookprof, when: When) {
 #[test]
 fn every_exit_path_leaves_nothing_behind() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let cases = [
         ("normal end", Ending::Normal),
         (
@@ -122,7 +114,7 @@ fn every_exit_path_leaves_nothing_behind() {
 #[test]
 fn sigkill_at_any_phase_leaves_nothing_behind_after_the_next_run() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     // Loading, attaching, set-up, sampling (clean and probed), and the end of the run, as far
     // as fixed delays reach them on this machine; and, whatever its speed, once a workload's
     // scratch dir is set up.
@@ -175,7 +167,7 @@ fn sigkill_at_any_phase_leaves_nothing_behind_after_the_next_run() {
 #[test]
 fn a_failed_workload_is_recorded_and_the_run_goes_on() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     // (what, the test hook, extra arguments, the error expected)
     type Case<'a> = (&'a str, (&'a str, &'a str), &'a [&'a str], &'a str);
     let cases: [Case; 2] = [
@@ -236,7 +228,7 @@ fn a_failed_workload_is_recorded_and_the_run_goes_on() {
 #[test]
 fn each_workload_runs_in_a_fresh_lean_runner_without_bpf_fds() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let before = BpfObjects::now();
     let mut run = Hookprof::start(MEDIUM, &[]);
     // Every runner seen, with the most threads and VmHWM it ever showed.
@@ -346,7 +338,7 @@ fn status_field(status: &str, name: &str) -> Option<u64> {
 #[test]
 fn sigint_stops_within_a_second_and_writes_the_samples_so_far() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let before = BpfObjects::now();
     // A listed hook: no discovery pass, whose bursts set the workloads up too.
     let args = [
@@ -389,7 +381,7 @@ fn sigint_stops_within_a_second_and_writes_the_samples_so_far() {
 #[test]
 fn sigint_stops_a_long_sample_within_a_second() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let before = BpfObjects::now();
     let args = [
         "--workloads",
@@ -428,7 +420,7 @@ fn interrupt(run: &mut Hookprof, what: &str) -> Duration {
 #[test]
 fn a_failed_run_leaves_an_existing_results_file_untouched() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let mut run = Hookprof::start(&["--workloads", "null_call", "--samples", "2"], &[]);
     assert!(
         run.wait(Duration::from_secs(60)).success(),
@@ -502,7 +494,7 @@ fn output_into_a_missing_or_read_only_directory_fails_before_the_run() {
 #[test]
 fn user_runs_the_workload_unprivileged_and_counts_stay_right() {
     require_root();
-    let _serial = serial();
+    let _serial = one_at_a_time();
     let mut run = Hookprof::start(
         &[
             "--workloads",

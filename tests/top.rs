@@ -10,7 +10,7 @@ use std::{
 };
 
 use hookprof::clock::clock_ns;
-use hookprof_tests::{cleanup::BpfObjects, hookprof, hookprof_bin, require_root};
+use hookprof_tests::{cleanup::BpfObjects, hookprof, hookprof_bin, one_at_a_time, require_root};
 
 /// Iterations of the loop: each a getppid, an openat and a close (well under a second here).
 const LOOP: u64 = 100_000;
@@ -242,6 +242,7 @@ fn calls(intervals: &[serde_json::Value], name: &str) -> u64 {
 #[test]
 fn top_pid_counts_a_getppid_openat_loop_at_its_own_count() {
     require_root();
+    let _serial = one_at_a_time();
     let before = BpfObjects::now();
     let mut looper = Looper::fork();
     let pid = looper.pid.to_string();
@@ -305,6 +306,7 @@ fn top_pid_counts_a_getppid_openat_loop_at_its_own_count() {
 #[test]
 fn top_calibrates_its_probes_and_the_corrected_getppid_is_what_getppid_adds_to_a_bare_syscall() {
     require_root();
+    let _serial = one_at_a_time();
     const LOOPS: usize = 7;
     let mut caller = Caller::fork();
     let pid = caller.pid.to_string();
@@ -395,6 +397,7 @@ fn top_calibrates_its_probes_and_the_corrected_getppid_is_what_getppid_adds_to_a
 #[test]
 fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
     require_root();
+    let _serial = one_at_a_time();
     let mut looper = Looper::fork();
     let pid = looper.pid.to_string();
     let mut top = Command::new(hookprof_bin())
@@ -456,6 +459,7 @@ fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
 #[test]
 fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
     require_root();
+    let _serial = one_at_a_time();
     let mut looper = Looper::fork();
     let pid = looper.pid.to_string();
     let (top, ready) = start_top(&[
@@ -533,6 +537,7 @@ fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
 #[test]
 fn top_records_intervals_with_o_and_stops_after_count() {
     require_root();
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("top.jsonl");
     let out = hookprof(&[
@@ -591,6 +596,7 @@ fn top_refuses_bad_scopes_in_one_line_with_exit_2() {
 #[test]
 fn top_terminal_view_draws_under_tmux_and_q_quits() {
     require_root();
+    let _serial = one_at_a_time();
     let session = format!("hookprof-top-{}", std::process::id());
     let mut looper = Looper::fork();
     let pid = looper.pid.to_string();

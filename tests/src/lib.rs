@@ -3,6 +3,7 @@
 use std::{
     path::PathBuf,
     process::{Command, Output},
+    sync::{Mutex, MutexGuard},
 };
 
 use hookprof::results::{AttributionRow, Results, WorkloadResult};
@@ -27,6 +28,17 @@ pub const LONG_RUN: &[&str] = &[
     "--min-sample-ms",
     "1000",
 ];
+
+/// Held by a test while it runs hookprof, so the tests of one file run one at a time: a test's
+/// timings would otherwise include another's run (a syscall tracepoint attached by one slows
+/// every syscall on the machine), and its leak checks would see another's objects.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Waits for the other tests of this file that hold it to finish (a test that panicked while
+/// holding it still lets the next one go).
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The hookprof binary under test: `$HOOKPROF_BIN` (set by `cargo xtask test` and in the
 /// guest), else the workspace's release build.
