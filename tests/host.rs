@@ -510,6 +510,7 @@ fn syscall_probes_gated_by_this_process() -> hookprof::probes::Probes {
         tasks: false,
         functions: Vec::new(),
         entries_only: false,
+        functions_later: false,
     };
     let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
     probes

@@ -72,6 +72,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
             tasks: i == 0,
             functions: batch.to_vec(),
             entries_only: false,
+            functions_later: false,
         };
         let mut probes = Probes::load(&plan, &kernel)?;
         let attached = probes.attach();
@@ -214,6 +215,7 @@ pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
         tasks: false,
         functions: Vec::new(),
         entries_only: false,
+        functions_later: false,
     };
     let mut probes = Probes::load(&plan, &kernel)?;
     let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;

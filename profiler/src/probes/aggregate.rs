@@ -33,8 +33,8 @@ pub enum GroupBy {
     Comm,
 }
 
-/// The globals that make the object count `scope`, grouped `by`, for `loader` (which borrows
-/// them until it loads).
+/// The globals that make the object count `scope`, grouped `by`, for a loader (which borrows
+/// them).
 pub(super) struct Globals {
     mode: u32,
     self_tgid: u32,

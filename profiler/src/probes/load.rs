@@ -1,29 +1,16 @@
 //! Loading the eBPF object and its programs. A program the kernel refuses is recorded with its
 //! errno and reason, and the rest go on.
-use anyhow::{Context, Result};
-use aya::{
-    programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint},
-    EbpfLoader,
-};
+use anyhow::Result;
+use aya::programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 
 use super::{
     aggregate::{Globals, GroupBy, Scope},
-    refusal,
+    calibration::CALIBRATION_FUNCTIONS,
+    loader, refusal,
     refusal::reason,
-    Attachment, KernelBtf, Kind, ProbePlan, Probes, Target, USER_SLOTS,
+    Attachment, KernelBtf, Kind, ProbePlan, Probes, Target, CALIBRATION_SLOT, USER_SLOTS,
 };
 use crate::results::Refusal;
-
-/// The kernel's BTF as aya needs it, parsed once per process: it is slow under emulation, and
-/// a run loads several probe sets (the discovery rounds, the measured one).
-pub(super) fn aya_btf() -> Result<&'static aya::Btf> {
-    static BTF: std::sync::OnceLock<aya::Btf> = std::sync::OnceLock::new();
-    if let Some(btf) = BTF.get() {
-        return Ok(btf);
-    }
-    let btf = aya::Btf::from_sys_fs().context("read the kernel BTF for aya")?;
-    Ok(BTF.get_or_init(|| btf))
-}
 
 impl Probes {
     /// Loads every program of the plan; refusals are recorded, not fatal.
@@ -41,20 +28,13 @@ impl Probes {
         supported_architecture(std::env::consts::ARCH)?;
         raise_memlock_limit();
         raise_open_files_limit();
-        let btf = aya_btf()?;
-        let entries_only = u32::from(plan.entries_only);
-        let globals = Globals::new(scope, by);
-        let mut loader = EbpfLoader::new();
-        // The BTF parsed once for the process, not a copy per load (tens of MB each).
-        loader
-            .btf(Some(btf))
-            // The per-task state map is task storage, which only the programs use.
-            .allow_unsupported_maps()
-            .override_global("ENTRIES_ONLY", &entries_only, true);
-        globals.set(&mut loader);
-        let ebpf = loader
-            .load(crate::ebpf_object())
-            .context("load hookprof's eBPF object")?;
+        let object = if plan.needs_slots() {
+            crate::ebpf_object()
+        } else {
+            crate::ebpf_object_with_calibration_slot_only()
+        };
+        let ebpf = loader::load_object(object, Globals::new(scope, by), plan.entries_only)?;
+        let btf = loader::aya_btf()?;
         let mut probes = Probes {
             ebpf,
             attachments: Vec::new(),
@@ -64,6 +44,7 @@ impl Probes {
             focus: None,
             btf,
             correction: None,
+            trampolines_refused: None,
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -125,19 +106,14 @@ impl Probes {
             "{} functions to time, but hookprof has {USER_SLOTS} probe slots",
             first + functions.len()
         );
-        let mut trampolines_refused: Option<i32> = None;
         for (slot, target) in (first..).zip(functions) {
-            let function = &target.function;
-            if !kernel.has_function(function) {
-                self.refuse_pair(
-                    function,
-                    Some(libc::ENOENT),
-                    "not a traceable function on this kernel",
-                );
-            } else if let Some(errno) = trampolines_refused {
-                self.refuse_pair(function, Some(errno), &reason("fentry", Some(errno)));
+            if !kernel.has_function(&target.function) {
+                self.refused.extend(pair_refusals(target, kernel, None));
+            } else if let Some(errno) = self.trampolines_refused {
+                self.refused
+                    .extend(pair_refusals(target, kernel, Some(errno)));
             } else if let Err(errno) = self.load_pair(slot, target, entries_only) {
-                trampolines_refused = errno.filter(|&e| e == libc::EPERM);
+                self.trampolines_refused = errno.filter(|&e| e == libc::EPERM);
             }
         }
         // Refused slots stay taken: a half-loaded pair's program cannot be loaded again.
@@ -205,15 +181,42 @@ impl Probes {
         p.load(function, self.btf)
     }
 
-    fn refuse_pair(&mut self, function: &str, errno: Option<i32>, why: &str) {
-        for kind in ["fentry", "fexit"] {
-            self.refused.push(Refusal {
-                kind: kind.into(),
-                target: function.into(),
-                errno,
-                reason: why.into(),
-            });
-        }
+    /// Asks the kernel whether it takes BPF trampolines at all, with one fentry (the
+    /// calibration slot's, on getppid's function) from an object without the other slots,
+    /// rather than by loading a batch of pairs. Returns the errno if it refuses them all
+    /// (EPERM: every trampoline is refused alike); None where that fentry loads, fails for a
+    /// reason of its own, or the kernel has no getppid function to try.
+    pub fn kernel_refuses_trampolines(kernel: &KernelBtf) -> Result<Option<i32>> {
+        let Some(function) = CALIBRATION_FUNCTIONS
+            .iter()
+            .find(|f| kernel.has_function(f))
+        else {
+            return Ok(None);
+        };
+        let plan = ProbePlan {
+            syscalls: false,
+            tasks: false,
+            functions: Vec::new(),
+            entries_only: true,
+            functions_later: false,
+        };
+        let mut probes = Probes::load(&plan, kernel)?;
+        let errno = match probes.load_fentry(&format!("hook_enter_{CALIBRATION_SLOT}"), function) {
+            Ok(()) => None,
+            Err(e) => refusal::errno_of(&e).filter(|&errno| errno == libc::EPERM),
+        };
+        Ok(errno)
+    }
+
+    /// Records that the kernel refuses every trampoline with `errno`
+    /// (`Probes::kernel_refuses_trampolines`), so pairs are refused without loading them.
+    pub fn set_trampolines_refused(&mut self, errno: Option<i32>) {
+        self.trampolines_refused = errno;
+    }
+
+    /// The errno with which the kernel refuses every trampoline, if known.
+    pub fn trampolines_refused(&self) -> Option<i32> {
+        self.trampolines_refused
     }
 
     pub(super) fn record(
@@ -239,6 +242,26 @@ impl Probes {
             }
         }
     }
+}
+
+/// What `load_functions` records for a pair it cannot load on `target`: absent from the
+/// kernel's BTF, or refused with `errno` (the kernel refuses every trampoline alike).
+pub fn pair_refusals(target: &Target, kernel: &KernelBtf, errno: Option<i32>) -> [Refusal; 2] {
+    let function = &target.function;
+    let (errno, why) = if kernel.has_function(function) {
+        (errno, reason("fentry", errno))
+    } else {
+        (
+            Some(libc::ENOENT),
+            "not a traceable function on this kernel".to_string(),
+        )
+    };
+    ["fentry", "fexit"].map(|kind| Refusal {
+        kind: kind.into(),
+        target: function.clone(),
+        errno,
+        reason: why.clone(),
+    })
 }
 
 /// The syscall programs know x86_64's syscall numbers and `struct pt_regs` layout; elsewhere

@@ -9,6 +9,7 @@ mod btf;
 pub mod calibration;
 pub mod catalog;
 mod load;
+mod loader;
 mod lsm;
 mod refusal;
 pub mod selection;
@@ -32,6 +33,7 @@ pub use self::{
     aggregate::{GroupBy, Scope},
     btf::{KernelBtf, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
     catalog::Target,
+    load::pair_refusals,
     lsm::lsm_hook_of,
     refusal::reason,
     snapshot::{tally_since, tally_sum, Snapshot},
@@ -71,6 +73,16 @@ pub struct ProbePlan {
     pub functions: Vec<Target>,
     /// Load only each function's fentry, which counts calls (the discovery pass needs no times).
     pub entries_only: bool,
+    /// More functions are timed after the load (`Probes::load_functions`: the run's, once
+    /// discovery chose them), so the object must carry every slot.
+    pub functions_later: bool,
+}
+
+impl ProbePlan {
+    /// Whether the probes time any function but the calibration's.
+    fn needs_slots(&self) -> bool {
+        !self.functions.is_empty() || self.functions_later
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,10 +124,14 @@ pub struct Probes {
     /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
     /// functions it calls, so a sample's attach and detach stay short.
     focus: Option<Vec<String>>,
-    /// The kernel's BTF as aya needs it (see `load::aya_btf`).
+    /// The kernel's BTF as aya needs it (see `loader::aya_btf`).
     btf: &'static aya::Btf,
     /// The probes' own cost, once calibrated.
     correction: Option<Correction>,
+    /// The errno with which the kernel refuses every BPF trampoline, once known: later pairs
+    /// are refused alike without asking (and without their programs, in an object loaded
+    /// without slots).
+    trampolines_refused: Option<i32>,
 }
 
 impl Probes {

@@ -14,11 +14,14 @@ use anyhow::{Context, Result};
 use aya::{
     maps::{Array, HashMap, MapData},
     programs::{links::FdLink, BtfTracePoint, RawTracePoint},
-    Ebpf, EbpfLoader,
+    Ebpf,
 };
 use profiler_common::SyscallInjectConfig;
 
-use super::{load::aya_btf, replace_gate_owners, Snapshot};
+use super::{
+    aggregate::{Globals, GroupBy, Scope},
+    loader, replace_gate_owners, Snapshot,
+};
 use crate::{injection::InjectedSyscall, results::SyscallInjectionRecord};
 
 /// The program that waits, and the tracker that lets children join the window at fork.
@@ -55,13 +58,15 @@ impl SyscallInjection {
     /// Loads and attaches the injection for each variant's `syscalls` (the first in force);
     /// nobody owns its gate yet.
     pub fn attach(variants: &[Vec<InjectedSyscall>]) -> Result<(SyscallInjection, GateOwners)> {
-        let btf = aya_btf()?;
-        let mut ebpf = EbpfLoader::new()
-            .btf(Some(btf))
-            // The per-task state map is task storage, which only the programs use.
-            .allow_unsupported_maps()
-            .load(crate::ebpf_object())
-            .context("load hookprof's eBPF object for --inject syscall:")?;
+        let btf = loader::aya_btf()?;
+        // Its own instance of the object (no timed function: the calibration slot only), with
+        // the run's gate.
+        let mut ebpf = loader::load_object(
+            crate::ebpf_object_with_calibration_slot_only(),
+            Globals::new(&Scope::Gate, GroupBy::Cgroup),
+            false,
+        )
+        .context("load hookprof's eBPF object for --inject syscall:")?;
         let union: BTreeMap<u32, String> = variants
             .iter()
             .flatten()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::{
-    probes::{KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
+    probes::{pair_refusals, KernelBtf, ProbePlan, Probes, Target, USER_SLOTS},
     results::Refusal,
     runner::{RemoteWorkload, Supervisor, Wait},
     workloads::{Metric, WorkloadSetup, WorkloadSpec},
@@ -63,30 +63,53 @@ impl Found {
     }
 }
 
+/// What discovery is asked to do beyond its candidates.
+pub struct Discovery<'a> {
+    pub kernel: &'a KernelBtf,
+    /// The run's task probes: what a workload's children call counts too.
+    pub follow_children: bool,
+    /// The errno with which the kernel refuses every trampoline (`Probes::kernel_refuses_trampolines`),
+    /// if it does: then no batch is loaded, since none could count anything.
+    pub trampolines_refused: Option<i32>,
+    pub specs: &'a [&'static WorkloadSpec],
+    pub setup: &'a WorkloadSetup,
+}
+
 /// Runs each workload's burst with a counting probe on every candidate (in batches of the
-/// probe slots there are), reporting each workload's name to `progress` as it starts. With
-/// `follow_children` (the run's task probes), what the workload's children call counts too.
-/// A workload whose burst fails is said and left without hooks (its measurement will record
-/// the failure); the others go on.
+/// probe slots there are), reporting each workload's name to `progress` as it starts. A
+/// workload whose burst fails is said and left without hooks (its measurement will record the
+/// failure); the others go on.
 pub fn discover(
-    kernel: &KernelBtf,
+    asked: &Discovery,
     candidates: &[Target],
-    follow_children: bool,
-    specs: &[&'static WorkloadSpec],
-    setup: &WorkloadSetup,
     supervisor: &mut Supervisor,
     progress: &dyn Fn(&str),
 ) -> Result<Wait<Found>> {
+    let Discovery {
+        kernel,
+        follow_children,
+        trampolines_refused,
+        specs,
+        setup,
+    } = *asked;
     let mut found = Found {
         by_workload: specs.iter().map(|s| (s.name, Vec::new())).collect(),
         refused: Vec::new(),
     };
+    if trampolines_refused.is_some() {
+        found.refused = candidates
+            .iter()
+            .flat_map(|t| pair_refusals(t, kernel, trampolines_refused))
+            .collect();
+        return Ok(Wait::Done(found));
+    }
     for batch in candidates.chunks(USER_SLOTS) {
         let plan = ProbePlan {
             syscalls: true,
             tasks: follow_children,
             functions: batch.to_vec(),
             entries_only: true,
+            functions_later: false,
         };
         let mut probes = Probes::load(&plan, kernel)?;
         let countable = probes.hook_functions().iter().any(Option::is_some);

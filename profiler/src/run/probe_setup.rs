@@ -216,18 +216,33 @@ fn load_probes(
             active_lsms.join(",")
         );
     }
+    // Where the kernel refuses trampolines, no function can be timed: the probes need not
+    // carry the slots, nor discovery load its batches.
+    let trampolines_refused = if kinds.hooks {
+        let shared = Arc::clone(&kernel);
+        let Wait::Done(refused) =
+            supervisor.blocking(move || Probes::kernel_refuses_trampolines(&shared))?
+        else {
+            return Ok(Wait::Interrupted);
+        };
+        refused?
+    } else {
+        None
+    };
     // The syscall programs carry the scope gate: whatever else is probed needs them.
     let plan = ProbePlan {
         syscalls: true,
         tasks: kinds.tasks,
         functions: Vec::new(),
         entries_only: false,
+        functions_later: kinds.hooks && trampolines_refused.is_none(),
     };
     let shared = Arc::clone(&kernel);
     let Wait::Done(probes) = supervisor.blocking(move || Probes::load(&plan, &shared))? else {
         return Ok(Wait::Interrupted);
     };
     let mut probes = probes?;
+    probes.set_trampolines_refused(trampolines_refused);
     peak_rss::release_free_heap(); // the object's parse
     peak_rss::note_phase("probes loaded");
     if !probes.scoping_works() {
@@ -315,17 +330,15 @@ fn discover_functions(
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Found>> {
     let progress = |name: &str| setup.bar.set_message(format!("discovering hooks: {name}"));
-    let mut discover = |candidates: &[Target]| {
-        discovery::discover(
-            kernel,
-            candidates,
-            kinds.tasks,
-            setup.specs,
-            setup.setup,
-            supervisor,
-            &progress,
-        )
+    let asked = discovery::Discovery {
+        kernel,
+        follow_children: kinds.tasks,
+        trampolines_refused: probes.trampolines_refused(),
+        specs: setup.specs,
+        setup: setup.setup,
     };
+    let mut discover =
+        |candidates: &[Target]| discovery::discover(&asked, candidates, supervisor, &progress);
     let Wait::Done(mut found) = discover(&selection::hook_candidates(kernel))? else {
         return Ok(Wait::Interrupted);
     };

@@ -122,6 +122,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         tasks: true,
         functions: functions(&kernel, &args.hooks, &active_lsms)?,
         entries_only: false,
+        functions_later: false,
     };
     let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
     if !probes.scoping_works() {
