@@ -285,9 +285,21 @@ fn each_workload_runs_in_a_fresh_lean_runner_without_bpf_fds() {
     }
     let env = &results.environment;
     let profiler = env.profiler_peak_rss_kib.expect("the profiler's peak RSS");
-    // The profiler's peak depends on the size of the kernel's BTF, so this bound is generous:
-    // it catches the probes' object or BTF being held twice, not a few MB of growth.
-    assert!(profiler < 128 * 1024, "profiler peaked at {profiler} KiB");
+    // Where the kernel refuses every trampoline (this kind of host), the probes carry no hook
+    // slots and the peak is held to the target, 48 MiB: it is the kernel's BTF as aya needs
+    // it, once, and the code (35 MiB here). Elsewhere the peak grows with the kernel's BTF and
+    // the slots, so the bound is generous: it catches the object or BTF held twice.
+    let trampolines_refused = results
+        .probes
+        .refused
+        .iter()
+        .any(|r| r.kind == "fentry" && r.errno == Some(libc::EPERM));
+    let bound = if trampolines_refused { 48 } else { 128 } * 1024;
+    assert!(
+        profiler < bound,
+        "profiler peaked at {profiler} KiB, over {bound} KiB (trampolines refused: \
+         {trampolines_refused})"
+    );
     let phases: Vec<&str> = env
         .profiler_peak_rss_by_phase
         .iter()

@@ -117,10 +117,20 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
     let kernel = KernelBtf::load_in_child()?;
+    let functions = functions(&kernel, &args.hooks, &active_lsms)?;
+    // Where the kernel refuses every trampoline, the probes need not carry the hook slots:
+    // the functions are recorded as refused without loading anything.
+    let trampolines_refused = match functions.is_empty() {
+        true => None,
+        false => Probes::kernel_refuses_trampolines(&kernel)?,
+    };
     let plan = ProbePlan {
         syscalls: true,
         tasks: true,
-        functions: functions(&kernel, &args.hooks, &active_lsms)?,
+        functions: match trampolines_refused {
+            Some(_) => Vec::new(),
+            None => functions.clone(),
+        },
         entries_only: false,
         functions_later: false,
     };
@@ -128,7 +138,11 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     if !probes.scoping_works() {
         bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
     }
-    say_refusals(&probes, plan.functions.len());
+    if trampolines_refused.is_some() {
+        probes.set_trampolines_refused(trampolines_refused);
+        probes.load_functions(&functions, false, &kernel)?;
+    }
+    say_refusals(&probes, functions.len());
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
         return Ok(ExitCode::from(130));
     };
