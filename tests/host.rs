@@ -505,14 +505,8 @@ impl log::Log for Captured {
 fn syscall_probes_gated_by_this_process() -> hookprof::probes::Probes {
     use hookprof::probes::{KernelBtf, ProbePlan, Probes};
     let kernel = KernelBtf::load().expect("kernel BTF");
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: false,
-        functions: Vec::new(),
-        entries_only: false,
-        functions_later: false,
-    };
-    let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
+    let mut probes =
+        Probes::load(&ProbePlan::syscalls_only(), &kernel).expect("load hookprof's object");
     probes
         .set_gate_owners(&[std::process::id()])
         .expect("make this process the gate owner");

@@ -210,14 +210,7 @@ const CALIBRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     let kernel = KernelBtf::load_in_child()?;
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: false,
-        functions: Vec::new(),
-        entries_only: false,
-        functions_later: false,
-    };
-    let mut probes = Probes::load(&plan, &kernel)?;
+    let mut probes = Probes::load(&ProbePlan::syscalls_only(), &kernel)?;
     let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;
     let Wait::Done(cal) = measure_probe_cost(&mut probes, &kernel, &mut supervisor)? else {
         eprintln!("hookprof: interrupted");

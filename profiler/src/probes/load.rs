@@ -193,14 +193,7 @@ impl Probes {
         else {
             return Ok(None);
         };
-        let plan = ProbePlan {
-            syscalls: false,
-            tasks: false,
-            functions: Vec::new(),
-            entries_only: true,
-            functions_later: false,
-        };
-        let mut probes = Probes::load(&plan, kernel)?;
+        let mut probes = Probes::load(&ProbePlan::default(), kernel)?;
         let errno = match probes.load_fentry(&format!("hook_enter_{CALIBRATION_SLOT}"), function) {
             Ok(()) => None,
             Err(e) => refusal::errno_of(&e).filter(|&errno| errno == libc::EPERM),

@@ -63,7 +63,7 @@ fn replace_gate_owners<T: std::borrow::BorrowMut<aya::maps::MapData>>(
 }
 
 /// What to probe.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProbePlan {
     /// raw_syscalls sys_enter/sys_exit (always needed for scoping when anything is probed).
     pub syscalls: bool,
@@ -79,6 +79,14 @@ pub struct ProbePlan {
 }
 
 impl ProbePlan {
+    /// The syscall probes alone (which carry the scope gate).
+    pub fn syscalls_only() -> ProbePlan {
+        ProbePlan {
+            syscalls: true,
+            ..ProbePlan::default()
+        }
+    }
+
     /// Whether the probes time any function but the calibration's.
     fn needs_slots(&self) -> bool {
         !self.functions.is_empty() || self.functions_later
