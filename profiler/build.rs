@@ -58,9 +58,10 @@ fn rewrite(object: &[u8], slots: Slots) -> anyhow::Result<Vec<u8>> {
             section.delete = true; // the relocations of a dropped or shortened section
         }
     }
-    elf.delete_orphans(); // the symbols of dropped programs
-                          // bpf-linker names the sections in the symbols' string table, which object's writer does
-                          // not do: the names get a table of their own.
+    // The symbols of dropped programs go with them.
+    elf.delete_orphans();
+    // bpf-linker names the sections in the symbols' string table, which object's writer does
+    // not do: the names get a table of their own.
     let names = elf.sections.add();
     names.name = b".shstrtab"[..].into();
     names.data = SectionData::SectionString;

@@ -68,8 +68,9 @@ pub struct Discovery<'a> {
     pub kernel: &'a KernelBtf,
     /// The run's task probes: what a workload's children call counts too.
     pub follow_children: bool,
-    /// The errno with which the kernel refuses every trampoline (`Probes::kernel_refuses_trampolines`),
-    /// if it does: then no batch is loaded, since none could count anything.
+    /// The errno with which the kernel refuses every trampoline, if it does
+    /// (`Probes::kernel_refuses_trampolines`): then no batch is loaded, since none could count
+    /// anything.
     pub trampolines_refused: Option<i32>,
     pub specs: &'a [&'static WorkloadSpec],
     pub setup: &'a WorkloadSetup,
