@@ -280,7 +280,7 @@ fn bpf_lsm_program_attaches_and_files_still_open() {
         tasks: false,
         functions: Vec::new(),
         entries_only: false,
-        functions_later: false,
+        ..hookprof::probes::ProbePlan::default()
     };
     let mut probes = hookprof::probes::Probes::load(&plan, &kernel).expect("load probes");
     probes

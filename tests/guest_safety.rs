@@ -103,7 +103,7 @@ fn with_lsm_programs(hooks: &[(&str, u64)]) -> Probes {
         tasks: false,
         functions: Vec::new(),
         entries_only: false,
-        functions_later: false,
+        ..ProbePlan::default()
     };
     let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
     for &(hook, ns) in hooks {

@@ -73,7 +73,7 @@ fn unpinned_threads_forking_on_both_cpus_get_no_stale_timings() {
         tasks: true,
         functions,
         entries_only: false,
-        functions_later: false,
+        ..ProbePlan::default()
     };
     let mut probes = Probes::load(&plan, &kernel).expect("load hookprof's object");
     let timed: Vec<(usize, String)> = probes

@@ -72,7 +72,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
             tasks: i == 0,
             functions: batch.to_vec(),
             entries_only: false,
-            functions_later: false,
+            ..ProbePlan::default()
         };
         let mut probes = Probes::load(&plan, &kernel)?;
         let attached = probes.attach();

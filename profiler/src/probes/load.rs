@@ -44,7 +44,7 @@ impl Probes {
             focus: None,
             btf,
             correction: None,
-            trampolines_refused: None,
+            trampolines_refused: plan.trampolines_refused,
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -199,12 +199,6 @@ impl Probes {
             Err(e) => refusal::errno_of(&e).filter(|&errno| errno == libc::EPERM),
         };
         Ok(errno)
-    }
-
-    /// Records that the kernel refuses every trampoline with `errno`
-    /// (`Probes::kernel_refuses_trampolines`), so pairs are refused without loading them.
-    pub fn set_trampolines_refused(&mut self, errno: Option<i32>) {
-        self.trampolines_refused = errno;
     }
 
     /// The errno with which the kernel refuses every trampoline, if known.

@@ -76,6 +76,10 @@ pub struct ProbePlan {
     /// More functions are timed after the load (`Probes::load_functions`: the run's, once
     /// discovery chose them), so the object must carry every slot.
     pub functions_later: bool,
+    /// The errno with which the kernel refuses every trampoline, if known
+    /// (`Probes::kernel_refuses_trampolines`): the object then carries no slot but the
+    /// calibration's, and every function, now or later, is recorded refused without loading.
+    pub trampolines_refused: Option<i32>,
 }
 
 impl ProbePlan {
@@ -87,9 +91,9 @@ impl ProbePlan {
         }
     }
 
-    /// Whether the probes time any function but the calibration's.
+    /// Whether the probes may time a function besides the calibration's.
     fn needs_slots(&self) -> bool {
-        !self.functions.is_empty() || self.functions_later
+        (!self.functions.is_empty() || self.functions_later) && self.trampolines_refused.is_none()
     }
 }
 

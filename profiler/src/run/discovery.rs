@@ -110,7 +110,7 @@ pub fn discover(
             tasks: follow_children,
             functions: batch.to_vec(),
             entries_only: true,
-            functions_later: false,
+            ..ProbePlan::default()
         };
         let mut probes = Probes::load(&plan, kernel)?;
         let countable = probes.hook_functions().iter().any(Option::is_some);

@@ -233,16 +233,15 @@ fn load_probes(
     let plan = ProbePlan {
         syscalls: true,
         tasks: kinds.tasks,
-        functions: Vec::new(),
-        entries_only: false,
-        functions_later: kinds.hooks && trampolines_refused.is_none(),
+        functions_later: kinds.hooks,
+        trampolines_refused,
+        ..ProbePlan::default()
     };
     let shared = Arc::clone(&kernel);
     let Wait::Done(probes) = supervisor.blocking(move || Probes::load(&plan, &shared))? else {
         return Ok(Wait::Interrupted);
     };
     let mut probes = probes?;
-    probes.set_trampolines_refused(trampolines_refused);
     peak_rss::release_free_heap(); // the object's parse
     peak_rss::note_phase("probes loaded");
     if !probes.scoping_works() {

@@ -118,31 +118,23 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     let active_lsms = environment::active_lsms();
     let kernel = KernelBtf::load_in_child()?;
     let functions = functions(&kernel, &args.hooks, &active_lsms)?;
-    // Where the kernel refuses every trampoline, the probes need not carry the hook slots:
-    // the functions are recorded as refused without loading anything.
-    let trampolines_refused = match functions.is_empty() {
-        true => None,
-        false => Probes::kernel_refuses_trampolines(&kernel)?,
-    };
     let plan = ProbePlan {
         syscalls: true,
         tasks: true,
-        functions: match trampolines_refused {
-            Some(_) => Vec::new(),
-            None => functions.clone(),
+        // Where the kernel refuses every trampoline, the functions are recorded refused and the
+        // probes carry no hook slots.
+        trampolines_refused: match functions.is_empty() {
+            true => None,
+            false => Probes::kernel_refuses_trampolines(&kernel)?,
         },
-        entries_only: false,
-        functions_later: false,
+        functions,
+        ..ProbePlan::default()
     };
     let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
     if !probes.scoping_works() {
         bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
     }
-    if trampolines_refused.is_some() {
-        probes.set_trampolines_refused(trampolines_refused);
-        probes.load_functions(&functions, false, &kernel)?;
-    }
-    say_refusals(&probes, functions.len());
+    say_refusals(&probes, plan.functions.len());
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
         return Ok(ExitCode::from(130));
     };
