@@ -12,111 +12,43 @@ use std::{
 use hookprof::clock::clock_ns;
 use hookprof_tests::{cleanup::BpfObjects, hookprof, hookprof_bin, one_at_a_time, require_root};
 
-/// Iterations of the loop: each a getppid, an openat and a close (well under a second here).
+/// Iterations of a `MIXED` loop: each a getppid, an openat and a close (well under a second).
 const LOOP: u64 = 100_000;
-
-/// A forked child that waits for a byte on a pipe, then runs `LOOP` iterations of getppid and
-/// open/close of /dev/null, reports the loop's ns on another pipe and exits.
-struct Looper {
-    pid: i32,
-    start: i32,
-    done: i32,
-    ran: bool,
-}
-
-impl Looper {
-    fn fork() -> Looper {
-        let (mut start, mut done) = ([0; 2], [0; 2]);
-        // SAFETY: pipe with valid arrays; the child only makes async-signal-safe calls and
-        // leaves with _exit.
-        unsafe {
-            assert_eq!(libc::pipe(start.as_mut_ptr()), 0);
-            assert_eq!(libc::pipe(done.as_mut_ptr()), 0);
-            let pid = libc::fork();
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                let mut byte = 0u8;
-                libc::read(start[0], (&mut byte as *mut u8).cast(), 1);
-                let t0 = hookprof::clock::monotonic_ns();
-                for _ in 0..LOOP {
-                    libc::getppid();
-                    let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
-                    libc::close(fd);
-                }
-                let elapsed = hookprof::clock::monotonic_ns() - t0;
-                libc::write(done[1], (&elapsed as *const u64).cast(), 8);
-                libc::_exit(0);
-            }
-            libc::close(start[0]);
-            libc::close(done[1]);
-            Looper {
-                pid,
-                start: start[1],
-                done: done[0],
-                ran: false,
-            }
-        }
-    }
-
-    /// Starts the loop and waits for it: the loop's ns.
-    fn run(&mut self) -> u64 {
-        self.ran = true;
-        let mut elapsed = 0u64;
-        // SAFETY: reads and writes on our own pipe ends; waitpid on our own child.
-        unsafe {
-            assert_eq!(libc::write(self.start, [1u8].as_ptr().cast(), 1), 1);
-            assert_eq!(
-                libc::read(self.done, (&mut elapsed as *mut u64).cast(), 8),
-                8
-            );
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-            libc::close(self.start);
-            libc::close(self.done);
-        }
-        elapsed
-    }
-}
-
-impl Drop for Looper {
-    /// A test that failed before the loop ran must not leave the child waiting forever.
-    fn drop(&mut self) {
-        if !self.ran {
-            // SAFETY: our own child and pipe ends.
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-                libc::close(self.start);
-                libc::close(self.done);
-            }
-        }
-    }
-}
-
-/// Calls per loop of a `Caller` (some tens of ms here).
+/// Calls per `GETPPID` or `NOTHING` loop (some tens of ms here).
 const CALLS: u32 = 200_000;
 /// A syscall number x86_64 leaves unassigned: the kernel answers ENOSYS at once (the number
 /// top's calibration uses too).
 const UNASSIGNED: libc::c_long = 400;
-/// `Caller` commands.
+/// `LoopChild` commands.
 const GETPPID: u8 = 1;
 const NOTHING: u8 = 2;
+const MIXED: u8 = 3;
 
-/// A forked child that, per command on a pipe, runs a loop of `CALLS` getppid calls or calls
-/// of the unassigned number, and answers with the loop's thread CPU time per call, in ns.
-struct Caller {
+/// What one loop took: wall-clock and the child's thread CPU time, in ns.
+struct LoopTimes {
+    wall_ns: f64,
+    cpu_ns: f64,
+}
+
+/// A forked child that, per command byte on a pipe, runs one loop (`CALLS` getppid calls,
+/// `CALLS` calls of the unassigned number, or `LOOP` iterations of getppid and open/close of
+/// /dev/null) and answers with its `LoopTimes`. It exits when the commands pipe closes.
+struct LoopChild {
     pid: i32,
     commands: i32,
     answers: i32,
 }
 
-impl Caller {
-    fn fork() -> Caller {
+impl LoopChild {
+    fn fork() -> LoopChild {
         let (mut commands, mut answers) = ([0; 2], [0; 2]);
-        // SAFETY: pipe with valid arrays; the child only makes async-signal-safe calls and
+        // Close-on-exec: a top started later must not hold the commands pipe open, or the
+        // child would never see its end.
+        // SAFETY: pipe2 with valid arrays; the child only makes async-signal-safe calls and
         // leaves with _exit.
         unsafe {
-            assert_eq!(libc::pipe(commands.as_mut_ptr()), 0);
-            assert_eq!(libc::pipe(answers.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe2(commands.as_mut_ptr(), libc::O_CLOEXEC), 0);
+            assert_eq!(libc::pipe2(answers.as_mut_ptr(), libc::O_CLOEXEC), 0);
             let pid = libc::fork();
             assert!(pid >= 0, "fork failed");
             if pid == 0 {
@@ -125,22 +57,40 @@ impl Caller {
                 libc::close(answers[0]);
                 let mut command = 0u8;
                 while libc::read(commands[0], (&mut command as *mut u8).cast(), 1) == 1 {
-                    let t0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-                    for _ in 0..CALLS {
-                        if command == GETPPID {
-                            libc::getppid();
-                        } else {
-                            libc::syscall(UNASSIGNED);
+                    let (wall, cpu) = (
+                        hookprof::clock::monotonic_ns(),
+                        clock_ns(libc::CLOCK_THREAD_CPUTIME_ID),
+                    );
+                    match command {
+                        GETPPID => {
+                            for _ in 0..CALLS {
+                                libc::getppid();
+                            }
+                        }
+                        NOTHING => {
+                            for _ in 0..CALLS {
+                                libc::syscall(UNASSIGNED);
+                            }
+                        }
+                        _ => {
+                            for _ in 0..LOOP {
+                                libc::getppid();
+                                let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+                                libc::close(fd);
+                            }
                         }
                     }
-                    let ns = (clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - t0) as f64 / CALLS as f64;
-                    libc::write(answers[1], (&ns as *const f64).cast(), 8);
+                    let times = [
+                        (hookprof::clock::monotonic_ns() - wall) as f64,
+                        (clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu) as f64,
+                    ];
+                    libc::write(answers[1], times.as_ptr().cast(), 16);
                 }
                 libc::_exit(0);
             }
             libc::close(commands[0]);
             libc::close(answers[1]);
-            Caller {
+            LoopChild {
                 pid,
                 commands: commands[1],
                 answers: answers[0],
@@ -148,25 +98,31 @@ impl Caller {
         }
     }
 
-    /// The median ns per call of `n` loops of `command`.
-    fn median(&mut self, command: u8, n: usize) -> f64 {
+    /// Runs one loop of `command` and waits for it.
+    fn run(&mut self, command: u8) -> LoopTimes {
+        let mut times = [0f64; 2];
+        // SAFETY: reads and writes on our own pipe ends.
+        unsafe {
+            assert_eq!(libc::write(self.commands, [command].as_ptr().cast(), 1), 1);
+            assert_eq!(libc::read(self.answers, times.as_mut_ptr().cast(), 16), 16);
+        }
+        LoopTimes {
+            wall_ns: times[0],
+            cpu_ns: times[1],
+        }
+    }
+
+    /// The median CPU ns per call of `n` loops of `command` (`GETPPID` or `NOTHING`).
+    fn median_ns_per_call(&mut self, command: u8, n: usize) -> f64 {
         let mut times: Vec<f64> = (0..n)
-            .map(|_| {
-                let mut ns = 0f64;
-                // SAFETY: reads and writes on our own pipe ends.
-                unsafe {
-                    assert_eq!(libc::write(self.commands, [command].as_ptr().cast(), 1), 1);
-                    assert_eq!(libc::read(self.answers, (&mut ns as *mut f64).cast(), 8), 8);
-                }
-                ns
-            })
+            .map(|_| self.run(command).cpu_ns / f64::from(CALLS))
             .collect();
         times.sort_by(f64::total_cmp);
         times[n / 2]
     }
 }
 
-impl Drop for Caller {
+impl Drop for LoopChild {
     fn drop(&mut self) {
         // SAFETY: our own child and pipe ends; EOF on its commands ends it.
         unsafe {
@@ -244,16 +200,17 @@ fn top_pid_counts_a_getppid_openat_loop_at_its_own_count() {
     require_root();
     let _serial = one_at_a_time();
     let before = BpfObjects::now();
-    let mut looper = Looper::fork();
+    let mut looper = LoopChild::fork();
     let pid = looper.pid.to_string();
     let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
     let top_pid = top.id() as i32;
-    let loop_ns = looper.run();
-    // Two more intervals, so the last calls are read.
+    let loop_ns = looper.run(MIXED).wall_ns;
+    drop(looper); // gone, as a process that ran its loop and exited
+                  // Two more intervals, so the last calls are read.
     std::thread::sleep(Duration::from_millis(600));
     let intervals = stop_top(top);
     assert!(intervals.len() >= 2, "{} intervals", intervals.len());
-    let rate = LOOP as f64 / (loop_ns as f64 / 1e9);
+    let rate = LOOP as f64 / (loop_ns / 1e9);
     let counted = ["getppid", "openat", "close"].map(|name| (name, calls(&intervals, name)));
     eprintln!("top counted {counted:?} of the loop's {LOOP} iterations at {rate:.0}/s");
     for (name, n) in counted {
@@ -308,17 +265,17 @@ fn top_calibrates_its_probes_and_the_corrected_getppid_is_what_getppid_adds_to_a
     require_root();
     let _serial = one_at_a_time();
     const LOOPS: usize = 7;
-    let mut caller = Caller::fork();
+    let mut caller = LoopChild::fork();
     let pid = caller.pid.to_string();
     // Without probes: getppid, and a syscall that does nothing.
-    let bare_before = caller.median(GETPPID, LOOPS);
-    let nothing_before = caller.median(NOTHING, LOOPS);
+    let bare_before = caller.median_ns_per_call(GETPPID, LOOPS);
+    let nothing_before = caller.median_ns_per_call(NOTHING, LOOPS);
     let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
-    let probed = caller.median(GETPPID, LOOPS);
+    let probed = caller.median_ns_per_call(GETPPID, LOOPS);
     std::thread::sleep(Duration::from_millis(600));
     let intervals = stop_top(top);
-    let bare_after = caller.median(GETPPID, LOOPS);
-    let nothing_after = caller.median(NOTHING, LOOPS);
+    let bare_after = caller.median_ns_per_call(GETPPID, LOOPS);
+    let nothing_after = caller.median_ns_per_call(NOTHING, LOOPS);
     let bare = (bare_before + bare_after) / 2.0;
     let nothing = (nothing_before + nothing_after) / 2.0;
 
@@ -398,7 +355,7 @@ fn top_calibrates_its_probes_and_the_corrected_getppid_is_what_getppid_adds_to_a
 fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
     require_root();
     let _serial = one_at_a_time();
-    let mut looper = Looper::fork();
+    let mut looper = LoopChild::fork();
     let pid = looper.pid.to_string();
     let mut top = Command::new(hookprof_bin())
         .args([
@@ -416,7 +373,7 @@ fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
         .expect("start top");
     // Whether the kernel takes fentry decides what top must say; this host's kernel may not.
     std::thread::sleep(Duration::from_secs(3));
-    let _ = looper.run();
+    looper.run(MIXED);
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(top.id() as i32, libc::SIGTERM) };
@@ -460,7 +417,7 @@ fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
 fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
     require_root();
     let _serial = one_at_a_time();
-    let mut looper = Looper::fork();
+    let mut looper = LoopChild::fork();
     let pid = looper.pid.to_string();
     let (top, ready) = start_top(&[
         "--pid",
@@ -477,7 +434,7 @@ fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no address in: {ready}"))
         .to_string();
-    looper.run();
+    looper.run(MIXED);
     std::thread::sleep(Duration::from_millis(600));
     // As Prometheus asks (OpenMetrics), and as curl does (anything: the text format).
     let scrape = |accept: &str| {
@@ -598,7 +555,7 @@ fn top_terminal_view_draws_under_tmux_and_q_quits() {
     require_root();
     let _serial = one_at_a_time();
     let session = format!("hookprof-top-{}", std::process::id());
-    let mut looper = Looper::fork();
+    let mut looper = LoopChild::fork();
     let pid = looper.pid.to_string();
     let command = format!(
         "{} top --pid {pid} --interval 0.2 --hooks none; echo exited $?; sleep 30",
@@ -640,7 +597,7 @@ fn top_terminal_view_draws_under_tmux_and_q_quits() {
         }
     };
     let first = wait_for("hookprof top:");
-    looper.run();
+    looper.run(MIXED);
     let screen = wait_for("getppid");
     tmux(&["send-keys", "-t", &session, "q"]);
     let after = wait_for("exited");
