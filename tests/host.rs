@@ -42,6 +42,34 @@ fn fork_proc_sees_one_fork_and_one_exit_per_op() {
     assert_near("wait4 calls/op", row(w, "wait4").calls_per_op, 1.0, 0.05);
 }
 
+/// `--build-units` sizes the build: each unit more is one more compile, which is three more
+/// execs (cc, then its cc1 and as), counted by the task probes over make's whole process tree.
+#[test]
+fn build_units_adds_three_execs_a_unit() {
+    require_root();
+    let build = |units: &str| {
+        run_to_results(&[
+            "--workloads",
+            "build",
+            "--build-units",
+            units,
+            "--probes",
+            "tasks",
+            "--samples",
+            "2",
+        ])
+    };
+    let (two, five) = (build("2"), build("5"));
+    assert_eq!(five.options["build_units"], serde_json::json!(5));
+    let execs = |r: &hookprof::results::Results| workload(r, "build").events_per_op["exec"];
+    assert_near(
+        "exec events/op, 5 units - 2 units",
+        execs(&five) - execs(&two),
+        9.0,
+        0.01,
+    );
+}
+
 /// Two copies of a syscall workload and of a fork workload run at once, each in a runner of its
 /// own; per op they make the calls one copy makes, and the probes time them.
 #[test]

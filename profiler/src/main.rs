@@ -117,6 +117,7 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
         "--list",
         "--min-sample-ms",
         "--jobs",
+        "--build-units",
     ];
     let in_stat = std::env::args().nth(1).as_deref() == Some("stat");
     let unknown = match e.get(clap::error::ContextKind::InvalidArg) {

@@ -8,7 +8,7 @@ pub(super) fn environment_differences(
     new: &[Results],
 ) -> Vec<EnvironmentDifference> {
     type Field = (&'static str, fn(&Results) -> String);
-    let fields: [Field; 8] = [
+    let fields: [Field; 9] = [
         ("kernel", |r| r.environment.kernel_release.clone()),
         ("CPU", |r| r.environment.cpu_model.clone()),
         // Fewer CPUs to run on (taskset, a cpuset) changes two-process and parallel workloads.
@@ -24,6 +24,10 @@ pub(super) fn environment_differences(
         ("policy", Results::policy_summary),
         // Copies at once (`--parallel`): a hook's ns/call at N against 1 shows contention.
         ("parallel copies", |r| r.parallel().to_string()),
+        // A build of another tree size is other work, not a slower kernel.
+        ("build units", |r| {
+            r.build_units().map(|u| u.to_string()).unwrap_or_default()
+        }),
         // A task sharing the run's CPU stretches the ops it overlaps.
         ("machine load", |r| {
             r.environment

@@ -208,7 +208,7 @@ pub(super) fn replication_sentence(c: &Comparison) -> String {
 
 fn environment_text(c: &Comparison) -> String {
     if c.environment.is_empty() {
-        return "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies or machine load
+        return "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies, build units or machine load
 ".into();
     }
     let mut out = String::from("Environment differences:\n");
@@ -339,7 +339,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     );
     if c.environment.is_empty() {
         out.push_str(
-            "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies or machine load.
+            "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies, build units or machine load.
 
 ",
         );

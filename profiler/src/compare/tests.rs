@@ -257,6 +257,47 @@ fn fewer_cpus_to_run_on_is_an_environment_difference() {
 }
 
 #[test]
+fn another_build_tree_size_is_an_environment_difference() {
+    // sample_results runs open_close and build.
+    let with_units = |units: Option<u64>| {
+        let mut r = sample_results();
+        if let Some(u) = units {
+            r.options.insert("build_units".into(), serde_json::json!(u));
+        }
+        r
+    };
+    // An older file without the option built the default tree.
+    let c = compare(
+        &[with_units(None)],
+        &[with_units(Some(300))],
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert!(c.environment.iter().all(|d| d.field != "build units"));
+    let c = compare(
+        &[with_units(None)],
+        &[with_units(Some(30))],
+        &Criteria::default(),
+    )
+    .unwrap();
+    let text = render_text(&c);
+    assert!(text.contains("build units: 300 -> 30"), "{text}");
+    // Runs without the build workload have no tree to differ in.
+    let without_build = |units: Option<u64>| {
+        let mut r = with_units(units);
+        r.workloads.retain(|w| w.name != "build");
+        r
+    };
+    let c = compare(
+        &[without_build(None)],
+        &[without_build(Some(30))],
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert!(c.environment.iter().all(|d| d.field != "build units"));
+}
+
+#[test]
 fn a_slower_open_is_attributed_to_its_hook_and_lsm() {
     let old = with_clean(sample_results(), &[5.0, 5.02, 4.98, 5.01, 4.99], "old");
     let mut new = with_clean(sample_results(), &[5.5, 5.52, 5.48, 5.51, 5.49], "new");

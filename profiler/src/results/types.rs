@@ -137,6 +137,18 @@ impl Results {
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(1)
     }
+
+    /// The translation units of the `build` workload's tree, if this run built it (older
+    /// files: the default tree; imports built something else).
+    pub fn build_units(&self) -> Option<u64> {
+        let built = self.workloads.iter().any(|w| w.name == "build");
+        (built && !self.samples_are_runs()).then(|| {
+            self.options
+                .get("build_units")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(crate::workloads::TreeShape::DEFAULT.units as u64)
+        })
+    }
 }
 
 impl Results {

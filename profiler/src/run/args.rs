@@ -97,6 +97,10 @@ pub struct MeasureArgs {
     /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Translation units in the `build` workload's generated tree (default: 300, ~60 CPU-seconds
+    /// of cc): more on a machine with many CPUs, fewer under emulation.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub build_units: Option<u32>,
 }
 
 /// How the work is measured, for `run` and `stat` alike: the probes, the CPUs, the copies, the
@@ -185,6 +189,7 @@ impl MeasureArgs {
             samples,
             min_sample_ms,
             jobs,
+            build_units,
         } = self;
         let suite = clap::ValueEnum::to_possible_value(suite).expect("every suite has a name");
         let mut args = vec![
@@ -207,6 +212,9 @@ impl MeasureArgs {
         }
         if let Some(j) = jobs {
             args.push(format!("--jobs={j}"));
+        }
+        if let Some(u) = build_units {
+            args.push(format!("--build-units={u}"));
         }
         for injection in inject {
             args.push(format!("--inject={injection}"));
@@ -268,6 +276,7 @@ mod tests {
             samples: 5,
             min_sample_ms: 2,
             jobs: Some(3),
+            build_units: Some(30),
         };
         assert_eq!(parse(&every.to_args()), every);
     }

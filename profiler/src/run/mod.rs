@@ -65,6 +65,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         },
         setup: WorkloadSetup {
             jobs: args.jobs,
+            build_units: args.build_units.map(|u| u as usize),
             ..WorkloadSetup::default()
         },
         recorded: vec![
@@ -72,6 +73,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             ("workloads", json!(args.workloads)),
             ("min_sample_ms", json!(args.min_sample_ms)),
             ("jobs", json!(args.jobs)),
+            ("build_units", json!(args.build_units)),
         ],
     };
     measure_plan(&run_args.session, &args.common, &plan)

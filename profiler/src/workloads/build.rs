@@ -18,9 +18,15 @@ pub static SPECS: &[WorkloadSpec] = &[WorkloadSpec {
     name: "build",
     family: Family::Macro,
     metric: Metric::Seconds,
-    description: "make -j N of a generated C tree (kernbench-like); N = --jobs or 4x CPUs",
+    description: "make -j N of a generated C tree of 300 units (kernbench-like); N = --jobs or \
+                  4x CPUs, units = --build-units",
     suite: Suite::Full,
-    create: |o| Ok(Box::new(Build::new(o, TreeShape::DEFAULT)?)),
+    create: |o| {
+        Ok(Box::new(Build::new(
+            o,
+            TreeShape::with_units(o.setup.build_units),
+        )?))
+    },
 }];
 
 /// How big the generated tree is. DEFAULT is ~63 CPU-seconds of cc (gcc 12, -O2): ~32 s a
@@ -38,6 +44,14 @@ impl TreeShape {
         functions_per_unit: 4,
         headers: 40,
     };
+
+    /// DEFAULT with `units` translation units (`--build-units`), if given.
+    pub fn with_units(units: Option<usize>) -> TreeShape {
+        TreeShape {
+            units: units.unwrap_or(Self::DEFAULT.units),
+            ..Self::DEFAULT
+        }
+    }
 }
 
 /// Writes the tree: include/h*.h, src/u*.c, src/main.c and a Makefile. The same shape always
@@ -247,6 +261,19 @@ mod tests {
         assert!(build.root.join("prog").exists());
         drop(build);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn build_units_sizes_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = options(dir.path());
+        options.setup.build_units = Some(7);
+        let _build = (SPECS[0].create)(&options).unwrap();
+        let sources = std::fs::read_dir(dir.path().join("build_tree/src")).unwrap();
+        // the units and main.c
+        assert_eq!(sources.count(), 8);
+        let makefile = std::fs::read_to_string(dir.path().join("build_tree/Makefile")).unwrap();
+        assert!(makefile.contains("src/u6.o") && !makefile.contains("src/u7.o"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod ipc;
 mod memory;
 mod peer;
 
+pub use build::TreeShape;
 pub use peer::pin_to;
 mod process;
 mod rpc;

@@ -17,6 +17,8 @@ pub struct WorkloadSetup {
     pub pin: Vec<usize>,
     /// `make -j` for `build`.
     pub jobs: Option<usize>,
+    /// Translation units in `build`'s tree (`--build-units`).
+    pub build_units: Option<usize>,
     /// `stat`'s command, for its workload.
     pub command: Option<CommandLine>,
     /// Copies that run at once, each in a runner of its own (`--parallel`).
@@ -29,6 +31,7 @@ impl Default for WorkloadSetup {
         WorkloadSetup {
             pin: Vec::new(),
             jobs: None,
+            build_units: None,
             command: None,
             copies: 1,
         }
