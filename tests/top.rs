@@ -72,13 +72,15 @@ impl LoopChild {
                                 libc::syscall(UNASSIGNED);
                             }
                         }
-                        _ => {
+                        MIXED => {
                             for _ in 0..LOOP {
                                 libc::getppid();
                                 let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
                                 libc::close(fd);
                             }
                         }
+                        // An unknown command is a bug in the test: the parent's read fails.
+                        _ => libc::_exit(2),
                     }
                     let times = [
                         (hookprof::clock::monotonic_ns() - wall) as f64,
@@ -205,8 +207,9 @@ fn top_pid_counts_a_getppid_openat_loop_at_its_own_count() {
     let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
     let top_pid = top.id() as i32;
     let loop_ns = looper.run(MIXED).wall_ns;
-    drop(looper); // gone, as a process that ran its loop and exited
-                  // Two more intervals, so the last calls are read.
+    // Gone, as a process that ran its loop and exited.
+    drop(looper);
+    // Two more intervals, so the last calls are read.
     std::thread::sleep(Duration::from_millis(600));
     let intervals = stop_top(top);
     assert!(intervals.len() >= 2, "{} intervals", intervals.len());

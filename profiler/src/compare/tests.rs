@@ -259,42 +259,31 @@ fn fewer_cpus_to_run_on_is_an_environment_difference() {
 #[test]
 fn another_build_tree_size_is_an_environment_difference() {
     // sample_results runs open_close and build.
-    let with_units = |units: Option<u64>| {
+    let with_units = |units: Option<u64>, build: bool| {
         let mut r = sample_results();
         if let Some(u) = units {
             r.options.insert("build_units".into(), serde_json::json!(u));
         }
+        if !build {
+            r.workloads.retain(|w| w.name != "build");
+        }
         r
     };
+    let compared = |old, new| compare(&[old], &[new], &Criteria::default()).unwrap();
+    let units_differ = |c: &Comparison| c.environment.iter().any(|d| d.field == "build units");
     // An older file without the option built the default tree.
-    let c = compare(
-        &[with_units(None)],
-        &[with_units(Some(300))],
-        &Criteria::default(),
-    )
-    .unwrap();
-    assert!(c.environment.iter().all(|d| d.field != "build units"));
-    let c = compare(
-        &[with_units(None)],
-        &[with_units(Some(30))],
-        &Criteria::default(),
-    )
-    .unwrap();
+    assert!(!units_differ(&compared(
+        with_units(None, true),
+        with_units(Some(300), true)
+    )));
+    let c = compared(with_units(None, true), with_units(Some(30), true));
     let text = render_text(&c);
     assert!(text.contains("build units: 300 -> 30"), "{text}");
     // Runs without the build workload have no tree to differ in.
-    let without_build = |units: Option<u64>| {
-        let mut r = with_units(units);
-        r.workloads.retain(|w| w.name != "build");
-        r
-    };
-    let c = compare(
-        &[without_build(None)],
-        &[without_build(Some(30))],
-        &Criteria::default(),
-    )
-    .unwrap();
-    assert!(c.environment.iter().all(|d| d.field != "build units"));
+    assert!(!units_differ(&compared(
+        with_units(None, false),
+        with_units(Some(30), false)
+    )));
 }
 
 #[test]
