@@ -8,7 +8,10 @@
 //! differed by up to 20% in openat's row alone). A variant's time in a round is its least
 //! disturbed sample there (this 2-CPU machine is shared; a sample that lost its CPU is slower,
 //! never faster); the change is the median over rounds of the versus' time less the base's,
-//! and the expected change is the wait the program itself measured.
+//! and it is compared with the wait asked. Means are not: a busy-wait the hypervisor or an
+//! interrupt took the CPU from counts the whole stall, and the program's own mean wait for a
+//! 4 us wait ranged 1.03-1.9x over ten runs here while the least disturbed samples' change
+//! stayed within a few percent of it.
 use std::time::Duration;
 
 use hookprof::results::{Results, SyscallInjectionRecord, WorkloadResult};
@@ -78,7 +81,8 @@ fn min(xs: &[f64]) -> f64 {
 }
 
 /// ns/op the versus variant's samples took over the base's: round by round each variant's
-/// least disturbed sample, the median of their differences over the rounds.
+/// least disturbed sample, the median of their differences over the rounds. `w` cuts the
+/// series into rounds (a row's per-sample series has one value per probed sample).
 fn paired_change(base: &[f64], versus: &[f64], w: &WorkloadResult) -> f64 {
     let mut changes: Vec<f64> = w
         .by_round(base)
@@ -89,6 +93,12 @@ fn paired_change(base: &[f64], versus: &[f64], w: &WorkloadResult) -> f64 {
     assert_eq!(changes.len(), PAIRED_ROUNDS, "{}'s rounds", w.name);
     changes.sort_by(f64::total_cmp);
     (changes[changes.len() / 2 - 1] + changes[changes.len() / 2]) / 2.0
+}
+
+/// [`paired_change`] of one attribution row's per-sample ns/op (ns, not us: scaled back).
+fn paired_row_change(base: &WorkloadResult, versus: &WorkloadResult, name: &str) -> f64 {
+    let series = |w| row(w, name).samples_ns_per_op.clone();
+    paired_change(&series(base), &series(versus), base) / 1e3
 }
 
 /// `got` within `[low, high]` times `expected`.
@@ -118,26 +128,23 @@ fn an_injected_syscall_slows_the_clean_samples_by_its_wait() {
     ]
     .concat();
     let (_run, base, injected) = run_versus(&args, "getppid=0", &format!("getppid={NS}"));
-    let waited = injection(&injected, "getppid", NS).mean_wait_ns
-        - injection(&base, "getppid", 0).mean_wait_ns;
-    // The wait ends at the first clock read past NS: one loop step (~45 ns here) over at most.
-    assert_ratio(
-        "the wait the program measured",
-        waited,
-        NS as f64,
-        (1.0, 1.1),
+    injection(&injected, "getppid", NS);
+    let base_wait = injection(&base, "getppid", 0).mean_wait_ns;
+    assert!(
+        base_wait < NS as f64 / 4.0,
+        "a 0 ns wait took {base_wait} ns"
     );
     let (b, i) = (
         workload(&base, "null_call"),
         workload(&injected, "null_call"),
     );
-    // null_call is one getppid per op. Measured: 0.99-1.01x the wait over 10 runs; with a
-    // CPU hog beside the run, a shared CPU stretches both the op and the wait (up to 1.8x).
+    // null_call is one getppid per op, so its op grows by the wait, which ends at the first
+    // clock read past NS (one loop step, ~45 ns here, over at most).
     assert_ratio(
         "null_call's clean change",
         paired_change(&b.clean, &i.clean, b),
-        waited,
-        (0.85, 1.25),
+        NS as f64,
+        (0.95, 1.15),
     );
     assert!(i.probed.is_empty(), "--probes none took probed samples");
 }
@@ -154,24 +161,25 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
     ]
     .concat();
     let (_run, base, injected) = run_versus(&args, "close=0", &format!("close={NS}"));
-    let waited =
-        injection(&injected, "close", NS).mean_wait_ns - injection(&base, "close", 0).mean_wait_ns;
+    injection(&injected, "close", NS);
     let (b, i) = (
         workload(&base, "open_close"),
         workload(&injected, "open_close"),
     );
-    let row_ns = |w, name: &str| row(w, name).ns_per_op;
+    let wait = NS as f64;
     assert_ratio(
         "the close row's change",
-        row_ns(i, "close") - row_ns(b, "close"),
-        waited,
-        (0.9, 1.15),
+        paired_row_change(b, i, "close"),
+        wait,
+        (0.95, 1.2),
     );
-    assert_ratio(
-        "the openat row, injected against not",
-        row_ns(i, "openat"),
-        row_ns(b, "openat"),
-        (0.8, 1.25),
+    let openat = paired_row_change(b, i, "openat");
+    eprintln!("the openat row's change: {openat:.0} ns");
+    // Were the wait its, it would grow by 4 us; the least disturbed samples moved it by up to
+    // a third of a microsecond either way over twelve runs here.
+    assert!(
+        openat.abs() < wait / 5.0,
+        "the openat row changed by {openat:.0} ns when close waited {wait} ns"
     );
     // Clean and probed samples carry the injection alike.
     for (pass, base, injected) in [
@@ -181,8 +189,8 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
         assert_ratio(
             &format!("open_close's {pass} change"),
             paired_change(base, injected, b),
-            waited,
-            (0.85, 1.25),
+            wait,
+            (0.9, 1.25),
         );
     }
 }
