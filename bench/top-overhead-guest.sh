@@ -10,6 +10,8 @@
 #                            into the share, the share remounted with cache=loose so cc1 is
 #                            read over 9p once, not at every exec
 #   summary DIR              the ratios, from the share
+# SIDE=again (in the guest's environment: --env SIDE=again) makes the second run of each pair
+# one more without top: an A/A boot, the pairs' own spread, to read the ratios against.
 # Usage, from the repository (the build also needs the host's /usr in the share):
 #   mkdir -p /tmp/ov/usr && mount --bind -o ro /usr /tmp/ov/usr
 #   cp bench/top-overhead-guest.sh /tmp/ov/
@@ -19,13 +21,15 @@
 set -u
 OUT=/mnt/host
 
-# Runs "$@" (a `hookprof run` without -o) PAIRS times without and with top, in ABBA order.
+# Runs "$@" (a `hookprof run` without -o) PAIRS times without and with top (or, with
+# SIDE=again, without it twice), in ABBA order.
 pairs() {
     hookprof=$1
     shift
+    second=${SIDE:-with}
     i=0
     while [ "$i" -lt "$PAIRS" ]; do
-        if [ $((i % 2)) -eq 0 ]; then order="without with"; else order="with without"; fi
+        if [ $((i % 2)) -eq 0 ]; then order="without $second"; else order="$second without"; fi
         for side in $order; do
             top=
             if [ "$side" = with ]; then
@@ -73,16 +77,17 @@ summary)
 import glob, json, statistics as st, sys
 out = sys.argv[1]
 pairs = len(glob.glob(f"{out}/ov-without-*.json"))
+second = "again" if glob.glob(f"{out}/ov-again-*.json") else "with"
 per, unit = {}, {}
-for side in ("without", "with"):
+for side in ("without", second):
     for i in range(pairs):
         for w in json.load(open(f"{out}/ov-{side}-{i}.json"))["workloads"]:
             per.setdefault(w["name"], {}).setdefault(side, []).append(st.median(w["clean"]))
             unit[w["name"]] = w["unit"]
 for name, sides in per.items():
-    a, b = sides["without"], sides["with"]
+    a, b = sides["without"], sides[second]
     pair = ", ".join(f"{y / x:.2f}" for x, y in zip(a, b))
-    print(f"{name}: {st.mean(a):.2f} -> {st.mean(b):.2f} {unit[name]}, "
+    print(f"{name}, without -> {second}: {st.mean(a):.2f} -> {st.mean(b):.2f} {unit[name]}, "
           f"ratio {st.mean(b) / st.mean(a):.2f}x (pairs {pair})")
 PY
     ;;
