@@ -114,9 +114,11 @@ fn assert_ratio(what: &str, got: f64, expected: f64, (low, high): (f64, f64)) {
 
 const NS: u64 = 4000;
 
-/// Rounds of both variants, a few samples each: a least disturbed sample per variant and round.
+/// Rounds of both variants, five 1 ms samples each: short enough that a round keeps a sample
+/// no other task's timeslice cut into. With both CPUs saturated by spinners, 3 samples of 5 ms
+/// stretched open_close's change to 1.35-2.1x the wait; these kept it within 1.01-1.13x.
 const PAIRED_ROUNDS: usize = 8;
-const PAIRED: [&str; 4] = ["--rounds", "8", "--samples", "3"];
+const PAIRED: [&str; 6] = ["--rounds", "8", "--samples", "5", "--min-sample-ms", "1"];
 
 #[test]
 fn an_injected_syscall_slows_the_clean_samples_by_its_wait() {
