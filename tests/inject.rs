@@ -80,25 +80,30 @@ fn min(xs: &[f64]) -> f64 {
     xs.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
-/// ns/op the versus variant's samples took over the base's: round by round each variant's
-/// least disturbed sample, the median of their differences over the rounds. `w` cuts the
-/// series into rounds (a row's per-sample series has one value per probed sample).
+/// How much more the versus variant's series took than the base's, in the series' unit: round
+/// by round each variant's least disturbed sample, the median of their differences over the
+/// rounds. `w` cuts the series into rounds (a row's series has a value per probed sample).
 fn paired_change(base: &[f64], versus: &[f64], w: &WorkloadResult) -> f64 {
     let mut changes: Vec<f64> = w
         .by_round(base)
         .into_iter()
         .zip(w.by_round(versus))
-        .map(|(b, v)| (min(v) - min(b)) * 1e3)
+        .map(|(b, v)| min(v) - min(b))
         .collect();
     assert_eq!(changes.len(), PAIRED_ROUNDS, "{}'s rounds", w.name);
     changes.sort_by(f64::total_cmp);
     (changes[changes.len() / 2 - 1] + changes[changes.len() / 2]) / 2.0
 }
 
-/// [`paired_change`] of one attribution row's per-sample ns/op (ns, not us: scaled back).
-fn paired_row_change(base: &WorkloadResult, versus: &WorkloadResult, name: &str) -> f64 {
+/// [`paired_change`] of a workload's op samples (us/op), in ns.
+fn paired_op_change_ns(base: &[f64], versus: &[f64], w: &WorkloadResult) -> f64 {
+    paired_change(base, versus, w) * 1e3
+}
+
+/// [`paired_change`] of one attribution row's per-sample ns/op.
+fn paired_row_change_ns(base: &WorkloadResult, versus: &WorkloadResult, name: &str) -> f64 {
     let series = |w| row(w, name).samples_ns_per_op.clone();
-    paired_change(&series(base), &series(versus), base) / 1e3
+    paired_change(&series(base), &series(versus), base)
 }
 
 /// `got` within `[low, high]` times `expected`.
@@ -144,7 +149,7 @@ fn an_injected_syscall_slows_the_clean_samples_by_its_wait() {
     // clock read past NS (one loop step, ~45 ns here, over at most).
     assert_ratio(
         "null_call's clean change",
-        paired_change(&b.clean, &i.clean, b),
+        paired_op_change_ns(&b.clean, &i.clean, b),
         NS as f64,
         (0.95, 1.15),
     );
@@ -171,14 +176,14 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
     let wait = NS as f64;
     assert_ratio(
         "the close row's change",
-        paired_row_change(b, i, "close"),
+        paired_row_change_ns(b, i, "close"),
         wait,
         (0.95, 1.2),
     );
-    let openat = paired_row_change(b, i, "openat");
+    let openat = paired_row_change_ns(b, i, "openat");
     eprintln!("the openat row's change: {openat:.0} ns");
-    // Were the wait its, it would grow by 4 us; the least disturbed samples moved it by up to
-    // a third of a microsecond either way over twelve runs here.
+    // Were the wait its, it would grow by 4 us; the least disturbed samples moved it by -70 to
+    // +305 ns over 21 runs here.
     assert!(
         openat.abs() < wait / 5.0,
         "the openat row changed by {openat:.0} ns when close waited {wait} ns"
@@ -190,7 +195,7 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
     ] {
         assert_ratio(
             &format!("open_close's {pass} change"),
-            paired_change(base, injected, b),
+            paired_op_change_ns(base, injected, b),
             wait,
             (0.9, 1.25),
         );
