@@ -27,6 +27,10 @@ pairs() {
     hookprof=$1
     shift
     second=${SIDE:-with}
+    case "$second" in
+    with | again) ;;
+    *) echo "top-overhead-guest: SIDE=$second: expected with or again" >&2 && exit 2 ;;
+    esac
     i=0
     while [ "$i" -lt "$PAIRS" ]; do
         if [ $((i % 2)) -eq 0 ]; then order="without $second"; else order="$second without"; fi
