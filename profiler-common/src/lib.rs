@@ -59,7 +59,16 @@ pub mod event {
     pub const STALE_EXIT: u32 = 8;
     /// `top`: a tally had no room in the aggregate map (too many groups and paths at once).
     pub const AGGREGATE_FULL: u32 = 9;
-    pub const COUNT: u32 = 10;
+    /// Not counts but nanoseconds, summed over the tracked tasks (sched_switch): time on a
+    /// CPU, and time switched out while runnable (preempted, waiting for a CPU) or blocked
+    /// (sleeping on a pipe, a lock, a child).
+    pub const ON_CPU_NS: u32 = 10;
+    pub const OFF_CPU_RUNNABLE_NS: u32 = 11;
+    pub const OFF_CPU_BLOCKED_NS: u32 = 12;
+    /// A kernel-mode sample whose stack the stack map could not take (full, or a collision):
+    /// counted under the sample's syscall, without frames.
+    pub const STACK_LOST: u32 = 13;
+    pub const COUNT: u32 = 14;
 }
 
 /// Which tasks the probes count: the `SCOPE` global of the eBPF object, set at load.
@@ -116,10 +125,13 @@ pub struct Tally {
     /// Probed calls (timed functions) the same task made inside the matched durations: each
     /// added its pair's cost to them, which the corrected figures take out.
     pub nested: u64,
+    /// The part of the matched durations the task spent switched out (sched_switch): a
+    /// blocking syscall's wait, which is not its cost.
+    pub off_cpu_ns: u64,
     /// Log2 histogram of the matched durations.
     pub hist: [u64; HIST_BUCKETS],
 }
-const _: () = assert!(size_of::<Tally>() == 8 * (4 + HIST_BUCKETS));
+const _: () = assert!(size_of::<Tally>() == 8 * (5 + HIST_BUCKETS));
 
 impl Tally {
     pub const ZERO: Tally = Tally {
@@ -127,6 +139,7 @@ impl Tally {
         timed: 0,
         total_ns: 0,
         nested: 0,
+        off_cpu_ns: 0,
         hist: [0; HIST_BUCKETS],
     };
 }
@@ -141,6 +154,30 @@ pub fn hist_bucket(ns: u64) -> usize {
         b
     }
 }
+
+/// Distinct kernel stacks the stack map holds between two reads (user space empties it after
+/// every probed sample).
+pub const STACK_IDS: u32 = 8192;
+/// Distinct (stack, syscall, mode) keys counted between two reads.
+pub const SAMPLE_KEYS: u32 = 16384;
+/// `SampleKey::stack_id` of a sample without kernel frames (user mode, or a lost stack).
+pub const NO_STACK: i32 = -1;
+/// `SampleKey::syscall_nr` outside a syscall.
+pub const NO_SYSCALL: i32 = -1;
+
+/// One kind of cpu-clock sample of a tracked task: where it was (user or kernel mode, which
+/// kernel stack) and the syscall its task was in (the task's `orig_ax`, which user space
+/// trusts only for stacks that entered through the syscall path).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct SampleKey {
+    pub stack_id: i32,
+    pub syscall_nr: i32,
+    /// 1 when the sample interrupted user mode.
+    pub user: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<SampleKey>() == 16);
 
 /// Per LSM program slot: how long to busy-wait (ground-truth injection; 0 = no-op).
 #[derive(Copy, Clone, Debug)]
@@ -170,6 +207,7 @@ mod pod {
     unsafe impl aya::Pod for super::LsmSlotConfig {}
     unsafe impl aya::Pod for super::SyscallInjectConfig {}
     unsafe impl aya::Pod for super::AggregateKey {}
+    unsafe impl aya::Pod for super::SampleKey {}
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ fn hook_exit(ctx: *mut c_void, slot: u32) {
         return;
     }
     let nested = state.entries.wrapping_sub(entries);
-    add_duration(Path::Hook(slot), 1, now.wrapping_sub(start_ns), nested);
+    add_duration(Path::Hook(slot), 1, now.wrapping_sub(start_ns), nested, 0);
 }
 
 /// Empty pair: the floor that calibration compares a timed pair against.

@@ -71,7 +71,7 @@ fn try_inject_sys_exit(ctx: &RawTracePointContext) -> Result<i32, i32> {
         )
     };
     let waited = unsafe { bpf_ktime_get_ns() }.wrapping_sub(start);
-    add_duration(Path::Syscall(nr), 1, waited, 0);
+    add_duration(Path::Syscall(nr), 1, waited, 0, 0);
     Ok(0)
 }
 

@@ -111,8 +111,14 @@ pub fn entered_in_an_earlier_window(start_ns: u64) -> bool {
 
 #[inline(always)]
 pub fn count_event(index: u32) {
+    add_event(index, 1);
+}
+
+/// Adds `n` to an `EVENTS` entry (a count, or nanoseconds for the on/off-CPU entries).
+#[inline(always)]
+pub fn add_event(index: u32, n: u64) {
     if let Some(p) = EVENTS.get_ptr_mut(index) {
-        unsafe { *p += 1 }
+        unsafe { *p += n }
     }
 }
 
@@ -127,7 +133,7 @@ pub fn count_call(path: Path) {
 /// Adds one matched duration, with the probed calls nested inside it, to a path's tally, and
 /// `calls` entries (0 where the entry counted itself, 1 where the exit counts its call).
 #[inline(always)]
-pub fn add_duration(path: Path, calls: u64, ns: u64, nested: u64) {
+pub fn add_duration(path: Path, calls: u64, ns: u64, nested: u64, off_cpu_ns: u64) {
     let Some(t) = tally(path) else {
         return;
     };
@@ -136,6 +142,7 @@ pub fn add_duration(path: Path, calls: u64, ns: u64, nested: u64) {
     t.timed += 1;
     t.total_ns += ns;
     t.nested += nested;
+    t.off_cpu_ns += off_cpu_ns;
     let b = profiler_common::hist_bucket(ns);
     // The explicit bound keeps the verifier sure of the index.
     if b < t.hist.len() {

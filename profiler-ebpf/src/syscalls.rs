@@ -102,6 +102,7 @@ fn on_sys_enter(ctx: &RawTracePointContext) {
     state.syscall_nr = nr as u32;
     state.syscall_open = 1;
     state.syscall_entries = state.entries;
+    state.syscall_off_cpu_ns = 0;
     // Last, so the time this program spent before it is not the syscall's.
     state.syscall_start_ns = unsafe { bpf_ktime_get_ns() };
 }
@@ -122,7 +123,9 @@ fn on_sys_exit() {
     }
     let elapsed = now.wrapping_sub(state.syscall_start_ns);
     let nested = state.entries.wrapping_sub(state.syscall_entries);
-    add_duration(Path::Syscall(state.syscall_nr), 0, elapsed, nested);
+    // Time switched out inside the call is its wait, kept apart from its CPU time.
+    let off_cpu = state.syscall_off_cpu_ns.min(elapsed);
+    add_duration(Path::Syscall(state.syscall_nr), 0, elapsed, nested, off_cpu);
 }
 
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.

@@ -47,6 +47,14 @@ pub struct TaskState {
     pub dormant: u32,
     /// 1 while a gate owner spawns a command (`GATE_SPAWN`): its children are born dormant.
     pub spawning: u32,
+    /// When the task last went onto or off a CPU (0: not seen since it was tracked).
+    pub switched_ns: u64,
+    /// Time the open syscall has spent switched out so far.
+    pub syscall_off_cpu_ns: u64,
+    /// 1 while the task is on a CPU (as far as the probes saw).
+    pub on_cpu: u32,
+    /// 1 when it went off runnable (preempted, or a fresh child waiting for its first run).
+    pub runnable: u32,
     pub frames: [Frame; MAX_DEPTH],
 }
 
@@ -104,6 +112,13 @@ pub fn current() -> Option<&'static mut TaskState> {
     current_even_dormant().filter(|s| s.dormant == 0)
 }
 
+/// `task`'s state if it is tracked and counting (sched_switch sees two tasks, neither of which
+/// need be current).
+#[inline(always)]
+pub fn of(task: *mut task_struct) -> Option<&'static mut TaskState> {
+    lookup(task, 0).filter(|s| s.dormant == 0)
+}
+
 /// The current task's state if it is tracked, dormant or not.
 #[inline(always)]
 pub fn current_even_dormant() -> Option<&'static mut TaskState> {
@@ -143,13 +158,25 @@ pub fn track(task: *mut task_struct) -> Option<&'static mut TaskState> {
     state.overflowed = 0;
     state.dormant = 0;
     state.spawning = 0;
+    state.switched_ns = 0;
+    state.on_cpu = 0;
     Some(state)
 }
 
+/// Tracks the current task, which is on a CPU now: its on-CPU time counts from here.
 pub fn track_current() -> bool {
-    track(unsafe { bpf_get_current_task_btf() }).is_some()
+    let Some(state) = track(unsafe { bpf_get_current_task_btf() }) else {
+        return false;
+    };
+    state.switched_ns = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
+    state.on_cpu = 1;
+    true
 }
 
+/// Stops tracking the current task, first counting its on-CPU time up to now.
 pub fn untrack_current() {
+    if let Some(state) = current() {
+        crate::sched::leave_cpu(state, unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() }, 0);
+    }
     unsafe { bpf_task_storage_delete(map(), bpf_get_current_task_btf()) };
 }

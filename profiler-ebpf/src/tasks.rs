@@ -58,7 +58,12 @@ fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
         return;
     }
     match task_state::track(child) {
-        Some(state) => state.dormant = dormant,
+        Some(state) => {
+            state.dormant = dormant;
+            // Born runnable: from here it waits for its first CPU.
+            state.switched_ns = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
+            state.runnable = 1;
+        }
         None => {
             count_event(event::TRACK_FULL);
             warn!(

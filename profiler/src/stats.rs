@@ -3,7 +3,7 @@
 //! Every number returned is finite: cases where a textbook formula divides by zero (one sample,
 //! zero variance) are decided explicitly and documented on the function.
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Confidence level of every interval in hookprof.
 pub const CONFIDENCE: f64 = 0.95;
@@ -99,6 +99,22 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
 }
 
 /// The two-sided critical value of Student's t for [`CONFIDENCE`] at `df` degrees of freedom.
+/// The 95% Wilson score interval of a proportion seen `k` times in `n` trials (sample counts:
+/// it stays inside 0..1 and is honest for small counts, where the normal interval is not).
+pub fn wilson_interval(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = Normal::standard().inverse_cdf(0.975);
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let z2 = z * z;
+    let denominator = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denominator;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denominator;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
 fn t_quantile(df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df)
         .expect("df > 0")
@@ -341,6 +357,21 @@ pub fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wilson_interval_holds_the_share_and_stays_inside_zero_and_one() {
+        // 50 of 1000: the textbook interval is about 3.8% to 6.5%.
+        let (low, high) = wilson_interval(50, 1000);
+        assert!(
+            (low - 0.0381).abs() < 0.001 && (high - 0.0653).abs() < 0.001,
+            "{low} {high}"
+        );
+        let (low, high) = wilson_interval(0, 20);
+        assert_eq!(low, 0.0);
+        assert!(high > 0.1 && high < 0.2, "{high}");
+        assert_eq!(wilson_interval(7, 7).1, 1.0);
+        assert_eq!(wilson_interval(0, 0), (0.0, 1.0));
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-12)

@@ -43,7 +43,7 @@ impl Probes {
                 .ebpf
                 .program_mut(&a.program)
                 .with_context(|| format!("program {} vanished", a.program))?;
-            match attach_one(program, a) {
+            match attach_one(program, a, self.sample_period_ns) {
                 Ok(link) => a.link = Some(link),
                 // A function can be in BTF and load, yet not attach (an __init function the
                 // kernel has freed): its pair is refused and the rest go on.
@@ -115,8 +115,10 @@ impl Probes {
 fn attach_one(
     program: &mut aya::programs::Program,
     a: &Attachment,
+    sample_period_ns: u64,
 ) -> Result<FdLink, ProgramError> {
     Ok(match a.kind {
+        Kind::PerfEvent => super::stacks::attach_cpu_clock(program, &a.target, sample_period_ns)?,
         Kind::RawTracepoint => {
             let p: &mut RawTracePoint = program.try_into()?;
             let id = p.attach(&a.target)?;

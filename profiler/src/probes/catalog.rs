@@ -160,6 +160,27 @@ pub fn task_paths(kernel: &KernelBtf) -> Vec<Target> {
     targets
 }
 
+/// The LSM whose hook function `function` is by its name (`hook_file_open` -> landlock), for
+/// a function seen right under a `security_*` frame of a sampled stack.
+pub fn lsm_of(function: &str) -> Option<&'static str> {
+    LSM_PREFIXES
+        .iter()
+        .find(|(_, prefix)| function.starts_with(prefix))
+        .map(|&(lsm, _)| lsm)
+}
+
+/// Where `function` sits among the task paths: Some(None) for a top-level path, Some(path)
+/// for a step under it, None for any other function.
+pub fn task_path_of(function: &str) -> Option<Option<&'static str>> {
+    TASK_PATHS.iter().find_map(|&(path, steps)| {
+        if path == function {
+            Some(None)
+        } else {
+            steps.contains(&function).then_some(Some(path))
+        }
+    })
+}
+
 /// A hook with the LSM functions under it.
 pub fn hook_with_lsms(kernel: &KernelBtf, hook: &str, active_lsms: &[String]) -> Vec<Target> {
     let mut targets = vec![Target::top(hook)];

@@ -45,6 +45,7 @@ impl Probes {
             btf,
             correction: None,
             trampolines_refused: plan.trampolines_refused,
+            sample_period_ns: plan.stacks.unwrap_or(0),
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
@@ -62,6 +63,12 @@ impl Probes {
                     probes.load_raw(&format!("{name}_raw"), tp);
                 }
             }
+        }
+        if plan.switches {
+            probes.load_tp_btf("sched_switch", "sched_switch");
+        }
+        if plan.stacks.is_some() {
+            probes.load_stacks();
         }
         probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
         Ok(probes)

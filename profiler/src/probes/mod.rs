@@ -8,12 +8,14 @@ mod attach;
 mod btf;
 pub mod calibration;
 pub mod catalog;
+pub mod kallsyms;
 mod load;
 mod loader;
 mod lsm;
 mod refusal;
 pub mod selection;
 mod snapshot;
+mod stacks;
 mod syscall_injection;
 pub mod top_calibration;
 
@@ -37,6 +39,7 @@ pub use self::{
     lsm::lsm_hook_of,
     refusal::reason,
     snapshot::{tally_since, tally_sum, Snapshot},
+    stacks::RawSample,
     syscall_injection::{GateOwners, SyscallInjection},
 };
 use crate::results::{ProbeRecord, ProbeReport, Refusal};
@@ -80,7 +83,16 @@ pub struct ProbePlan {
     /// (`Probes::kernel_refuses_trampolines`): the object then carries no slot but the
     /// calibration's, and every function, now or later, is recorded refused without loading.
     pub trampolines_refused: Option<i32>,
+    /// Sample the tracked tasks' kernel stacks on the cpu-clock, one sample per this many ns
+    /// of CPU time.
+    pub stacks: Option<u64>,
+    /// sched_switch: the tracked tasks' time on and off a CPU.
+    pub switches: bool,
 }
+
+/// The default sampling period: 4,999 Hz of CPU time (off any timer tick's multiple, so the
+/// samples do not fall in step with periodic work).
+pub const DEFAULT_SAMPLE_HZ: u64 = 4999;
 
 impl ProbePlan {
     /// The syscall probes alone (which carry the scope gate).
@@ -103,6 +115,8 @@ enum Kind {
     TpBtf,
     FEntry,
     FExit,
+    /// One perf event per CPU (`target` names the CPU).
+    PerfEvent,
 }
 
 impl Kind {
@@ -112,6 +126,7 @@ impl Kind {
             Kind::TpBtf => "tp_btf",
             Kind::FEntry => "fentry",
             Kind::FExit => "fexit",
+            Kind::PerfEvent => "perf_event",
         }
     }
 }
@@ -144,6 +159,8 @@ pub struct Probes {
     /// are refused alike without asking (and without their programs, in an object loaded
     /// without slots).
     trampolines_refused: Option<i32>,
+    /// ns of CPU time between two stack samples (when `cpu_sample` is loaded).
+    sample_period_ns: u64,
 }
 
 impl Probes {
@@ -181,6 +198,13 @@ impl Probes {
 
     pub fn snapshot(&self) -> Result<Snapshot> {
         Snapshot::read(&self.ebpf, self.hooks.len() as u32)
+    }
+
+    /// True if sched_switch is loaded: each tracked task's time on and off a CPU is known.
+    pub fn waits_measured(&self) -> bool {
+        self.attachments
+            .iter()
+            .any(|a| a.kind == Kind::TpBtf && a.target == "sched_switch")
     }
 
     /// What corrected figures take out of each timed duration (None until calibrated).

@@ -57,6 +57,7 @@ pub fn tally_since(now: &Tally, earlier: &Tally) -> Tally {
         timed: now.timed - earlier.timed,
         total_ns: now.total_ns - earlier.total_ns,
         nested: now.nested - earlier.nested,
+        off_cpu_ns: now.off_cpu_ns - earlier.off_cpu_ns,
         hist,
     }
 }
@@ -71,6 +72,7 @@ pub fn tally_sum(a: &Tally, b: &Tally) -> Tally {
         timed: a.timed + b.timed,
         total_ns: a.total_ns + b.total_ns,
         nested: a.nested + b.nested,
+        off_cpu_ns: a.off_cpu_ns + b.off_cpu_ns,
         hist,
     }
 }

@@ -74,13 +74,19 @@ impl Markup {
             cells.extend(more(r));
             table.add_row(cells);
         }
+        self.align_numbers(&mut table, 2);
+        table.to_string()
+    }
+
+    /// On a terminal, the columns from `first` on (numbers) right-aligned.
+    pub fn align_numbers(self, table: &mut Table, first: usize) {
         if self == Markup::Terminal {
-            for col in 2..header.len() {
+            let columns = table.column_count();
+            for col in first..columns {
                 if let Some(c) = table.column_mut(col) {
                     c.set_cell_alignment(CellAlignment::Right);
                 }
             }
         }
-        table.to_string()
     }
 }

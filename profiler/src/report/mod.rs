@@ -13,6 +13,7 @@ pub mod html;
 pub mod lmbench;
 pub mod markdown;
 mod markup;
+mod sampled;
 pub mod text;
 
 #[derive(clap::Args, Debug)]

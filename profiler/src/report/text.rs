@@ -197,6 +197,14 @@ fn workload_block(w: &WorkloadResult) -> String {
             let _ = writeln!(out, "  {}", residual.sentence());
         }
     }
+    if let Some(a) = &w.accounting {
+        let _ = writeln!(out, "  {}", super::sampled::accounting_line(a));
+    }
+    if let Some(p) = &w.profile {
+        for line in super::sampled::sampled_table(Markup::Terminal, p).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     for note in &w.notes {
         let _ = writeln!(out, "  Note: {note}");
     }
@@ -204,6 +212,14 @@ fn workload_block(w: &WorkloadResult) -> String {
 }
 
 fn attribution_table(rows: &[AttributionRow]) -> String {
+    if rows.iter().any(|r| r.off_cpu_ns_per_op.is_some()) {
+        return Markup::Terminal.attribution_table(rows, &["wait ns/op", "corrected ns/op"], |r| {
+            vec![
+                r.off_cpu_ns_per_op.map(num).unwrap_or_default(),
+                corrected(r),
+            ]
+        });
+    }
     Markup::Terminal.attribution_table(rows, &["corrected ns/op"], |r| vec![corrected(r)])
 }
 
@@ -247,6 +263,7 @@ pub(crate) mod tests {
             untimed_calls: 0,
             histogram: vec![0, 0, 0, 0, 0, 0, 0, 0, 3, 10, 2],
             samples_ns_per_op: vec![],
+            off_cpu_ns_per_op: None,
         }
     }
 
@@ -319,6 +336,8 @@ pub(crate) mod tests {
                     runner_peak_rss_kib: None,
                     copies: Vec::new(),
                     round_sizes: Vec::new(),
+                    profile: None,
+                    accounting: None,
                 },
                 WorkloadResult {
                     name: "build".into(),
@@ -339,6 +358,8 @@ pub(crate) mod tests {
                     runner_peak_rss_kib: None,
                     copies: Vec::new(),
                     round_sizes: Vec::new(),
+                    profile: None,
+                    accounting: None,
                 },
             ],
         }

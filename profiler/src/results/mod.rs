@@ -1,15 +1,17 @@
 //! The results file: one JSON document per run (or per imported configuration). `compare`,
 //! `history` and `report` read nothing else, so results from many runs and machines can be
-//! pooled. `types` says what a file holds, `rows` the arithmetic reports do on its attribution
+//! pooled. `types` says what a file holds (`profile` its sampled side), `rows` the arithmetic reports do on its attribution
 //! rows, `load` reads and lists files, `destination` decides before a run where `-o` sends
 //! them, and `write` writes them.
 pub mod destination;
 pub mod load;
+mod profile;
 pub mod rows;
 mod types;
 pub mod write;
 
 pub use destination::Destination;
 pub use load::{files_named, json_files, ResultsError};
+pub use profile::*;
 pub use types::*;
 pub use write::{write_atomically, write_or_keep};

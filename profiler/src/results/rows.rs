@@ -123,6 +123,7 @@ mod tests {
             untimed_calls: 0,
             histogram: vec![],
             samples_ns_per_op: vec![],
+            off_cpu_ns_per_op: None,
         }
     }
 

@@ -389,6 +389,12 @@ pub struct WorkloadResult {
     /// share that round's conditions. Empty (files before rounds, imports): one round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_sizes: Vec<usize>,
+    /// Sampled kernel stacks of the probed samples (`--probes stacks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::StackProfile>,
+    /// The probed op's time on and off CPU (`--probes sched`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<super::Accounting>,
 }
 
 impl WorkloadResult {
@@ -410,6 +416,8 @@ impl WorkloadResult {
             runner_peak_rss_kib: None,
             copies: Vec::new(),
             round_sizes: Vec::new(),
+            profile: None,
+            accounting: None,
         }
     }
 
@@ -517,7 +525,8 @@ pub struct AttributionRow {
     #[serde(default)]
     pub lsm: Option<String>,
     pub calls_per_op: f64,
-    /// Mean time per timed call, raw (probe cost included).
+    /// Mean time per timed call, raw (probe cost included); for a syscall whose wait was
+    /// measured (`off_cpu_ns_per_op`), its time on a CPU.
     pub ns_per_call: f64,
     /// calls_per_op * ns_per_call.
     pub ns_per_op: f64,
@@ -543,6 +552,10 @@ pub struct AttributionRow {
     /// Per-sample ns per op, for comparing hook costs across runs.
     #[serde(default, deserialize_with = "crate::results::load::samples")]
     pub samples_ns_per_op: Vec<f64>,
+    /// A syscall's time switched out inside it per op (blocked or waiting for a CPU), kept
+    /// out of its ns figures (None where sched_switch was not probed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu_ns_per_op: Option<f64>,
 }
 
 impl Results {

@@ -114,9 +114,15 @@ pub struct CommonMeasureArgs {
     #[arg(long, value_delimiter = ',', default_value = "default")]
     pub hooks: Vec<String>,
     /// Probe kinds: `auto` (all), `none` (clean only, no root needed), or a comma-separated list
-    /// of syscalls, tasks, hooks.
+    /// of syscalls, tasks, hooks, sched (time on and off a CPU, from sched_switch), stacks
+    /// (kernel stacks sampled on the cpu-clock: each hook's share of the CPU time, where
+    /// fentry is refused too).
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub probes: Vec<String>,
+    /// Stack samples per second of a task's CPU time (`--probes stacks`).
+    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_SAMPLE_HZ,
+          value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub sample_hz: u64,
     /// Pin the workload to CPU (a second CPU pins the other end of two-process workloads).
     /// With --parallel, copy i is pinned to CPU (CPU + i) mod the number of CPUs.
     #[arg(long, value_delimiter = ',', num_args = 1..=2)]
@@ -178,6 +184,7 @@ impl MeasureArgs {
                 CommonMeasureArgs {
                     hooks,
                     probes,
+                    sample_hz,
                     pin,
                     parallel,
                     inject,
@@ -197,6 +204,7 @@ impl MeasureArgs {
             suite.get_name().to_string(),
             format!("--hooks={}", hooks.join(",")),
             format!("--probes={}", probes.join(",")),
+            format!("--sample-hz={sample_hz}"),
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
             format!("--parallel={parallel}"),
@@ -259,6 +267,7 @@ mod tests {
             common: CommonMeasureArgs {
                 hooks: vec!["security_file_open".into(), "security_file_free".into()],
                 probes: vec!["syscalls".into(), "hooks".into()],
+                sample_hz: 997,
                 pin: vec![0, 1],
                 parallel: 4,
                 inject: [

@@ -67,7 +67,7 @@ pub(super) fn check(
             args.parallel
         );
     }
-    let kinds = probe_kinds(&args.probes)?;
+    let kinds = probe_kinds(&args.probes, args.sample_hz)?;
     let lsm_inject = injection::lsm_hooks(&args.inject);
     if kinds.is_none() && (args.stack_noop || !lsm_inject.is_empty()) {
         bail!(

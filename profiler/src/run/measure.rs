@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::{
-    attribution::{attribute, ProbedSample},
+    attribution::{self, attribute, ProbedSample, SampledStacks},
     probes::Probes,
     results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
     runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
@@ -85,6 +85,9 @@ pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
 struct Taken {
     clean_ns_per_op: Vec<f64>,
     probed: Vec<ProbedSample>,
+    /// Each copy's probed op time, ns.
+    probed_ns_per_op: Vec<f64>,
+    stacks: SampledStacks,
 }
 
 /// One workload's samples over the rounds measured so far.
@@ -121,14 +124,38 @@ impl Measured {
                     &p.focused_functions(),
                     mean(&taken.clean_ns_per_op),
                     p.correction(),
+                    p.waits_measured(),
                 );
                 result.attribution = a.rows;
                 result.events_per_op = a.events_per_op;
                 note_untimed(&mut result);
+                sampled(&mut result, &taken, p);
             }
         }
         result
     }
+}
+
+/// The probed samples' accounting (on and off CPU) and their stack profile, into `result`.
+fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
+    let wall = mean(&taken.probed_ns_per_op);
+    let accounting = attribution::account(&taken.probed, wall, None);
+    if let Some(period) = probes.sample_period_ns() {
+        let ops = taken.probed.iter().map(|s| s.ops).sum();
+        let on_cpu = accounting.as_ref().map(|a| a.on_cpu_ns_per_op);
+        match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
+            Ok(names) => {
+                let profile = attribution::profile(&taken.stacks, &names, period, ops, on_cpu);
+                result.accounting = attribution::account(&taken.probed, wall, Some(&profile));
+                result.profile = Some(profile);
+                return;
+            }
+            Err(e) => result
+                .notes
+                .push(format!("the sampled stacks could not be named: {e:#}")),
+        }
+    }
+    result.accounting = accounting;
 }
 
 /// Which round of how many is being measured (phases are named after it when there are
@@ -266,7 +293,8 @@ fn sample(
                     else {
                         return Ok(Wait::Interrupted);
                     };
-                    let values = copy_values(spec, overhead, ops, &runs, &mut Vec::new());
+                    let values =
+                        copy_values(spec, overhead, ops, &runs, &mut taken.probed_ns_per_op);
                     result.probed.push(over_copies(spec.metric, &values));
                     for ((copy, run), value) in result.copies.iter_mut().zip(&runs).zip(values) {
                         copy.probed.push(value);
@@ -280,6 +308,7 @@ fn sample(
                         ops: ops * copies as u64,
                     });
                     last = Some(now);
+                    taken.stacks.add(p.take_samples()?);
                     assert!(
                         std::env::var_os(PANIC_FOR_TEST).is_none(),
                         "{PANIC_FOR_TEST} is set"

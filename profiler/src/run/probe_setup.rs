@@ -26,11 +26,15 @@ use crate::{
 pub struct Kinds {
     pub tasks: bool,
     pub hooks: bool,
+    pub sched: bool,
+    /// The stack sampling period in ns, when stacks are sampled.
+    pub stacks: Option<u64>,
 }
 
-/// `--probes` into kinds; None means clean only.
-pub fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
-    let all = ["syscalls", "tasks", "hooks"];
+/// `--probes` into kinds (stacks sampled `sample_hz` times a CPU-second); None means clean
+/// only.
+pub fn probe_kinds(kinds: &[String], sample_hz: u64) -> Result<Option<Kinds>> {
+    let all = ["syscalls", "tasks", "hooks", "sched", "stacks"];
     let kinds: Vec<&str> = match kinds
         .iter()
         .map(String::as_str)
@@ -50,6 +54,10 @@ pub fn probe_kinds(kinds: &[String]) -> Result<Option<Kinds>> {
     Ok(Some(Kinds {
         tasks: kinds.contains(&"tasks"),
         hooks: kinds.contains(&"hooks"),
+        sched: kinds.contains(&"sched"),
+        stacks: kinds
+            .contains(&"stacks")
+            .then(|| 1_000_000_000 / sample_hz.max(1)),
     }))
 }
 
@@ -235,6 +243,8 @@ fn load_probes(
         tasks: kinds.tasks,
         functions_later: kinds.hooks,
         trampolines_refused,
+        stacks: kinds.stacks,
+        switches: kinds.sched,
         ..ProbePlan::default()
     };
     let shared = Arc::clone(&kernel);

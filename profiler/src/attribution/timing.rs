@@ -1,7 +1,8 @@
-//! Where each operation's time goes, in one place: counter deltas become rows (calls per op,
-//! ns per call and per op, share of the clean op) per syscall and per timed kernel function,
-//! raw and corrected for the probes' own cost in the same pass. The arithmetic the reports and
-//! `compare` do on those rows is `results::rows`'s.
+//! Exact timing: counter deltas become rows (calls per op, ns per call and per op, share of
+//! the clean op) per syscall and per timed kernel function, raw and corrected for the probes'
+//! own cost in the same pass. Where sched_switch was probed, a syscall's time switched out is
+//! its wait, kept apart from its CPU time. The arithmetic the reports and `compare` do on
+//! those rows is `results::rows`'s.
 use std::collections::BTreeMap;
 
 use profiler_common::{event, Tally};
@@ -23,11 +24,13 @@ pub struct Attribution {
 }
 
 /// `functions[slot]` is what hook slot `slot` timed (None for an unused slot).
+/// `waits_measured`: sched_switch was probed, so each syscall's time switched out is known.
 pub fn attribute(
     samples: &[ProbedSample],
     functions: &[Option<Target>],
     clean_ns_per_op: f64,
     correction: Option<Correction>,
+    waits_measured: bool,
 ) -> Attribution {
     let total_ops: u64 = samples.iter().map(|s| s.ops).sum();
     let mut rows = Vec::new();
@@ -51,11 +54,22 @@ pub fn attribute(
     }
     let syscalls = samples.first().map_or(0, |s| s.delta.syscalls.len());
     for nr in 0..syscalls {
-        let per_sample: Vec<&Tally> = samples.iter().map(|s| &s.delta.syscalls[nr]).collect();
-        if per_sample.iter().all(|t| t.calls == 0) {
+        if samples.iter().all(|s| s.delta.syscalls[nr].calls == 0) {
             continue;
         }
-        rows.push(row(
+        // Its CPU time: the time it spent switched out is its wait, not its cost.
+        let on_cpu: Vec<Tally> = samples
+            .iter()
+            .map(|s| {
+                let mut t = s.delta.syscalls[nr];
+                if waits_measured {
+                    t.total_ns -= t.off_cpu_ns.min(t.total_ns);
+                }
+                t
+            })
+            .collect();
+        let per_sample: Vec<&Tally> = on_cpu.iter().collect();
+        let mut r = row(
             PathKind::Syscall,
             &syscall_name(nr),
             &per_sample,
@@ -63,7 +77,18 @@ pub fn attribute(
             total_ops,
             clean_ns_per_op,
             correction,
-        ));
+        );
+        if waits_measured {
+            let (off, timed) = on_cpu
+                .iter()
+                .fold((0, 0), |(o, t), x| (o + x.off_cpu_ns, t + x.timed));
+            r.off_cpu_ns_per_op = Some(if timed == 0 {
+                0.0
+            } else {
+                r.calls_per_op * off as f64 / timed as f64
+            });
+        }
+        rows.push(r);
     }
     add_dispatch(&mut rows);
     rows.sort_by(|a, b| {
@@ -207,6 +232,7 @@ fn row(
         untimed_calls: total.calls - total.timed,
         histogram,
         samples_ns_per_op,
+        off_cpu_ns_per_op: None,
     }
 }
 
@@ -250,6 +276,7 @@ mod tests {
             &[Some(Target::top("security_file_open"))],
             100.0,
             None,
+            false,
         );
         let getppid = a
             .rows
@@ -309,7 +336,7 @@ mod tests {
             self_ns: 10.0,
             pair_ns: 50.0,
         };
-        let a = attribute(&[sample], &functions, 5000.0, Some(correction));
+        let a = attribute(&[sample], &functions, 5000.0, Some(correction), false);
         let corrected = |name: &str| {
             let r = a.rows.iter().find(|r| r.name == name).expect(name);
             (r.ns_per_call, r.corrected_ns_per_call)
@@ -323,7 +350,7 @@ mod tests {
         let hook = a.rows.iter().find(|r| r.name == "security_file_open");
         assert_eq!(hook.and_then(|r| r.dispatch_ns_per_op), Some(410.0));
         // Without a calibration the corrected figures are the raw ones.
-        let raw = attribute(&[], &functions, 5000.0, None);
+        let raw = attribute(&[], &functions, 5000.0, None, false);
         assert!(raw
             .rows
             .iter()
@@ -334,9 +361,24 @@ mod tests {
     fn diagnostics_are_listed_per_op_only_when_they_happened() {
         let mut s = sample(10, 0, 0, 5);
         s.delta.events[event::UNMATCHED_EXIT as usize] = 2;
-        let a = attribute(&[s], &[], 1000.0, None);
+        let a = attribute(&[s], &[], 1000.0, None, false);
         assert_eq!(a.events_per_op.get("unmatched_exits"), Some(&0.2));
         assert_eq!(a.events_per_op.get("stack_full"), None);
+    }
+
+    #[test]
+    fn a_syscall_s_time_switched_out_is_its_wait_not_its_cost() {
+        let mut s = sample(10, 10, 50_000, 0);
+        s.delta.syscalls[110].off_cpu_ns = 40_000;
+        let a = attribute(std::slice::from_ref(&s), &[], 5000.0, None, true);
+        let r = &a.rows[0];
+        assert_eq!((r.ns_per_call, r.off_cpu_ns_per_op), (1000.0, Some(4000.0)));
+        // Without sched_switch the wait is unknown and stays in.
+        let a = attribute(&[s], &[], 5000.0, None, false);
+        assert_eq!(
+            (a.rows[0].ns_per_call, a.rows[0].off_cpu_ns_per_op),
+            (5000.0, None)
+        );
     }
 
     #[test]
@@ -346,6 +388,7 @@ mod tests {
             &[Some(Target::top("security_file_open"))],
             1000.0,
             None,
+            false,
         );
         assert_eq!(a.rows.len(), 1);
         assert!((a.rows[0].ns_per_op - 50.0).abs() < 1e-12);

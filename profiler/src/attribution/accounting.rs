@@ -1,0 +1,111 @@
+//! An op's time, whole: the sched_switch totals of the probed samples (CPU time, and time
+//! switched out, runnable or blocked, over all the op's tasks) per op, beside the probed op's
+//! wall time, with the CPU time split by the sampled stacks into user, kernel and the probes'
+//! own. With one task the parts add up to the probed op; `tasks` says by how much several
+//! tasks' times exceed it.
+use profiler_common::event;
+
+use super::ProbedSample;
+use crate::results::{Accounting, StackProfile};
+
+/// The accounting of `samples` (None when sched_switch saw none of the workload's time),
+/// `wall_ns_per_op` the probed op's mean wall time, `profile` the samples' split if taken.
+pub fn account(
+    samples: &[ProbedSample],
+    wall_ns_per_op: f64,
+    profile: Option<&StackProfile>,
+) -> Option<Accounting> {
+    let ops: u64 = samples.iter().map(|s| s.ops).sum();
+    let per_op = |index: u32| {
+        let ns: u64 = samples.iter().map(|s| s.delta.events[index as usize]).sum();
+        ns as f64 / ops.max(1) as f64
+    };
+    let on_cpu = per_op(event::ON_CPU_NS);
+    if on_cpu <= 0.0 {
+        return None;
+    }
+    let runnable = per_op(event::OFF_CPU_RUNNABLE_NS);
+    let blocked = per_op(event::OFF_CPU_BLOCKED_NS);
+    let split = |part: u64| {
+        let p = profile.filter(|p| p.samples > 0)?;
+        Some(on_cpu * part as f64 / p.samples as f64)
+    };
+    let user = profile.and_then(|p| split(p.user_samples));
+    let probe = profile.and_then(|p| split(p.probe_samples));
+    let kernel = profile.and_then(|p| split(p.samples - p.user_samples - p.probe_samples));
+    Some(Accounting {
+        wall_ns_per_op,
+        on_cpu_ns_per_op: on_cpu,
+        off_cpu_runnable_ns_per_op: runnable,
+        off_cpu_blocked_ns_per_op: blocked,
+        user_ns_per_op: user,
+        kernel_ns_per_op: kernel,
+        probe_ns_per_op: probe,
+        tasks: if wall_ns_per_op > 0.0 {
+            (on_cpu + runnable + blocked) / wall_ns_per_op
+        } else {
+            0.0
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::Snapshot;
+
+    fn sample(ops: u64, on: u64, runnable: u64, blocked: u64) -> ProbedSample {
+        let mut events = vec![0; event::COUNT as usize];
+        events[event::ON_CPU_NS as usize] = on;
+        events[event::OFF_CPU_RUNNABLE_NS as usize] = runnable;
+        events[event::OFF_CPU_BLOCKED_NS as usize] = blocked;
+        ProbedSample {
+            delta: Snapshot {
+                syscalls: Vec::new(),
+                hooks: Vec::new(),
+                events,
+            },
+            ops,
+        }
+    }
+
+    #[test]
+    fn parts_are_per_op_and_a_single_task_adds_up_to_its_wall_time() {
+        let samples = [sample(10, 6000, 1000, 3000), sample(30, 18000, 3000, 9000)];
+        let a = account(&samples, 1000.0, None).unwrap();
+        assert_eq!(
+            (
+                a.on_cpu_ns_per_op,
+                a.off_cpu_runnable_ns_per_op,
+                a.off_cpu_blocked_ns_per_op
+            ),
+            (600.0, 100.0, 300.0)
+        );
+        assert!((a.tasks - 1.0).abs() < 1e-12);
+        assert_eq!(a.user_ns_per_op, None);
+    }
+
+    #[test]
+    fn the_samples_split_the_cpu_time() {
+        let profile = StackProfile {
+            period_ns: 1000,
+            samples: 100,
+            user_samples: 25,
+            probe_samples: 5,
+            lost_stacks: 0,
+            ops: 10,
+            on_cpu_ns_per_op: 0.0,
+            paths: Vec::new(),
+            folded: Vec::new(),
+        };
+        let a = account(&[sample(1, 800, 0, 0)], 800.0, Some(&profile)).unwrap();
+        assert_eq!(a.user_ns_per_op, Some(200.0));
+        assert_eq!(a.probe_ns_per_op, Some(40.0));
+        assert_eq!(a.kernel_ns_per_op, Some(560.0));
+    }
+
+    #[test]
+    fn nothing_seen_is_no_accounting() {
+        assert!(account(&[sample(5, 0, 0, 0)], 100.0, None).is_none());
+    }
+}

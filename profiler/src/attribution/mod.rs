@@ -1,0 +1,13 @@
+//! Where each operation's time goes, by two methods and one accounting. `timing`: exact
+//! enter-to-exit times of syscalls and timed kernel functions (counter deltas into rows).
+//! `stacks`: sampled kernel stacks, each hook's, LSM function's, syscall's and task path's
+//! share of the op's CPU time; it works where trampolines are refused. `accounting`: the
+//! op's time whole, on a CPU (user, kernel, the probes' own) and off it. Rows of both methods
+//! are keyed by the same path names, so they cross-check where both ran.
+mod accounting;
+mod stacks;
+mod timing;
+
+pub use accounting::account;
+pub use stacks::{profile, SampledStacks};
+pub use timing::{attribute, function_kind, syscall_name, Attribution, ProbedSample};

@@ -1,0 +1,470 @@
+//! Sampled attribution: the cpu-clock samples of a workload's tasks, gathered over its probed
+//! samples, become each path's inclusive and self share of the CPU time with a 95% interval
+//! from the counts (Wilson), and ns per op as share x CPU ns per op. A sample inside
+//! hookprof's own measuring programs is the probes' cost and counts for no path; the
+//! injection's programs (`--inject`) are the workload's cost and count where they run.
+use std::collections::{BTreeMap, HashMap};
+
+use crate::{
+    probes::{
+        catalog::{lsm_of, task_path_of},
+        RawSample,
+    },
+    results::{PathKind, SampledPath, StackProfile, FOLDED_LIMIT, OTHER_STACKS, USER_FRAME},
+    stats::wilson_interval,
+};
+
+use super::syscall_name;
+
+/// A stack and the syscall its task was in, as counted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct StackKey {
+    /// Innermost frame first, as the kernel gives them.
+    ips: Vec<u64>,
+    syscall_nr: i32,
+    user: bool,
+}
+
+/// One workload's samples over all its rounds.
+#[derive(Debug, Default)]
+pub struct SampledStacks {
+    counts: HashMap<StackKey, u64>,
+}
+
+impl SampledStacks {
+    pub fn add(&mut self, samples: Vec<RawSample>) {
+        for s in samples {
+            let key = StackKey {
+                ips: s.ips,
+                syscall_nr: s.syscall_nr,
+                user: s.user,
+            };
+            *self.counts.entry(key).or_default() += s.count;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// Every address to name: a caller's return address less one, so a call that ends its
+    /// function is named by the caller and not by the function after it.
+    pub fn addresses(&self) -> Vec<u64> {
+        let mut all: Vec<u64> = self
+            .counts
+            .keys()
+            .flat_map(|k| {
+                k.ips
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &ip)| lookup_address(i, ip))
+            })
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+fn lookup_address(depth: usize, ip: u64) -> u64 {
+    if depth == 0 {
+        ip
+    } else {
+        ip.saturating_sub(1)
+    }
+}
+
+/// hookprof's measuring programs (as their JIT'd symbols end: `bpf_prog_<tag>_<name>`, the
+/// name cut to 15 bytes); `--inject`'s programs are not among them.
+const PROBE_PROGRAMS: &[&str] = &[
+    "sys_enter",
+    "sys_exit",
+    "fork_btf",
+    "exec_btf",
+    "exec_raw",
+    "exit_btf",
+    "exit_raw",
+    "sched_switch",
+    "hook_enter_",
+    "hook_exit_",
+    "empty_",
+];
+/// The kernel's way into any BPF program: a sample here with no program under it was on its
+/// way into (or out of) one of the probes.
+const BPF_DISPATCH: &[&str] = &[
+    "__bpf_trace_",
+    "bpf_trace_run",
+    "__bpf_prog_enter",
+    "__bpf_prog_exit",
+    "bpf_trampoline_",
+];
+
+/// What a sample was doing, by its frames (root first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    User,
+    Probe,
+    Kernel,
+}
+
+fn context(user: bool, frames: &[&str]) -> Context {
+    if user {
+        return Context::User;
+    }
+    let program = frames
+        .iter()
+        .find_map(|f| f.strip_prefix("bpf_prog_").map(program_name));
+    match program {
+        Some(name) if is_probe(name) => Context::Probe,
+        Some(_) => Context::Kernel,
+        None if frames
+            .iter()
+            .any(|f| BPF_DISPATCH.iter().any(|d| f.starts_with(d))) =>
+        {
+            Context::Probe
+        }
+        None => Context::Kernel,
+    }
+}
+
+/// `<tag>_<name>` (the tag is 16 hex digits) to `<name>`.
+fn program_name(tagged: &str) -> &str {
+    tagged.split_once('_').map_or(tagged, |(_, name)| name)
+}
+
+fn is_probe(program: &str) -> bool {
+    PROBE_PROGRAMS.iter().any(|p| {
+        if p.ends_with('_') {
+            program.starts_with(p)
+        } else {
+            program == *p
+        }
+    })
+}
+
+/// The syscall a kernel stack is inside: its task's saved number, trusted only for a stack
+/// that came in through the syscall path (an interrupt or a fault leaves other values there).
+fn syscall_of(syscall_nr: i32, frames: &[&str]) -> Option<String> {
+    let entered = frames
+        .iter()
+        .any(|f| *f == "do_syscall_64" || f.starts_with("entry_SYSCALL"));
+    let nr = usize::try_from(syscall_nr).ok()?;
+    (entered && nr < profiler_common::MAX_SYSCALLS as usize).then(|| syscall_name(nr))
+}
+
+/// The paths one stack counts for, each once, with whether it is the innermost frame.
+fn paths_of(frames: &[&str], syscall: Option<&str>) -> Vec<(PathKey, bool)> {
+    let mut paths: Vec<(PathKey, bool)> = Vec::new();
+    let mut add = |key: PathKey, innermost: bool| match paths.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, own)) => *own |= innermost,
+        None => paths.push((key, innermost)),
+    };
+    let leaf = frames.len().saturating_sub(1);
+    if let Some(name) = syscall {
+        let own = frames.last().is_some_and(|f| is_syscall_function(f, name));
+        add(PathKey::new(PathKind::Syscall, name, None, None), own);
+    }
+    for (i, frame) in frames.iter().enumerate() {
+        if frame.starts_with("security_") {
+            add(PathKey::new(PathKind::Hook, frame, None, None), i == leaf);
+            if let Some(callee) = frames.get(i + 1) {
+                if let Some(lsm) = lsm_of(callee) {
+                    let key = PathKey::new(PathKind::Lsm, callee, Some(frame), Some(lsm));
+                    add(key, i + 1 == leaf);
+                }
+            }
+        } else if let Some(parent) = task_path_of(frame) {
+            add(
+                PathKey::new(PathKind::TaskPath, frame, parent, None),
+                i == leaf,
+            );
+        }
+    }
+    paths
+}
+
+fn is_syscall_function(frame: &str, syscall: &str) -> bool {
+    ["__x64_sys_", "__do_sys_", "__se_sys_"]
+        .iter()
+        .any(|p| frame.strip_prefix(p) == Some(syscall))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct PathKey {
+    kind: PathKind,
+    name: String,
+    parent: Option<String>,
+    lsm: Option<String>,
+}
+
+impl PathKey {
+    fn new(kind: PathKind, name: &str, parent: Option<&str>, lsm: Option<&str>) -> PathKey {
+        PathKey {
+            kind,
+            name: name.into(),
+            parent: parent.map(String::from),
+            lsm: lsm.map(String::from),
+        }
+    }
+}
+
+/// The profile of `stacks`, their addresses named by `names`; `period_ns` of CPU time per
+/// sample, `ops` ops over all copies. `on_cpu_ns_per_op`: the exact CPU time per op where
+/// sched_switch was probed (else samples x period stand for it).
+pub fn profile(
+    stacks: &SampledStacks,
+    names: &HashMap<u64, String>,
+    period_ns: u64,
+    ops: u64,
+    on_cpu_ns_per_op: Option<f64>,
+) -> StackProfile {
+    let total = stacks.total();
+    let on_cpu_ns_per_op =
+        on_cpu_ns_per_op.unwrap_or_else(|| total as f64 * period_ns as f64 / ops.max(1) as f64);
+    let mut user_samples = 0;
+    let mut probe_samples = 0;
+    let mut lost_stacks = 0;
+    let mut tallies: BTreeMap<PathKey, (u64, u64)> = BTreeMap::new();
+    let mut folded: HashMap<String, u64> = HashMap::new();
+    for (key, &count) in &stacks.counts {
+        let frames: Vec<&str> = key
+            .ips
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, &ip)| {
+                names
+                    .get(&lookup_address(i, ip))
+                    .map_or("[unknown]", String::as_str)
+            })
+            .collect();
+        let line = match (key.user, frames.is_empty()) {
+            (true, _) => USER_FRAME.to_string(),
+            (false, true) => "[lost stack]".to_string(),
+            (false, false) => frames.join(";"),
+        };
+        *folded.entry(line).or_default() += count;
+        match context(key.user, &frames) {
+            Context::User => user_samples += count,
+            Context::Probe => probe_samples += count,
+            Context::Kernel => {
+                if frames.is_empty() {
+                    lost_stacks += count;
+                }
+                let syscall = syscall_of(key.syscall_nr, &frames);
+                for (path, own) in paths_of(&frames, syscall.as_deref()) {
+                    let t = tallies.entry(path).or_default();
+                    t.0 += count;
+                    if own {
+                        t.1 += count;
+                    }
+                }
+            }
+        }
+    }
+    let share = |n: u64| n as f64 / total.max(1) as f64;
+    let paths = tallies
+        .into_iter()
+        .map(|(key, (inclusive, own))| {
+            let (low, high) = wilson_interval(inclusive, total);
+            SampledPath {
+                kind: key.kind,
+                name: key.name,
+                parent: key.parent,
+                lsm: key.lsm,
+                inclusive_samples: inclusive,
+                self_samples: own,
+                inclusive_share: share(inclusive),
+                share_low: low,
+                share_high: high,
+                self_share: share(own),
+                ns_per_op: share(inclusive) * on_cpu_ns_per_op,
+                ns_per_op_low: low * on_cpu_ns_per_op,
+                ns_per_op_high: high * on_cpu_ns_per_op,
+            }
+        })
+        .collect();
+    StackProfile {
+        period_ns,
+        samples: total,
+        user_samples,
+        probe_samples,
+        lost_stacks,
+        ops,
+        on_cpu_ns_per_op,
+        paths,
+        folded: bounded(folded),
+    }
+}
+
+/// The folded stacks, most sampled first, the ones past `FOLDED_LIMIT` summed into one line.
+fn bounded(folded: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut lines: Vec<(String, u64)> = folded.into_iter().collect();
+    lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if lines.len() > FOLDED_LIMIT {
+        let rest: u64 = lines.drain(FOLDED_LIMIT - 1..).map(|(_, n)| n).sum();
+        lines.push((OTHER_STACKS.to_string(), rest));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Addresses 1, 2, 3, ... named by `frames` (root first), one stack.
+    fn stack(frames: &[&str], nr: i32, count: u64, names: &mut HashMap<u64, String>) -> RawSample {
+        let base = names.len() as u64 * 0x100 + 0x1000;
+        let ips: Vec<u64> = (0..frames.len() as u64)
+            .map(|i| base + i * 0x10 + 1)
+            .collect();
+        // Innermost first, as the kernel gives them.
+        let ips: Vec<u64> = ips.into_iter().rev().collect();
+        for (depth, (ip, name)) in ips.iter().zip(frames.iter().rev()).enumerate() {
+            names.insert(lookup_address(depth, *ip), name.to_string());
+        }
+        RawSample {
+            ips,
+            syscall_nr: nr,
+            user: false,
+            count,
+        }
+    }
+
+    fn path<'a>(p: &'a StackProfile, name: &str) -> &'a SampledPath {
+        p.paths.iter().find(|r| r.name == name).expect(name)
+    }
+
+    #[test]
+    fn hooks_lsm_functions_and_syscalls_get_inclusive_and_self_shares() {
+        let mut names = HashMap::new();
+        let entry = ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_openat"];
+        let open = |tail: &[&'static str]| [&entry[..], tail].concat();
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            stack(
+                &open(&["security_file_open", "hook_file_open"]),
+                257,
+                30,
+                &mut names,
+            ),
+            stack(&open(&["security_file_open"]), 257, 10, &mut names),
+            stack(&open(&["do_filp_open"]), 257, 40, &mut names),
+            RawSample {
+                ips: Vec::new(),
+                syscall_nr: -1,
+                user: true,
+                count: 20,
+            },
+        ]);
+        let p = profile(&s, &names, 1000, 100, Some(2000.0));
+        assert_eq!((p.samples, p.user_samples, p.probe_samples), (100, 20, 0));
+        let hook = path(&p, "security_file_open");
+        assert_eq!((hook.inclusive_samples, hook.self_samples), (40, 10));
+        assert!((hook.inclusive_share - 0.4).abs() < 1e-12);
+        assert!((hook.ns_per_op - 800.0).abs() < 1e-9);
+        assert!(hook.share_low < 0.4 && hook.share_high > 0.4);
+        let lsm = path(&p, "hook_file_open");
+        assert_eq!(lsm.kind, PathKind::Lsm);
+        assert_eq!(lsm.lsm.as_deref(), Some("landlock"));
+        assert_eq!(lsm.parent.as_deref(), Some("security_file_open"));
+        assert_eq!((lsm.inclusive_samples, lsm.self_samples), (30, 30));
+        let openat = path(&p, "openat");
+        assert_eq!(
+            (openat.kind, openat.inclusive_samples),
+            (PathKind::Syscall, 80)
+        );
+        // The user line and the three kernel stacks, most sampled first.
+        assert_eq!(p.folded.len(), 4);
+        assert_eq!(p.folded[0].1, 40);
+        assert!(p.folded[0].0.starts_with("entry_SYSCALL_64;do_syscall_64;"));
+    }
+
+    #[test]
+    fn the_probes_own_programs_count_for_no_path_but_an_injection_counts_for_its_syscall() {
+        let mut names = HashMap::new();
+        let exit = ["entry_SYSCALL_64", "do_syscall_64", "syscall_exit_work"];
+        let via =
+            |prog: &'static str| [&exit[..], &["trace_sys_exit", "bpf_trace_run2", prog]].concat();
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            stack(
+                &via("bpf_prog_0123456789abcdef_sys_exit"),
+                110,
+                5,
+                &mut names,
+            ),
+            stack(
+                &via("bpf_prog_0123456789abcdef_inject_sys_exit"),
+                110,
+                50,
+                &mut names,
+            ),
+            // On its way into a program: the probes' dispatch.
+            stack(
+                &[&exit[..], &["trace_sys_exit", "bpf_trace_run2"]].concat(),
+                110,
+                3,
+                &mut names,
+            ),
+        ]);
+        let p = profile(&s, &names, 1000, 10, None);
+        assert_eq!(p.probe_samples, 8);
+        assert_eq!(path(&p, "getppid").inclusive_samples, 50);
+        // Without sched_switch, CPU time per op is samples x period.
+        assert!((p.on_cpu_ns_per_op - 5800.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_fault_s_stack_is_not_taken_for_the_syscall_its_register_still_holds() {
+        let mut names = HashMap::new();
+        let mut s = SampledStacks::default();
+        s.add(vec![stack(
+            &["asm_exc_page_fault", "exc_page_fault", "handle_mm_fault"],
+            0,
+            4,
+            &mut names,
+        )]);
+        let p = profile(&s, &names, 1000, 1, None);
+        assert!(p.paths.is_empty(), "{:?}", p.paths);
+    }
+
+    #[test]
+    fn task_paths_and_their_steps_are_found_by_name() {
+        let mut names = HashMap::new();
+        let fork = [
+            "entry_SYSCALL_64",
+            "do_syscall_64",
+            "__x64_sys_clone",
+            "kernel_clone",
+        ];
+        let mut s = SampledStacks::default();
+        s.add(vec![stack(
+            &[&fork[..], &["copy_process", "copy_mm"]].concat(),
+            56,
+            9,
+            &mut names,
+        )]);
+        let p = profile(&s, &names, 1000, 1, None);
+        assert_eq!(path(&p, "copy_process").inclusive_samples, 9);
+        let step = path(&p, "copy_mm");
+        assert_eq!(
+            (step.parent.as_deref(), step.self_samples),
+            (Some("copy_process"), 9)
+        );
+        assert_eq!(path(&p, "clone").kind, PathKind::Syscall);
+    }
+
+    #[test]
+    fn folded_stacks_past_the_limit_are_summed_into_one_line() {
+        let folded: HashMap<String, u64> = (0..FOLDED_LIMIT as u64 + 10)
+            .map(|i| (format!("f{i}"), i + 1))
+            .collect();
+        let total: u64 = folded.values().sum();
+        let lines = bounded(folded);
+        assert_eq!(lines.len(), FOLDED_LIMIT);
+        assert_eq!(lines.last().unwrap().0, OTHER_STACKS);
+        assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), total);
+        assert_eq!(lines[0].1, FOLDED_LIMIT as u64 + 10);
+    }
+}

@@ -1,0 +1,128 @@
+//! Kernel addresses to function names, from /proc/kallsyms (core kernel, modules, and JIT'd
+//! BPF programs as `bpf_prog_<tag>_<name>`). The file is read once per call, streaming, and
+//! only the symbols that answer one of the addresses asked are kept, so resolving a workload's
+//! stacks costs memory in proportion to its addresses, not to the kernel's ~200,000 symbols.
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader, Read},
+};
+
+use anyhow::{Context, Result};
+
+pub const KALLSYMS: &str = "/proc/kallsyms";
+
+/// Names every address in `addresses` (function text symbols only); an address no symbol
+/// covers, or one past every symbol, is named by its hex value.
+pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, String>> {
+    let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
+    let names = resolve_from(BufReader::new(file), addresses)?;
+    anyhow::ensure!(
+        addresses.is_empty() || names.values().any(|n| !n.starts_with("0x")),
+        "{KALLSYMS} lists no addresses (kptr_restrict hides them from this user): run as root"
+    );
+    Ok(names)
+}
+
+/// `resolve` over any kallsyms text. For each address the answer is the text symbol with the
+/// greatest start at or below it. One pass: a symbol at `start` is a candidate only for the
+/// first asked address at or after it; the best candidate of every address at or before an
+/// address is then its answer (a running maximum over the sorted addresses).
+pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, String>> {
+    let mut asked: Vec<u64> = addresses.to_vec();
+    asked.sort_unstable();
+    asked.dedup();
+    let mut best: Vec<Option<(u64, String)>> = vec![None; asked.len()];
+    let mut reader = BufReader::new(text);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).context("read kallsyms")? == 0 {
+            break;
+        }
+        let mut fields = line.split_whitespace();
+        let (Some(address), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if !matches!(kind, "t" | "T") {
+            continue;
+        }
+        let Ok(start) = u64::from_str_radix(address, 16) else {
+            continue;
+        };
+        let first_at_or_after = asked.partition_point(|&a| a < start);
+        if let Some(slot) = best.get_mut(first_at_or_after) {
+            if slot.as_ref().is_none_or(|(s, _)| start > *s) {
+                *slot = Some((start, name.to_string()));
+            }
+        }
+    }
+    let mut names = HashMap::with_capacity(asked.len());
+    let mut running: Option<(u64, String)> = None;
+    for (address, candidate) in asked.into_iter().zip(best) {
+        if let Some(c) = candidate {
+            if running.as_ref().is_none_or(|(s, _)| c.0 > *s) {
+                running = Some(c);
+            }
+        }
+        let name = match &running {
+            Some((_, name)) => name.clone(),
+            None => format!("{address:#x}"),
+        };
+        names.insert(address, name);
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+ffffffff81000000 T _stext
+ffffffff81001000 t do_syscall_64
+ffffffff81002000 D some_data
+ffffffff81003000 T security_file_open
+ffffffffc0001000 t hook_file_open\t[landlock]
+ffffffff81002800 t apparmor_file_open
+";
+
+    #[test]
+    fn each_address_takes_the_text_symbol_that_starts_at_or_below_it() {
+        let names = resolve_from(
+            TEXT.as_bytes(),
+            &[
+                0xffffffff81001010,
+                0xffffffff81002100, // past some_data, which is not text
+                0xffffffff81002900, // a symbol listed out of address order
+                0xffffffff81003000,
+                0xffffffffc0001004,
+                0x1000, // below every symbol
+            ],
+        )
+        .unwrap();
+        assert_eq!(names[&0xffffffff81001010], "do_syscall_64");
+        assert_eq!(names[&0xffffffff81002100], "do_syscall_64");
+        assert_eq!(names[&0xffffffff81002900], "apparmor_file_open");
+        assert_eq!(names[&0xffffffff81003000], "security_file_open");
+        assert_eq!(names[&0xffffffffc0001004], "hook_file_open");
+        assert_eq!(names[&0x1000], "0x1000");
+    }
+
+    #[test]
+    fn the_running_kernel_names_its_own_syscall_entry() {
+        // Root reads real addresses; others see zeros and are told so.
+        let Some(line) = std::fs::read_to_string(KALLSYMS).ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.ends_with(" do_syscall_64"))
+                .map(String::from)
+        }) else {
+            return;
+        };
+        let address = u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap();
+        match resolve(&[address + 1]) {
+            Ok(names) => assert_eq!(names[&(address + 1)], "do_syscall_64"),
+            Err(e) => assert!(e.to_string().contains("kptr_restrict"), "{e}"),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Sampled kernel stacks: the `cpu_sample` program on the software cpu-clock event, one
+//! perf event (and one link) per online CPU, each sample counted in the kernel under its stack
+//! and syscall. After every probed sample, with the programs detached, `take_samples` reads
+//! the counts and the stacks and empties both maps, so the stack map never fills over a run.
+use anyhow::{Context, Result};
+use aya::{
+    maps::{Map, MapData, PerCpuHashMap, StackTraceMap},
+    programs::{
+        links::FdLink,
+        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
+        PerfEvent, ProgramError,
+    },
+};
+use profiler_common::SampleKey;
+
+use super::{Kind, Probes};
+
+/// The sampling program's name in the object.
+pub(super) const PROGRAM: &str = "cpu_sample";
+
+/// One kind of sample since the last read: its kernel stack (innermost frame first; empty
+/// for a user-mode sample or a lost stack), the syscall its task was in, and how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSample {
+    pub ips: Vec<u64>,
+    /// The task's saved syscall number (-1 outside one); meaningful only for stacks that
+    /// came in through the syscall path.
+    pub syscall_nr: i32,
+    pub user: bool,
+    pub count: u64,
+}
+
+impl Probes {
+    /// Loads the sampling program and plans one attachment per online CPU.
+    pub(super) fn load_stacks(&mut self) -> bool {
+        let loaded = (|| -> Result<(), ProgramError> {
+            let p: &mut PerfEvent = self
+                .ebpf
+                .program_mut(PROGRAM)
+                .ok_or(ProgramError::NotLoaded)?
+                .try_into()?;
+            p.load()
+        })();
+        if !self.record(PROGRAM, Kind::PerfEvent, "cpu-clock", loaded) {
+            return false;
+        }
+        // The recorded attachment stands for CPU 0; the others follow it.
+        let cpus = aya::util::online_cpus().unwrap_or_else(|_| vec![0]);
+        let first = self.attachments.pop().expect("just recorded");
+        for cpu in cpus {
+            self.attachments.push(super::Attachment {
+                target: format!("cpu-clock/cpu{cpu}"),
+                program: first.program.clone(),
+                kind: Kind::PerfEvent,
+                link: None,
+            });
+        }
+        true
+    }
+
+    /// The sampling period in ns, when the sampling program is loaded.
+    pub fn sample_period_ns(&self) -> Option<u64> {
+        self.attachments
+            .iter()
+            .any(|a| a.kind == Kind::PerfEvent)
+            .then_some(self.sample_period_ns)
+    }
+
+    /// The samples counted since the last call, and both maps emptied. Call it with the
+    /// programs detached: a sample counted meanwhile could lose its stack.
+    pub fn take_samples(&mut self) -> Result<Vec<RawSample>> {
+        if self.sample_period_ns().is_none() {
+            return Ok(Vec::new());
+        }
+        let (counts, stacks) = self.sample_maps()?;
+        let mut counts: PerCpuHashMap<&mut MapData, SampleKey, u64> =
+            PerCpuHashMap::try_from(counts)?;
+        let mut stacks: StackTraceMap<&mut MapData> = StackTraceMap::try_from(stacks)?;
+
+        let keys: Vec<SampleKey> = counts.keys().collect::<Result<_, _>>()?;
+        let mut samples = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let count: u64 = counts.get(key, 0)?.iter().sum();
+            // Every stack is read before any is removed; one the map lost reads as none.
+            let ips = u32::try_from(key.stack_id)
+                .ok()
+                .and_then(|id| stacks.get(&id, 0).ok())
+                .map(|trace| trace.frames().iter().map(|f| f.ip).collect())
+                .unwrap_or_default();
+            samples.push(RawSample {
+                ips,
+                syscall_nr: key.syscall_nr,
+                user: key.user != 0,
+                count,
+            });
+        }
+        for key in &keys {
+            counts.remove(key).context("empty the sample counts")?;
+        }
+        let ids: Vec<u32> = stacks.stack_ids().collect::<Result<_, _>>()?;
+        for id in ids {
+            stacks.remove(&id).context("empty the stack map")?;
+        }
+        Ok(samples)
+    }
+
+    /// The sample counts and the stack map, borrowed together.
+    fn sample_maps(&mut self) -> Result<(&mut Map, &mut Map)> {
+        let mut counts = None;
+        let mut stacks = None;
+        for (name, map) in self.ebpf.maps_mut() {
+            match name {
+                "SAMPLES" => counts = Some(map),
+                "STACKS" => stacks = Some(map),
+                _ => {}
+            }
+        }
+        Ok((
+            counts.context("no SAMPLES map")?,
+            stacks.context("no STACKS map")?,
+        ))
+    }
+}
+
+/// Attaches the sampling program to CPU `cpu`'s cpu-clock, one sample every `period_ns` of
+/// CPU time; the returned link owns the perf event.
+pub(super) fn attach_cpu_clock(
+    program: &mut aya::programs::Program,
+    target: &str,
+    period_ns: u64,
+) -> Result<FdLink, ProgramError> {
+    let cpu = target
+        .strip_prefix("cpu-clock/cpu")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let p: &mut PerfEvent = program.try_into()?;
+    let id = p.attach(
+        PerfEventConfig::Software(SoftwareEvent::CpuClock),
+        PerfEventScope::AllProcessesOneCpu { cpu },
+        SamplePolicy::Period(period_ns),
+        false,
+    )?;
+    p.take_link(id)?
+        .try_into()
+        .map_err(|_| ProgramError::UnexpectedProgramType)
+}

@@ -1,0 +1,93 @@
+//! The results' sampled side: where a workload's CPU time went by sampled kernel stacks
+//! (`StackProfile`), and how an op's time divides between CPU and waiting (`Accounting`).
+//! Both come from the probed samples; each figure names the method behind it.
+use serde::{Deserialize, Serialize};
+
+use super::PathKind;
+
+/// cpu-clock samples of the workload's tasks over its probed samples, with the paths they
+/// fell in. A share is a ratio inside one run, so machine-speed drift cancels in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackProfile {
+    /// The sampling period, ns of CPU time per sample (the software cpu-clock event).
+    pub period_ns: u64,
+    /// Samples that interrupted the workload's tasks, in user and kernel mode.
+    pub samples: u64,
+    /// Of those, samples in user mode.
+    pub user_samples: u64,
+    /// Of those, samples inside hookprof's own measuring programs (the probes' cost).
+    pub probe_samples: u64,
+    /// Kernel-mode samples whose stack the kernel could not keep (counted, without frames).
+    #[serde(default)]
+    pub lost_stacks: u64,
+    /// Ops the probed samples ran, over all copies.
+    pub ops: u64,
+    /// CPU ns per op behind the shares: the sched_switch accounting's when it ran, else
+    /// samples times the period.
+    pub on_cpu_ns_per_op: f64,
+    /// Each hook, LSM function, syscall and task path the samples fell in.
+    pub paths: Vec<SampledPath>,
+    /// Folded stacks (root first, frames joined by ';') with their sample counts, most
+    /// sampled first; past `FOLDED_LIMIT` stacks the rest are one `[other stacks]` line.
+    #[serde(default)]
+    pub folded: Vec<(String, u64)>,
+}
+
+/// Folded stacks a workload keeps in its results (the rest are summed into one line).
+pub const FOLDED_LIMIT: usize = 400;
+/// The folded line that sums the stacks past the limit.
+pub const OTHER_STACKS: &str = "[other stacks]";
+/// The frame of a user-mode sample (user stacks are not walked).
+pub const USER_FRAME: &str = "[user]";
+
+/// One path's share of the workload's CPU samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampledPath {
+    pub kind: PathKind,
+    pub name: String,
+    /// The hook an LSM function ran under, or the task path a step ran under.
+    #[serde(default)]
+    pub parent: Option<String>,
+    #[serde(default)]
+    pub lsm: Option<String>,
+    /// Samples with the path anywhere on the stack, and with it as the innermost frame.
+    pub inclusive_samples: u64,
+    pub self_samples: u64,
+    /// inclusive_samples / samples, with its 95% interval (Wilson score).
+    pub inclusive_share: f64,
+    pub share_low: f64,
+    pub share_high: f64,
+    pub self_share: f64,
+    /// inclusive_share x the CPU ns per op, with the interval's ends likewise.
+    pub ns_per_op: f64,
+    pub ns_per_op_low: f64,
+    pub ns_per_op_high: f64,
+}
+
+/// An op's time, whole: on a CPU (user, kernel, the probes' own) and off it (runnable but
+/// waiting for a CPU, or blocked), summed over the op's tasks (sched_switch). With one task
+/// these add up to the op's probed time; with several, `tasks` says how many were busy or
+/// waiting at once on average, and CPU time per op stands beside wall time per op.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accounting {
+    /// The probed op's wall time (mean over the probed samples, per copy).
+    pub wall_ns_per_op: f64,
+    pub on_cpu_ns_per_op: f64,
+    pub off_cpu_runnable_ns_per_op: f64,
+    pub off_cpu_blocked_ns_per_op: f64,
+    /// The CPU time's split by sampled stacks (None without samples).
+    #[serde(default)]
+    pub user_ns_per_op: Option<f64>,
+    #[serde(default)]
+    pub kernel_ns_per_op: Option<f64>,
+    #[serde(default)]
+    pub probe_ns_per_op: Option<f64>,
+    /// (on + off CPU) / wall: 1 for a single task that was there all along.
+    pub tasks: f64,
+}
+
+impl Accounting {
+    pub fn off_cpu_ns_per_op(&self) -> f64 {
+        self.off_cpu_runnable_ns_per_op + self.off_cpu_blocked_ns_per_op
+    }
+}
