@@ -202,6 +202,48 @@ fn an_injected_syscall_is_attributed_to_its_own_row_only() {
     }
 }
 
+/// Ground truth for the sampled attribution, where no trampoline can time a hook: the CPU
+/// time an injected getppid wait adds to each op is found in getppid's sampled row (its
+/// busy-wait runs in a BPF program on the way out of the syscall, so the samples that land in
+/// it must be told from the probes' own programs and given to the syscall).
+#[test]
+fn an_injected_wait_s_cpu_time_is_found_in_its_syscall_s_sampled_row() {
+    require_root();
+    let _serial = one_at_a_time();
+    let args = [
+        "--workloads",
+        "null_call",
+        "--rounds",
+        "2",
+        "--samples",
+        "4",
+        "--min-sample-ms",
+        "30",
+    ];
+    let (_run, base, injected) = run_versus(&args, "getppid=0", &format!("getppid={NS}"));
+    injection(&injected, "getppid", NS);
+    let sampled = |r: &Results| {
+        let w = workload(r, "null_call");
+        let a = w.accounting.clone().expect("accounting");
+        let p = w.profile.as_ref().expect("sampled profile");
+        let getppid = p
+            .paths
+            .iter()
+            .find(|r| r.name == "getppid")
+            .expect("getppid sampled");
+        (a.on_cpu_ns_per_op, getppid.ns_per_op)
+    };
+    let ((base_cpu, base_row), (cpu, getppid_row)) = (sampled(&base), sampled(&injected));
+    let added = cpu - base_cpu;
+    assert_ratio("the CPU time added per op", added, NS as f64, (0.9, 1.5));
+    assert_ratio(
+        "getppid's sampled row's share of it",
+        getppid_row - base_row,
+        added,
+        (0.85, 1.1),
+    );
+}
+
 /// A process outside the run making the same syscall meanwhile is not made to wait: its own
 /// getppid loop, timed in thread CPU time batch by batch, stays far below the injected cost.
 #[test]

@@ -1,0 +1,171 @@
+//! Sampled kernel stacks and the on/off-CPU accounting on the running kernel, which refuses
+//! BPF trampolines: the hooks and LSM functions no fentry can time here are found in the
+//! tracked tasks' sampled stacks, and each op's parts add up to its time.
+use hookprof::results::{PathKind, Results, SampledPath, StackProfile, WorkloadResult};
+use hookprof_tests::{one_at_a_time, require_root, row, run_to_results, workload};
+
+/// Enough probed time for a few thousand samples at the default rate.
+const LONG_SAMPLES: [&str; 4] = ["--samples", "4", "--min-sample-ms", "60"];
+
+fn profile(w: &WorkloadResult) -> &StackProfile {
+    w.profile
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}: no sampled profile; notes: {:?}", w.name, w.notes))
+}
+
+fn path<'a>(p: &'a StackProfile, name: &str) -> Option<&'a SampledPath> {
+    p.paths.iter().find(|r| r.name == name)
+}
+
+#[test]
+fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() {
+    require_root();
+    let _serial = one_at_a_time();
+    let r = run_to_results(&[&["--workloads", "open_close"][..], &LONG_SAMPLES].concat());
+    assert!(
+        r.probes.attached.iter().any(|a| a.kind == "perf_event"),
+        "the sampling program did not attach: {:?}",
+        r.probes
+    );
+    let p = profile(workload(&r, "open_close"));
+    assert!(p.samples > 500, "only {} samples", p.samples);
+    let hooks: Vec<&SampledPath> = p
+        .paths
+        .iter()
+        .filter(|r| r.kind == PathKind::Hook)
+        .collect();
+    for hook in [
+        "security_file_open",
+        "security_file_alloc",
+        "security_file_free",
+    ] {
+        let h = path(p, hook).unwrap_or_else(|| panic!("{hook} not sampled; hooks: {hooks:?}"));
+        assert!(h.inclusive_samples > 0 && h.inclusive_share > 0.0, "{h:?}");
+        assert!(
+            h.share_low <= h.inclusive_share && h.inclusive_share <= h.share_high,
+            "{h:?}"
+        );
+        assert!(h.self_samples <= h.inclusive_samples, "{h:?}");
+    }
+    // Every LSM function sits under the hook it ran in, named for an active LSM.
+    let lsms: Vec<&SampledPath> = p.paths.iter().filter(|r| r.kind == PathKind::Lsm).collect();
+    assert!(!lsms.is_empty(), "no LSM function sampled: {:?}", p.paths);
+    for l in &lsms {
+        let (parent, lsm) = (l.parent.as_deref(), l.lsm.as_deref());
+        assert!(parent.is_some_and(|h| h.starts_with("security_")), "{l:?}");
+        assert!(
+            lsm.is_some_and(|name| r.environment.active_lsms.iter().any(|a| a == name)),
+            "{l:?} is not of an active LSM ({:?})",
+            r.environment.active_lsms
+        );
+        let hook = path(p, parent.unwrap()).expect("its hook is a row too");
+        assert!(
+            l.inclusive_samples <= hook.inclusive_samples,
+            "{l:?} > {hook:?}"
+        );
+    }
+    // The syscalls carry the hooks: openat holds security_file_open's samples.
+    let openat = path(p, "openat").expect("openat sampled");
+    assert!(openat.inclusive_samples >= path(p, "security_file_open").unwrap().inclusive_samples);
+    // The folded stacks hold every sample.
+    assert_eq!(p.folded.iter().map(|(_, n)| n).sum::<u64>(), p.samples);
+    assert!(p
+        .folded
+        .iter()
+        .any(|(s, _)| s.contains(";security_file_open")));
+}
+
+/// Per op: CPU time and time switched out make up the op's wall time for one task; the
+/// samples (x the period) and sched_switch agree on the CPU time; the syscall rows' CPU time
+/// fits inside it, however many tasks share the op.
+#[test]
+fn each_op_s_parts_add_up_to_its_time() {
+    require_root();
+    let _serial = one_at_a_time();
+    let r = run_to_results(
+        &[
+            &[
+                "--workloads",
+                "null_call,open_close,ctx_2p_0k,exec_proc,lat_pipe",
+            ][..],
+            &LONG_SAMPLES,
+        ]
+        .concat(),
+    );
+    for w in &r.workloads {
+        let a = w
+            .accounting
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no accounting", w.name));
+        let p = profile(w);
+        let sampled_cpu = p.samples as f64 * p.period_ns as f64 / p.ops as f64;
+        let ratio = sampled_cpu / a.on_cpu_ns_per_op;
+        eprintln!(
+            "{}: wall {:.0} on {:.0} off {:.0} tasks {:.2}; sampled CPU {sampled_cpu:.0} ({ratio:.3}x)",
+            w.name,
+            a.wall_ns_per_op,
+            a.on_cpu_ns_per_op,
+            a.off_cpu_ns_per_op(),
+            a.tasks
+        );
+        assert!(
+            (0.8..1.25).contains(&ratio),
+            "{}: samples x period give {sampled_cpu:.0} ns/op of CPU, sched_switch {:.0}",
+            w.name,
+            a.on_cpu_ns_per_op
+        );
+        let syscalls_cpu: f64 = w
+            .attribution
+            .iter()
+            .filter(|r| r.kind == PathKind::Syscall)
+            .map(|r| r.ns_per_op)
+            .sum();
+        assert!(
+            syscalls_cpu <= a.on_cpu_ns_per_op * 1.05,
+            "{}: the syscalls' CPU time {syscalls_cpu:.0} ns/op exceeds the op's {:.0}",
+            w.name,
+            a.on_cpu_ns_per_op
+        );
+        let split =
+            a.user_ns_per_op.unwrap() + a.kernel_ns_per_op.unwrap() + a.probe_ns_per_op.unwrap();
+        assert!((split - a.on_cpu_ns_per_op).abs() < 1e-6 * a.on_cpu_ns_per_op.max(1.0));
+    }
+    for single in ["null_call", "open_close"] {
+        let a = workload(&r, single).accounting.clone().unwrap();
+        assert!(
+            (0.95..1.05).contains(&a.tasks),
+            "{single}: on {:.0} + off {:.0} ns/op against a wall time of {:.0}",
+            a.on_cpu_ns_per_op,
+            a.off_cpu_ns_per_op(),
+            a.wall_ns_per_op
+        );
+    }
+    // A pipe's reader waits blocked for its writer: that wait is read's, and not its cost.
+    let pipe = workload(&r, "lat_pipe");
+    let read = row(pipe, "read");
+    let wait = read.off_cpu_ns_per_op.expect("read's wait measured");
+    assert!(
+        wait > read.ns_per_op,
+        "read: CPU {} ns/op, wait {wait}",
+        read.ns_per_op
+    );
+}
+
+#[test]
+fn without_the_stacks_probe_there_is_no_profile_and_the_rest_still_runs() {
+    require_root();
+    let _serial = one_at_a_time();
+    let r: Results = run_to_results(&[
+        "--workloads",
+        "null_call",
+        "--samples",
+        "2",
+        "--probes",
+        "syscalls,sched",
+    ]);
+    let w = workload(&r, "null_call");
+    assert!(w.profile.is_none());
+    assert!(w.accounting.is_some());
+    assert!(!r.probes.attached.iter().any(|a| a.kind == "perf_event"));
+    row(w, "getppid");
+}
