@@ -95,35 +95,63 @@ pub(crate) fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
     })
 }
 
-/// The op time outside the top-level probed paths: the same figure in every format, negative
-/// when the probed paths (which carry the probes' own cost) take more than the clean op.
+/// The op time outside the top-level probed paths: the same figure in every format. Where
+/// sched_switch measured the probed op's CPU time (over all its tasks), that is the whole the
+/// rows (CPU time too) are taken from, so the residual is user time and the probes' cost
+/// outside the timed spans, never below zero but for noise; without it, the clean op is the
+/// whole, and the residual is negative when the probed paths (which carry the probes' own
+/// cost, and a blocking call's wait) take more than it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Residual {
     pub level: Level,
     pub ns: f64,
     pub op_ns: f64,
+    /// The whole is the probed op's CPU time, not the clean op.
+    pub of_cpu_time: bool,
 }
 
 impl Residual {
     pub fn of(w: &WorkloadResult, clean_mean: f64) -> Option<Residual> {
+        if let Some(a) = &w.accounting {
+            let mut r = Residual::of_rows(a.on_cpu_ns_per_op, &w.attribution)?;
+            r.of_cpu_time = true;
+            return Some(r);
+        }
         Residual::of_rows(clean_op_ns(w, clean_mean)?, &w.attribution)
     }
 
     pub fn of_rows(op_ns: f64, rows: &[AttributionRow]) -> Option<Residual> {
         let (level, ns) = rows::residual_ns(op_ns, rows)?;
-        Some(Residual { level, ns, op_ns })
+        Some(Residual {
+            level,
+            ns,
+            op_ns,
+            of_cpu_time: false,
+        })
     }
 
     /// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks`, and why a
     /// negative one is negative.
     pub fn sentence(&self) -> String {
+        let whole = if self.of_cpu_time {
+            "of the probed op's CPU time"
+        } else {
+            "of the clean op"
+        };
         let mut s = format!(
-            "Residual: {} ns/op ({:.1}% of the clean op) {}",
+            "Residual: {} ns/op ({:.1}% {whole}) {}",
             num(self.ns),
             self.ns / self.op_ns * 100.0,
             self.level.describe()
         );
-        if self.ns < 0.0 {
+        if self.of_cpu_time {
+            s.push_str(" (user time, and the probes' cost outside the spans they time)");
+            if self.ns < -0.05 * self.op_ns {
+                s.push_str(
+                    ": below zero, the timed paths took more CPU time than sched_switch saw                      (a task switched on and off between the two clock reads of a path)",
+                );
+            }
+        } else if self.ns < 0.0 {
             s.push_str(
                 ": the probed paths take more than the clean op (their times include the \
                  probes' own cost)",
