@@ -21,6 +21,10 @@
 #   raw     inclusive_share (as hookprof prints it)
 #   -probe  inclusive_samples / (samples - probe_samples)
 #   -p-lost inclusive_samples / (samples - probe_samples - lost_stacks)
+#   -tp     inclusive_samples / (samples - lost_stacks - every sample whose stack passes through
+#           syscall_trace_enter or syscall_exit_work, from `folded`): those functions run only
+#           because a syscall tracepoint is attached (hookprof's), and their own and their
+#           tracepoint glue's samples are not all in probe_samples
 # each with hookprof's 95% interval scaled the same way, and whether it agrees with perf:
 # "yes" when |hookprof - perf| <= 0.3 percentage points or <= 20% of perf's share.
 #
@@ -31,6 +35,7 @@
 #        200000), MIN_SHARE (percent, 1.0), PATTERN (symbols compared, a Python regex, default
 #        '^(security_|hook_|bpf_lsm_|cap_)'), WORK (scratch dir, /tmp/perf-compare), PIN (a CPU:
 #        taskset both tools' commands to it, and `stat --pin` it; unset = no pinning).
+# SKIP_RUN=1 re-prints the tables from WORK's files of an earlier run.
 # Prints, per repetition, a table of every security_* hook and LSM function with >= MIN_SHARE %
 # in either tool, then a summary over the repetitions (per symbol: the range of perf's share, of
 # hookprof's raw and -probe shares, and in how many repetitions each agreed).
@@ -89,6 +94,7 @@ echo "perf-compare: hookprof $HOOKPROF (stat --probes tasks,stacks --sample-hz $
 echo "perf-compare: kernel $(uname -r), perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid), LSMs $(cat /sys/kernel/security/lsm 2>/dev/null || echo '?')"
 
 for rep in $(seq 1 "$REPS"); do
+    [ -z "${SKIP_RUN:-}" ] || break
     json="$WORK/hookprof.$rep.json"
     folded="$WORK/perf.$rep.script"
     "$HOOKPROF" stat --probes tasks,stacks --sample-hz "$HZ" --runs "$RUNS" --rounds "$ROUNDS" \
@@ -151,34 +157,40 @@ for rep in range(1, reps + 1):
     names = sorted({s for s, c in pk.items() if c / pn >= min_share} |
                    {s for s, q in hk.items() if q[0] / n >= min_share},
                    key=lambda s: -(pk.get(s, 0) / pn))
-    f1 = n / (n - probe); f2 = n / (n - probe - lost)
+    tpn = sum(c for st, c in prof["folded"] if "syscall_trace_enter" in st or "syscall_exit_work" in st)
+    f1 = n / (n - probe); f2 = n / (n - probe - lost); f3 = n / (n - lost - tpn)
     print(f"\nrep {rep}: perf {pn} samples; hookprof {n} samples ({prof['user_samples']} user, "
-          f"{probe} in its probes = {100*probe/n:.1f}%, {lost} lost stacks = {100*lost/n:.1f}%), "
+          f"{probe} in its probes = {100*probe/n:.1f}%, {lost} lost stacks = {100*lost/n:.1f}%, "
+          f"{tpn} through the syscall tracepoints = {100*tpn/n:.1f}%), "
           f"{prof['ops']} runs")
     hdr = (f"{'symbol':34} {'perf %':>6} {'perf 95%':>11} | {'hk raw':>6} {'hk 95%':>11} ok  | "
-           f"{'-probe':>6} {'95%':>11} ok  | {'-p-lost':>7} ok")
+           f"{'-probe':>6} {'95%':>11} ok  | {'-p-lost':>7} ok  | {'-tp':>6} ok")
     print(hdr); print("-" * len(hdr))
     for s in names:
         p = pk.get(s, 0) / pn; plo, phi = wilson(pk.get(s, 0), pn)
         k, lo, hi = hk.get(s, [0, 0.0, 0.0])
         if s not in hk: lo, hi = wilson(0, n)
         h = k / n
-        r1, r2 = h * f1, h * f2
-        a0, a1, a2 = agree(h, p), agree(r1, p), agree(r2, p)
+        r1, r2, r3 = h * f1, h * f2, h * f3
+        a0, a1, a2, a3 = agree(h, p), agree(r1, p), agree(r2, p), agree(r3, p)
         print(f"{s:34} {100*p:6.2f} {100*plo:5.2f}-{100*phi:<5.2f} | {100*h:6.2f} {100*lo:5.2f}-{100*hi:<5.2f} {a0:3} | "
-              f"{100*r1:6.2f} {100*lo*f1:5.2f}-{100*hi*f1:<5.2f} {a1:3} | {100*r2:7.2f} {a2:3}"
+              f"{100*r1:6.2f} {100*lo*f1:5.2f}-{100*hi*f1:<5.2f} {a1:3} | {100*r2:7.2f} {a2:3} | {100*r3:6.2f} {a3:3}"
               + ("" if s in hk else "  (hookprof: no path)") + ("" if s in pk else "  (perf: never seen)"))
-        summary.setdefault(s, []).append((p, h, r1, r2, a0, a1, a2))
+        summary.setdefault(s, []).append((p, h, r1, r2, r3, a0, a1, a2, a3))
 
 if reps > 1 and summary:
     print(f"\nsummary over {reps} repetitions (shares in %, min-max; agreements yes/reps)")
-    hdr = f"{'symbol':34} {'perf':>11} {'hk raw':>11} {'ok':>4} {'hk -probe':>11} {'ok':>4} {'hk -p-lost':>11} {'ok':>4}"
+    hdr = (f"{'symbol':34} {'perf':>11} {'hk raw':>11} {'ok':>4} {'hk -probe':>11} {'ok':>4} {'hk -p-lost':>11} {'ok':>4}"
+           f" {'hk -tp':>11} {'ok':>4}")
     print(hdr); print("-" * len(hdr))
-    tot = [0, 0, 0, 0]
+    tot = [0, 0, 0, 0, 0]
     for s, rows in sorted(summary.items(), key=lambda kv: -max(r[0] for r in kv[1])):
         rng = lambda i: f"{100*min(r[i] for r in rows):5.2f}-{100*max(r[i] for r in rows):<5.2f}"
-        ok = [sum(r[i] == "yes" for r in rows) for i in (4, 5, 6)]
-        tot[0] += len(rows); tot[1] += ok[0]; tot[2] += ok[1]; tot[3] += ok[2]
-        print(f"{s:34} {rng(0)} {rng(1)} {ok[0]:>2}/{len(rows)} {rng(2)} {ok[1]:>2}/{len(rows)} {rng(3)} {ok[2]:>2}/{len(rows)}")
-    print(f"{'all':34} {'':11} {'':11} {tot[1]:>2}/{tot[0]} {'':11} {tot[2]:>2}/{tot[0]} {'':11} {tot[3]:>2}/{tot[0]}")
+        ok = [sum(r[i] == "yes" for r in rows) for i in (5, 6, 7, 8)]
+        tot[0] += len(rows)
+        for i in range(4): tot[i + 1] += ok[i]
+        print(f"{s:34} {rng(0)} {rng(1)} {ok[0]:>2}/{len(rows)} {rng(2)} {ok[1]:>2}/{len(rows)} {rng(3)} {ok[2]:>2}/{len(rows)}"
+              f" {rng(4)} {ok[3]:>2}/{len(rows)}")
+    print(f"{'all':34} {'':11} {'':11} {tot[1]:>2}/{tot[0]} {'':11} {tot[2]:>2}/{tot[0]} {'':11} {tot[3]:>2}/{tot[0]}"
+          f" {'':11} {tot[4]:>2}/{tot[0]}")
 PY

@@ -68,6 +68,10 @@ mod policy;
 #[path = "guest_timing.rs"]
 mod timing;
 
+/// Sampled stacks against fentry timing of the same hooks.
+#[path = "guest_sampled.rs"]
+mod sampled;
+
 /// `top` with hooks timed: Landlock's function under its hook, per cgroup.
 #[path = "guest_top.rs"]
 mod top;

@@ -96,8 +96,11 @@ const BPF_DISPATCH: &[&str] = &[
     "bpf_trace_run",
     "__bpf_prog_enter",
     "__bpf_prog_exit",
-    "bpf_trampoline_",
+    TRAMPOLINE,
 ];
+/// A BPF trampoline's frame: the fentry/fexit machinery, which also calls the traced function
+/// itself (an fexit's), so frames past it are that function's.
+const TRAMPOLINE: &str = "bpf_trampoline_";
 
 /// What a sample was doing, by its frames (root first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,19 +114,23 @@ fn context(user: bool, frames: &[&str]) -> Context {
     if user {
         return Context::User;
     }
-    let program = frames
-        .iter()
-        .find_map(|f| f.strip_prefix("bpf_prog_").map(program_name));
-    match program {
-        Some(name) if is_probe(name) => Context::Probe,
-        Some(_) => Context::Kernel,
-        None if frames
-            .iter()
-            .any(|f| BPF_DISPATCH.iter().any(|d| f.starts_with(d))) =>
-        {
-            Context::Probe
-        }
+    // The innermost BPF frame decides: a program (ours or not), the machinery on the way into
+    // or out of one, or a trampoline that only passes through to the function it traces.
+    let innermost =
+        frames.iter().enumerate().rev().find(|(_, f)| {
+            f.starts_with("bpf_prog_") || BPF_DISPATCH.iter().any(|d| f.starts_with(d))
+        });
+    match innermost {
         None => Context::Kernel,
+        Some((_, f)) if f.starts_with("bpf_prog_") => {
+            if is_probe(program_name(&f["bpf_prog_".len()..])) {
+                Context::Probe
+            } else {
+                Context::Kernel
+            }
+        }
+        Some((i, f)) if f.starts_with(TRAMPOLINE) && i + 1 < frames.len() => Context::Kernel,
+        Some(_) => Context::Probe,
     }
 }
 
@@ -167,10 +174,15 @@ fn paths_of(frames: &[&str], syscall: Option<&str>) -> Vec<(PathKey, bool)> {
     for (i, frame) in frames.iter().enumerate() {
         if frame.starts_with("security_") {
             add(PathKey::new(PathKind::Hook, frame, None, None), i == leaf);
-            if let Some(callee) = frames.get(i + 1) {
+            // The hook's callee, past a trampoline that times it.
+            let callee = frames[i + 1..]
+                .iter()
+                .enumerate()
+                .find(|(_, f)| !f.starts_with(TRAMPOLINE));
+            if let Some((j, callee)) = callee {
                 if let Some(lsm) = lsm_of(callee) {
                     let key = PathKey::new(PathKind::Lsm, callee, Some(frame), Some(lsm));
-                    add(key, i + 1 == leaf);
+                    add(key, i + 1 + j == leaf);
                 }
             }
         } else if let Some(parent) = task_path_of(frame) {
@@ -413,6 +425,56 @@ mod tests {
         assert_eq!(path(&p, "getppid").inclusive_samples, 50);
         // Without sched_switch, CPU time per op is samples x period.
         assert!((p.on_cpu_ns_per_op - 5800.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_function_timed_by_a_trampoline_is_still_its_own_but_the_timing_program_is_not() {
+        let mut names = HashMap::new();
+        let open = [
+            "do_syscall_64",
+            "do_dentry_open",
+            "bpf_trampoline_6442",
+            "security_file_open",
+        ];
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            // An fexit'd hook's body, and its LSM function past its own trampoline.
+            stack(
+                &[&open[..], &["bpf_trampoline_77", "apparmor_file_open"]].concat(),
+                257,
+                7,
+                &mut names,
+            ),
+            // The fentry program timing it, and the trampoline itself.
+            stack(
+                &[&open[..3], &["bpf_prog_0123456789abcdef_hook_enter_3"]].concat(),
+                257,
+                2,
+                &mut names,
+            ),
+            stack(&open[..3], 257, 1, &mut names),
+            // A BPF LSM program under the BPF LSM's function: stacking cost, the hook's.
+            stack(
+                &[
+                    &open[..],
+                    &[
+                        "bpf_lsm_file_open",
+                        "bpf_trampoline_9",
+                        "bpf_prog_0123456789abcdef_lsm_a1_0",
+                    ],
+                ]
+                .concat(),
+                257,
+                4,
+                &mut names,
+            ),
+        ]);
+        let p = profile(&s, &names, 1000, 1, None);
+        assert_eq!(p.probe_samples, 3);
+        assert_eq!(path(&p, "security_file_open").inclusive_samples, 11);
+        let apparmor = path(&p, "apparmor_file_open");
+        assert_eq!((apparmor.inclusive_samples, apparmor.self_samples), (7, 7));
+        assert_eq!(path(&p, "bpf_lsm_file_open").inclusive_samples, 4);
     }
 
     #[test]

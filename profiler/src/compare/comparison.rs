@@ -71,6 +71,9 @@ pub struct WorkloadComparison {
     pub machine_speed_changed: bool,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
+    /// Each path's share of the sampled CPU time on both sides (where both sampled stacks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<super::SampledChange>,
 }
 
 #[derive(Debug, Serialize)]

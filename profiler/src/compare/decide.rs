@@ -6,7 +6,7 @@ use super::{
     explain::attribute_change,
     facts,
     pool::{pool, Pooled},
-    speed, Comparison, ExtraComparison, WorkloadComparison,
+    sampled, speed, Comparison, ExtraComparison, WorkloadComparison,
 };
 use crate::{
     replication::{self, Components, FileRounds, Unit as Replication},
@@ -72,6 +72,10 @@ pub fn compare(
             test: test.map(|t| t.kind),
             change,
             attribution: attribute_change(unit, &old_s, &new_s, &o.attribution, &n.attribution),
+            sampled: sampled::sampled_change(
+                &o.profiles.iter().collect::<Vec<_>>(),
+                &n.profiles.iter().collect::<Vec<_>>(),
+            ),
             machine_state: machine_state(name, &components),
             machine_speed_changed: false,
             components,

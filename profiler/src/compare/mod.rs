@@ -23,6 +23,7 @@ pub(crate) mod html;
 mod junit;
 mod pool;
 mod render;
+mod sampled;
 mod speed;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use decide::compare;
 pub use html::render_html;
 pub use junit::render_junit;
 pub use render::{attribution_lines, render_markdown, render_text};
+pub use sampled::{SampledChange, SampledPathDelta};
 
 #[derive(clap::Args, Debug)]
 #[command(

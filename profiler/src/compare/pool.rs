@@ -2,7 +2,7 @@
 //! metrics) kept round by round, its attribution rows merged.
 use crate::{
     replication::FileRounds,
-    results::{AttributionRow, Results, Unit, WorkloadResult},
+    results::{AttributionRow, Results, StackProfile, Unit, WorkloadResult},
 };
 
 /// One workload's samples from every file of a side, kept per file.
@@ -15,6 +15,8 @@ pub(super) struct Pooled {
     pub extras: Vec<(String, Unit, Vec<FileRounds>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     pub attribution: Vec<AttributionRow>,
+    /// Each file's sampled stacks, where it has them.
+    pub profiles: Vec<StackProfile>,
 }
 
 /// Workloads in first-seen order with their pooled samples.
@@ -49,6 +51,7 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                     None => p.extras.push((e.name.clone(), e.unit, vec![rounds])),
                 }
             }
+            p.profiles.extend(w.profile.clone());
             for row in &w.attribution {
                 let samples = if row.samples_ns_per_op.is_empty() {
                     vec![row.ns_per_op]

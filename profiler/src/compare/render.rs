@@ -1,7 +1,7 @@
 //! The comparison as text (criterion-style change lines) and as markdown (a CI step summary).
 use std::fmt::Write;
 
-use super::{ChangeAttribution, Comparison, PathDelta, WorkloadComparison};
+use super::{ChangeAttribution, Comparison, PathDelta, SampledChange, WorkloadComparison};
 use crate::{
     replication::{TestKind, Unit as Replication},
     report::figures::Scale,
@@ -97,6 +97,41 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
             .collect();
         lines.push(format!("  enclosing paths: {}", shown.join(", ")));
     }
+    lines
+}
+
+/// `sampled, share of CPU time (2130 -> 2210 samples): security_file_open 7.5% -> 9.8%
+/// (+2.30 pp [+1.10, +3.50]) +85 ns, ...`: the paths whose share changed most, those whose
+/// interval leaves out zero marked `*`.
+pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
+    let shown: Vec<String> = s
+        .paths
+        .iter()
+        .take(SHOWN_PATHS)
+        .map(|p| {
+            let pp = |v: f64| format!("{:+.2}", v * 100.0);
+            format!(
+                "{}{} {} {:.1}% -> {:.1}% ({} pp [{}, {}]) {}",
+                if p.significant() { "*" } else { "" },
+                p.kind.name(),
+                p.name,
+                p.old_share * 100.0,
+                p.new_share * 100.0,
+                pp(p.share_change),
+                pp(p.share_change_low),
+                pp(p.share_change_high),
+                signed_ns(p.delta_ns_per_op)
+            )
+        })
+        .collect();
+    if shown.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "sampled, share of CPU time ({} -> {} samples; * the interval leaves out 0):",
+        s.old_samples, s.new_samples
+    )];
+    lines.extend(shown.into_iter().map(|l| format!("  {l}")));
     lines
 }
 
@@ -305,6 +340,11 @@ pub fn render_text(c: &Comparison) -> String {
                 let _ = writeln!(out, "  {line}");
             }
         }
+        if let Some(sampled) = &w.sampled {
+            for line in sampled_lines(sampled) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
     }
     for (side, names) in [("old", &c.only_in_old), ("new", &c.only_in_new)] {
         if !names.is_empty() {
@@ -406,9 +446,19 @@ pub fn render_markdown(c: &Comparison) -> String {
         .workloads
         .iter()
         .filter_map(|w| {
-            w.attribution
+            let mut lines = w
+                .attribution
                 .as_ref()
                 .map(|a| attribution_lines(&w.name, a))
+                .unwrap_or_default();
+            if let Some(sampled) = &w.sampled {
+                let mut sampled = sampled_lines(sampled);
+                if let Some(first) = sampled.first_mut() {
+                    *first = format!("{} {first}", w.name);
+                }
+                lines.extend(sampled);
+            }
+            (!lines.is_empty()).then_some(lines)
         })
         .map(|lines| format!("- {}", lines.join("\n ")))
         .collect();
