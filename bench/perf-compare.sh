@@ -18,7 +18,9 @@
 # over all samples of the tracked tasks, which include samples inside hookprof's own BPF programs
 # on the syscall tracepoints (`probe_samples`) and samples whose stack the BPF program could not
 # read (`lost_stacks`, "[lost stack]" in `folded`). So the table gives hookprof's share three ways:
-#   raw     inclusive_share (as hookprof prints it)
+#   raw     inclusive_share as hookprof prints it: since it was measured against perf with this
+#           script, that is already over samples - probe_samples - lost_stacks (the -p-lost
+#           column below, computed again from the counts)
 #   -probe  inclusive_samples / (samples - probe_samples)
 #   -p-lost inclusive_samples / (samples - probe_samples - lost_stacks)
 #   -tp     inclusive_samples / (samples - lost_stacks - every sample whose stack passes through
@@ -29,7 +31,7 @@
 # "yes" when |hookprof - perf| <= 0.3 percentage points or <= 20% of perf's share.
 #
 # Usage (root): bench/perf-compare.sh [-- CMD ARGS...]
-#   env: HOOKPROF (default /tmp/hookprof-b025aff), PERF (default: perf on PATH, else perf_*),
+#   env: HOOKPROF (default: this checkout's target/release/hookprof), PERF (default: perf on PATH, else perf_*),
 #        REPS (repetitions, 3), RUNS (stat --runs, 2), ROUNDS (stat --rounds, 2),
 #        PERF_RUNS (perf record runs per repetition, RUNS*ROUNDS), HZ (4999), ITERS (loop length,
 #        200000), MIN_SHARE (percent, 1.0), PATTERN (symbols compared, a Python regex, default
@@ -42,7 +44,7 @@
 # Needs root (perf_event_paranoid is 2 here; root bypasses it), perf, python3, cc (default cmd).
 set -euo pipefail
 
-HOOKPROF=${HOOKPROF:-/tmp/hookprof-b025aff}
+HOOKPROF=${HOOKPROF:-$(cd "$(dirname "$0")/.." && pwd)/target/release/hookprof}
 REPS=${REPS:-3}
 RUNS=${RUNS:-2}
 ROUNDS=${ROUNDS:-2}

@@ -18,6 +18,8 @@ fn sampled_hook_costs_agree_with_the_fentry_timed_ones() {
         "4",
         "--min-sample-ms",
         "150",
+        "--sample-hz",
+        "4999",
     ]);
     for (name, hook) in [
         ("open_close", "security_file_open"),

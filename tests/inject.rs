@@ -219,6 +219,8 @@ fn an_injected_wait_s_cpu_time_is_found_in_its_syscall_s_sampled_row() {
         "4",
         "--min-sample-ms",
         "30",
+        "--sample-hz",
+        "4999",
     ];
     let (_run, base, injected) = run_versus(&args, "getppid=0", &format!("getppid={NS}"));
     injection(&injected, "getppid", NS);

@@ -4,8 +4,15 @@
 use hookprof::results::{PathKind, Results, SampledPath, StackProfile, WorkloadResult};
 use hookprof_tests::{one_at_a_time, require_root, row, run_to_results, workload};
 
-/// Enough probed time for a few thousand samples at the default rate.
-const LONG_SAMPLES: [&str; 4] = ["--samples", "4", "--min-sample-ms", "60"];
+/// Enough probed time and rate for a thousand samples or more a workload.
+const LONG_SAMPLES: [&str; 6] = [
+    "--samples",
+    "4",
+    "--min-sample-ms",
+    "60",
+    "--sample-hz",
+    "4999",
+];
 
 fn profile(w: &WorkloadResult) -> &StackProfile {
     w.profile
@@ -77,7 +84,12 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
 
 /// Per op: CPU time and time switched out make up the op's wall time for one task; the
 /// samples (x the period) and sched_switch agree on the CPU time; the syscall rows' CPU time
-/// fits inside it, however many tasks share the op.
+/// fits inside it, however many tasks share the op. One task's op agrees within 0.99-1.01x
+/// here, loaded or not. A two-process ping-pong agrees as well on a quiet machine (1.00x),
+/// but with the machine's other CPU busy its hops come to wait on an idle vCPU, and this kind
+/// of virtual machine then delivers a cpu-clock tick that fell due while the vCPU was halted
+/// as it wakes, before the woken task runs: its samples undercount it (0.57-0.89x seen),
+/// so those workloads are held to a bound that catches a wrong scale, not that drift.
 #[test]
 fn each_op_s_parts_add_up_to_its_time() {
     require_root();
@@ -108,8 +120,9 @@ fn each_op_s_parts_add_up_to_its_time() {
             a.off_cpu_ns_per_op(),
             a.tasks
         );
+        let low = if a.tasks > 1.5 { 0.5 } else { 0.9 };
         assert!(
-            (0.8..1.25).contains(&ratio),
+            (low..1.1).contains(&ratio),
             "{}: samples x period give {sampled_cpu:.0} ns/op of CPU, sched_switch {:.0}",
             w.name,
             a.on_cpu_ns_per_op

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::{
     probes::{
         catalog::{lsm_of, task_path_of},
+        kallsyms::Symbol,
         RawSample,
     },
     results::{PathKind, SampledPath, StackProfile, FOLDED_LIMIT, OTHER_STACKS, USER_FRAME},
@@ -98,6 +99,17 @@ const BPF_DISPATCH: &[&str] = &[
     "__bpf_prog_exit",
     TRAMPOLINE,
 ];
+/// Kernel code that runs for a syscall only while a tracepoint is attached to it: a sample
+/// with one of these innermost was the probes' cost (seccomp and audit, called from the same
+/// place, sit deeper and stay the workload's).
+const TRACEPOINT_WORK: &[&str] = &[
+    "syscall_trace_enter",
+    "syscall_exit_work",
+    "__traceiter_",
+    "trace_sys_enter",
+    "trace_sys_exit",
+    "rcu_read_unlock_trace_special",
+];
 /// A BPF trampoline's frame: the fentry/fexit machinery, which also calls the traced function
 /// itself (an fexit's), so frames past it are that function's.
 const TRAMPOLINE: &str = "bpf_trampoline_";
@@ -121,6 +133,13 @@ fn context(user: bool, frames: &[&str]) -> Context {
             f.starts_with("bpf_prog_") || BPF_DISPATCH.iter().any(|d| f.starts_with(d))
         });
     match innermost {
+        // The syscall tracepoints' own code, which runs only while one is attached.
+        None if frames
+            .last()
+            .is_some_and(|leaf| TRACEPOINT_WORK.iter().any(|t| leaf.starts_with(t))) =>
+        {
+            Context::Probe
+        }
         None => Context::Kernel,
         Some((_, f)) if f.starts_with("bpf_prog_") => {
             if is_probe(program_name(&f["bpf_prog_".len()..])) {
@@ -220,12 +239,57 @@ impl PathKey {
     }
 }
 
+/// How far into a function the call to an fentry/fexit trampoline returns: the call sits at
+/// its start (after an endbr64 where IBT is built in).
+const FENTRY_SITE: u64 = 16;
+/// Where x86_64 keeps module and BPF code (JIT images, trampolines): above this.
+const MODULES_START: u64 = 0xffff_ffff_a000_0000;
+
+/// A stack's frames, root first, named. A trampoline is freed when its program detaches, so
+/// by the time the stacks are named its address reads as whatever code lies below it; it is
+/// known by where it sits instead: called from a function's fentry site, and calling into BPF
+/// machinery, or back into that function (an fexit's trampoline runs the function itself),
+/// or nothing (the sample was in it).
+fn named_frames(ips: &[u64], names: &HashMap<u64, Symbol>) -> Vec<String> {
+    let symbols: Vec<(u64, Option<&Symbol>)> = ips
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(depth, &ip)| (ip, names.get(&lookup_address(depth, ip))))
+        .collect();
+    let name = |i: usize| symbols[i].1.map_or("[unknown]", |s| s.name.as_str());
+    let at_fentry_site = |i: usize| symbols[i].1.is_some_and(|s| s.offset <= FENTRY_SITE);
+    let is_trampoline = |i: usize| {
+        if i == 0 || !at_fentry_site(i - 1) {
+            return false;
+        }
+        match symbols.get(i + 1) {
+            None => symbols[i].0 >= MODULES_START,
+            Some(_) => {
+                let next = name(i + 1);
+                next == name(i - 1)
+                    || next.starts_with("bpf_prog_")
+                    || next.starts_with("__bpf_prog_enter")
+            }
+        }
+    };
+    (0..symbols.len())
+        .map(|i| {
+            if is_trampoline(i) && !name(i).starts_with(TRAMPOLINE) {
+                format!("{TRAMPOLINE}[freed]")
+            } else {
+                name(i).to_string()
+            }
+        })
+        .collect()
+}
+
 /// The profile of `stacks`, their addresses named by `names`; `period_ns` of CPU time per
 /// sample, `ops` ops over all copies. `on_cpu_ns_per_op`: the exact CPU time per op where
 /// sched_switch was probed (else samples x period stand for it).
 pub fn profile(
     stacks: &SampledStacks,
-    names: &HashMap<u64, String>,
+    names: &HashMap<u64, Symbol>,
     period_ns: u64,
     ops: u64,
     on_cpu_ns_per_op: Option<f64>,
@@ -239,17 +303,8 @@ pub fn profile(
     let mut tallies: BTreeMap<PathKey, (u64, u64)> = BTreeMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (key, &count) in &stacks.counts {
-        let frames: Vec<&str> = key
-            .ips
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, &ip)| {
-                names
-                    .get(&lookup_address(i, ip))
-                    .map_or("[unknown]", String::as_str)
-            })
-            .collect();
+        let named = named_frames(&key.ips, names);
+        let frames: Vec<&str> = named.iter().map(String::as_str).collect();
         let line = match (key.user, frames.is_empty()) {
             (true, _) => USER_FRAME.to_string(),
             (false, true) => "[lost stack]".to_string(),
@@ -274,11 +329,15 @@ pub fn profile(
             }
         }
     }
-    let share = |n: u64| n as f64 / total.max(1) as f64;
+    // Shares are of the workload's own CPU time: the samples less the probes' (which a run
+    // without them would not have) and the stacks the kernel lost (taken to be like the rest).
+    let own_samples = total - probe_samples - lost_stacks;
+    let own_ns_per_op = on_cpu_ns_per_op * own_samples as f64 / total.max(1) as f64;
+    let share = |n: u64| n as f64 / own_samples.max(1) as f64;
     let paths = tallies
         .into_iter()
         .map(|(key, (inclusive, own))| {
-            let (low, high) = wilson_interval(inclusive, total);
+            let (low, high) = wilson_interval(inclusive, own_samples);
             SampledPath {
                 kind: key.kind,
                 name: key.name,
@@ -290,9 +349,9 @@ pub fn profile(
                 share_low: low,
                 share_high: high,
                 self_share: share(own),
-                ns_per_op: share(inclusive) * on_cpu_ns_per_op,
-                ns_per_op_low: low * on_cpu_ns_per_op,
-                ns_per_op_high: high * on_cpu_ns_per_op,
+                ns_per_op: share(inclusive) * own_ns_per_op,
+                ns_per_op_low: low * own_ns_per_op,
+                ns_per_op_high: high * own_ns_per_op,
             }
         })
         .collect();
@@ -325,7 +384,7 @@ mod tests {
     use super::*;
 
     /// Addresses 1, 2, 3, ... named by `frames` (root first), one stack.
-    fn stack(frames: &[&str], nr: i32, count: u64, names: &mut HashMap<u64, String>) -> RawSample {
+    fn stack(frames: &[&str], nr: i32, count: u64, names: &mut HashMap<u64, Symbol>) -> RawSample {
         let base = names.len() as u64 * 0x100 + 0x1000;
         let ips: Vec<u64> = (0..frames.len() as u64)
             .map(|i| base + i * 0x10 + 1)
@@ -333,7 +392,11 @@ mod tests {
         // Innermost first, as the kernel gives them.
         let ips: Vec<u64> = ips.into_iter().rev().collect();
         for (depth, (ip, name)) in ips.iter().zip(frames.iter().rev()).enumerate() {
-            names.insert(lookup_address(depth, *ip), name.to_string());
+            let symbol = Symbol {
+                name: name.to_string(),
+                offset: 0x40,
+            };
+            names.insert(lookup_address(depth, *ip), symbol);
         }
         RawSample {
             ips,
@@ -475,6 +538,44 @@ mod tests {
         let apparmor = path(&p, "apparmor_file_open");
         assert_eq!((apparmor.inclusive_samples, apparmor.self_samples), (7, 7));
         assert_eq!(path(&p, "bpf_lsm_file_open").inclusive_samples, 4);
+    }
+
+    #[test]
+    fn a_trampoline_freed_before_its_stacks_were_named_is_known_by_where_it_sits() {
+        // As named after the detach: the trampoline reads as the module code below it.
+        let frames = [
+            "do_dentry_open",
+            "security_file_open",
+            "virtio_exit",
+            "security_file_open",
+            "hook_file_open",
+        ];
+        let mut names = HashMap::new();
+        let sample = stack(&frames, 257, 5, &mut names);
+        // The return address into the fentry site is a few bytes into the function.
+        let site = lookup_address(frames.len() - 2, sample.ips[frames.len() - 2]);
+        names.get_mut(&site).unwrap().offset = 9;
+        let inside = RawSample {
+            ips: sample.ips[1..].to_vec(),
+            count: 2,
+            ..sample.clone()
+        };
+        let mut s = SampledStacks::default();
+        s.add(vec![sample, inside]);
+        let p = profile(&s, &names, 1000, 1, None);
+        assert_eq!(path(&p, "hook_file_open").inclusive_samples, 5);
+        assert_eq!(
+            path(&p, "hook_file_open").parent.as_deref(),
+            Some("security_file_open")
+        );
+        assert_eq!(path(&p, "security_file_open").inclusive_samples, 7);
+        assert!(p.paths.iter().all(|r| r.name != "virtio_exit"));
+        let line = "do_dentry_open;security_file_open;bpf_trampoline_[freed];security_file_open;hook_file_open";
+        assert!(
+            p.folded.iter().any(|(f, n)| f == line && *n == 5),
+            "{:?}",
+            p.folded
+        );
     }
 
     #[test]

@@ -11,13 +11,21 @@ use anyhow::{Context, Result};
 
 pub const KALLSYMS: &str = "/proc/kallsyms";
 
-/// Names every address in `addresses` (function text symbols only); an address no symbol
-/// covers, or one past every symbol, is named by its hex value.
-pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, String>> {
+/// What an address is: the function it lies in, and how far into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub offset: u64,
+}
+
+/// Names every address in `addresses` (function text symbols only); an address below every
+/// symbol is named by its hex value. Kallsyms lists what exists now: the code of something
+/// gone since (a BPF trampoline freed at a detach) is named after whatever lies below it.
+pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, Symbol>> {
     let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
     let names = resolve_from(BufReader::new(file), addresses)?;
     anyhow::ensure!(
-        addresses.is_empty() || names.values().any(|n| !n.starts_with("0x")),
+        addresses.is_empty() || names.values().any(|s| !s.name.starts_with("0x")),
         "{KALLSYMS} lists no addresses (kptr_restrict hides them from this user): run as root"
     );
     Ok(names)
@@ -27,7 +35,7 @@ pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, String>> {
 /// greatest start at or below it. One pass: a symbol at `start` is a candidate only for the
 /// first asked address at or after it; the best candidate of every address at or before an
 /// address is then its answer (a running maximum over the sorted addresses).
-pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, String>> {
+pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, Symbol>> {
     let mut asked: Vec<u64> = addresses.to_vec();
     asked.sort_unstable();
     asked.dedup();
@@ -65,11 +73,17 @@ pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, S
                 running = Some(c);
             }
         }
-        let name = match &running {
-            Some((_, name)) => name.clone(),
-            None => format!("{address:#x}"),
+        let symbol = match &running {
+            Some((start, name)) => Symbol {
+                name: name.clone(),
+                offset: address - start,
+            },
+            None => Symbol {
+                name: format!("{address:#x}"),
+                offset: 0,
+            },
         };
-        names.insert(address, name);
+        names.insert(address, symbol);
     }
     Ok(names)
 }
@@ -101,12 +115,14 @@ ffffffff81002800 t apparmor_file_open
             ],
         )
         .unwrap();
-        assert_eq!(names[&0xffffffff81001010], "do_syscall_64");
-        assert_eq!(names[&0xffffffff81002100], "do_syscall_64");
-        assert_eq!(names[&0xffffffff81002900], "apparmor_file_open");
-        assert_eq!(names[&0xffffffff81003000], "security_file_open");
-        assert_eq!(names[&0xffffffffc0001004], "hook_file_open");
-        assert_eq!(names[&0x1000], "0x1000");
+        let name = |a: u64| names[&a].name.as_str();
+        assert_eq!(name(0xffffffff81001010), "do_syscall_64");
+        assert_eq!(names[&0xffffffff81001010].offset, 0x10);
+        assert_eq!(name(0xffffffff81002100), "do_syscall_64");
+        assert_eq!(name(0xffffffff81002900), "apparmor_file_open");
+        assert_eq!(name(0xffffffff81003000), "security_file_open");
+        assert_eq!(name(0xffffffffc0001004), "hook_file_open");
+        assert_eq!(name(0x1000), "0x1000");
     }
 
     #[test]
@@ -121,7 +137,7 @@ ffffffff81002800 t apparmor_file_open
         };
         let address = u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap();
         match resolve(&[address + 1]) {
-            Ok(names) => assert_eq!(names[&(address + 1)], "do_syscall_64"),
+            Ok(names) => assert_eq!(names[&(address + 1)].name, "do_syscall_64"),
             Err(e) => assert!(e.to_string().contains("kptr_restrict"), "{e}"),
         }
     }

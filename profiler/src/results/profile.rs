@@ -53,12 +53,15 @@ pub struct SampledPath {
     /// Samples with the path anywhere on the stack, and with it as the innermost frame.
     pub inclusive_samples: u64,
     pub self_samples: u64,
-    /// inclusive_samples / samples, with its 95% interval (Wilson score).
+    /// inclusive_samples over the workload's own samples (all less `probe_samples` and
+    /// `lost_stacks`: the share of its CPU time without the probes), with its 95% interval
+    /// (Wilson score).
     pub inclusive_share: f64,
     pub share_low: f64,
     pub share_high: f64,
     pub self_share: f64,
-    /// inclusive_share x the CPU ns per op, with the interval's ends likewise.
+    /// inclusive_share x the op's own CPU ns (the CPU time less the probes' and lost
+    /// samples' part), with the interval's ends likewise.
     pub ns_per_op: f64,
     pub ns_per_op_low: f64,
     pub ns_per_op_high: f64,

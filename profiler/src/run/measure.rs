@@ -136,26 +136,36 @@ impl Measured {
     }
 }
 
-/// The probed samples' accounting (on and off CPU) and their stack profile, into `result`.
+/// The probed samples' accounting (on and off CPU, where sched_switch was probed) and their
+/// stack profile, into `result`.
 fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
     let wall = mean(&taken.probed_ns_per_op);
-    let accounting = attribution::account(&taken.probed, wall, None);
-    if let Some(period) = probes.sample_period_ns() {
-        let ops = taken.probed.iter().map(|s| s.ops).sum();
-        let on_cpu = accounting.as_ref().map(|a| a.on_cpu_ns_per_op);
-        match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
-            Ok(names) => {
-                let profile = attribution::profile(&taken.stacks, &names, period, ops, on_cpu);
-                result.accounting = attribution::account(&taken.probed, wall, Some(&profile));
-                result.profile = Some(profile);
-                return;
-            }
-            Err(e) => result
+    // Without sched_switch the CPU counters hold only what the gate added: no accounting.
+    let measured = probes.waits_measured();
+    let account = |profile| {
+        measured
+            .then(|| attribution::account(&taken.probed, wall, profile))
+            .flatten()
+    };
+    let Some(period) = probes.sample_period_ns() else {
+        result.accounting = account(None);
+        return;
+    };
+    let ops = taken.probed.iter().map(|s| s.ops).sum();
+    let on_cpu = account(None).map(|a| a.on_cpu_ns_per_op);
+    match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
+        Ok(names) => {
+            let profile = attribution::profile(&taken.stacks, &names, period, ops, on_cpu);
+            result.accounting = account(Some(&profile));
+            result.profile = Some(profile);
+        }
+        Err(e) => {
+            result.accounting = account(None);
+            result
                 .notes
-                .push(format!("the sampled stacks could not be named: {e:#}")),
+                .push(format!("the sampled stacks could not be named: {e:#}"));
         }
     }
-    result.accounting = accounting;
 }
 
 /// Which round of how many is being measured (phases are named after it when there are
