@@ -97,7 +97,15 @@ const BPF_DISPATCH: &[&str] = &[
     "bpf_trace_run",
     "__bpf_prog_enter",
     "__bpf_prog_exit",
+    "__bpf_tramp_",
     TRAMPOLINE,
+];
+/// What a trampoline calls itself, around the programs it runs.
+const TRAMPOLINE_CALLS: &[&str] = &[
+    "__rcu_read_",
+    "migrate_",
+    "update_prog_stats",
+    "rcu_read_unlock_special",
 ];
 /// Kernel code that runs for a syscall only while a tracepoint is attached to it: a sample
 /// with one of these innermost was the probes' cost (seccomp and audit, called from the same
@@ -127,7 +135,7 @@ fn context(user: bool, frames: &[&str]) -> Context {
         return Context::User;
     }
     // The innermost BPF frame decides: a program (ours or not), the machinery on the way into
-    // or out of one, or a trampoline that only passes through to the function it traces.
+    // or out of one, or a trampoline.
     let innermost =
         frames.iter().enumerate().rev().find(|(_, f)| {
             f.starts_with("bpf_prog_") || BPF_DISPATCH.iter().any(|d| f.starts_with(d))
@@ -148,8 +156,24 @@ fn context(user: bool, frames: &[&str]) -> Context {
                 Context::Kernel
             }
         }
-        Some((i, f)) if f.starts_with(TRAMPOLINE) && i + 1 < frames.len() => Context::Kernel,
+        Some((i, f)) if f.starts_with(TRAMPOLINE) => trampoline_context(frames, i),
         Some(_) => Context::Probe,
+    }
+}
+
+/// A sample whose innermost BPF frame is the trampoline at `i`: inside the trampoline, or in
+/// what it calls around the programs it runs, it is the probes' cost; in the function it
+/// traces (an fexit's trampoline calls it: the same function again, though the unwinder can
+/// skip that frame), it is that function's.
+fn trampoline_context(frames: &[&str], i: usize) -> Context {
+    let Some(next) = frames.get(i + 1) else {
+        return Context::Probe;
+    };
+    let traced = i > 0 && frames[i - 1] == *next;
+    if !traced && TRAMPOLINE_CALLS.iter().any(|c| next.starts_with(c)) {
+        Context::Probe
+    } else {
+        Context::Kernel
     }
 }
 
@@ -246,10 +270,9 @@ const FENTRY_SITE: u64 = 16;
 const MODULES_START: u64 = 0xffff_ffff_a000_0000;
 
 /// A stack's frames, root first, named. A trampoline is freed when its program detaches, so
-/// by the time the stacks are named its address reads as whatever code lies below it; it is
-/// known by where it sits instead: called from a function's fentry site, and calling into BPF
-/// machinery, or back into that function (an fexit's trampoline runs the function itself),
-/// or nothing (the sample was in it).
+/// by the time the stacks are named its address reads as whatever module code lies below it;
+/// it is known by where it sits instead: in module space, called from a function's fentry
+/// site (its first instruction, after an endbr64), where nothing else is called from.
 fn named_frames(ips: &[u64], names: &HashMap<u64, Symbol>) -> Vec<String> {
     let symbols: Vec<(u64, Option<&Symbol>)> = ips
         .iter()
@@ -259,19 +282,13 @@ fn named_frames(ips: &[u64], names: &HashMap<u64, Symbol>) -> Vec<String> {
         .collect();
     let name = |i: usize| symbols[i].1.map_or("[unknown]", |s| s.name.as_str());
     let at_fentry_site = |i: usize| symbols[i].1.is_some_and(|s| s.offset <= FENTRY_SITE);
+    // Module and BPF code right under a function's fentry site: nothing but a trampoline is
+    // called from there.
     let is_trampoline = |i: usize| {
-        if i == 0 || !at_fentry_site(i - 1) {
-            return false;
-        }
-        match symbols.get(i + 1) {
-            None => symbols[i].0 >= MODULES_START,
-            Some(_) => {
-                let next = name(i + 1);
-                next == name(i - 1)
-                    || next.starts_with("bpf_prog_")
-                    || next.starts_with("__bpf_prog_enter")
-            }
-        }
+        i > 0
+            && at_fentry_site(i - 1)
+            && symbols[i].0 >= MODULES_START
+            && !name(i).starts_with("bpf_")
     };
     (0..symbols.len())
         .map(|i| {
@@ -300,7 +317,9 @@ pub fn profile(
     let mut user_samples = 0;
     let mut probe_samples = 0;
     let mut lost_stacks = 0;
-    let mut tallies: BTreeMap<PathKey, (u64, u64)> = BTreeMap::new();
+    // Per path: samples of the workload's own with it on the stack, those with it innermost,
+    // and every sample with it on the stack, the probes' own included.
+    let mut tallies: BTreeMap<PathKey, (u64, u64, u64)> = BTreeMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (key, &count) in &stacks.counts {
         let named = named_frames(&key.ips, names);
@@ -313,17 +332,21 @@ pub fn profile(
         *folded.entry(line).or_default() += count;
         match context(key.user, &frames) {
             Context::User => user_samples += count,
-            Context::Probe => probe_samples += count,
-            Context::Kernel => {
-                if frames.is_empty() {
+            context => {
+                let workload_s = context == Context::Kernel;
+                if workload_s && frames.is_empty() {
                     lost_stacks += count;
+                }
+                if !workload_s {
+                    probe_samples += count;
                 }
                 let syscall = syscall_of(key.syscall_nr, &frames);
                 for (path, own) in paths_of(&frames, syscall.as_deref()) {
                     let t = tallies.entry(path).or_default();
-                    t.0 += count;
-                    if own {
-                        t.1 += count;
+                    t.2 += count;
+                    if workload_s {
+                        t.0 += count;
+                        t.1 += u64::from(own) * count;
                     }
                 }
             }
@@ -334,9 +357,11 @@ pub fn profile(
     let own_samples = total - probe_samples - lost_stacks;
     let own_ns_per_op = on_cpu_ns_per_op * own_samples as f64 / total.max(1) as f64;
     let share = |n: u64| n as f64 / own_samples.max(1) as f64;
+    let per_sample_ns = on_cpu_ns_per_op / total.max(1) as f64;
     let paths = tallies
         .into_iter()
-        .map(|(key, (inclusive, own))| {
+        .filter(|(_, (inclusive, _, _))| *inclusive > 0)
+        .map(|(key, (inclusive, own, spanned))| {
             let (low, high) = wilson_interval(inclusive, own_samples);
             SampledPath {
                 kind: key.kind,
@@ -352,6 +377,8 @@ pub fn profile(
                 ns_per_op: share(inclusive) * own_ns_per_op,
                 ns_per_op_low: low * own_ns_per_op,
                 ns_per_op_high: high * own_ns_per_op,
+                spanned_samples: spanned,
+                spanned_ns_per_op: spanned as f64 * per_sample_ns,
             }
         })
         .collect();
@@ -542,35 +569,54 @@ mod tests {
 
     #[test]
     fn a_trampoline_freed_before_its_stacks_were_named_is_known_by_where_it_sits() {
-        // As named after the detach: the trampoline reads as the module code below it.
-        let frames = [
-            "do_dentry_open",
-            "security_file_open",
-            "virtio_exit",
-            "security_file_open",
-            "hook_file_open",
-        ];
+        // (address, symbol, offset), root first, as named after the detach: the trampoline,
+        // freed, reads as the module code below it.
+        let caller = (0xffff_ffff_8100_0140, "do_dentry_open", 0x40);
+        let site = (0xffff_ffff_8100_0209, "security_file_open", 9);
+        let trampoline = (0xffff_ffff_c000_1234, "virtio_exit", 0x234);
+        let body = (0xffff_ffff_8100_0260, "security_file_open", 0x60);
+        let lsm = (0xffff_ffff_8100_0380, "hook_file_open", 0x80);
+        let unlock = (0xffff_ffff_8100_0410, "__rcu_read_unlock", 0x10);
         let mut names = HashMap::new();
-        let sample = stack(&frames, 257, 5, &mut names);
-        // The return address into the fentry site is a few bytes into the function.
-        let site = lookup_address(frames.len() - 2, sample.ips[frames.len() - 2]);
-        names.get_mut(&site).unwrap().offset = 9;
-        let inside = RawSample {
-            ips: sample.ips[1..].to_vec(),
-            count: 2,
-            ..sample.clone()
+        let mut sample = |frames: &[(u64, &str, u64)], count| {
+            let ips: Vec<u64> = frames.iter().rev().map(|f| f.0).collect();
+            for (depth, (ip, name, offset)) in frames.iter().rev().enumerate() {
+                let symbol = Symbol {
+                    name: name.to_string(),
+                    offset: *offset - u64::from(depth > 0),
+                };
+                names.insert(lookup_address(depth, *ip), symbol);
+            }
+            RawSample {
+                ips,
+                syscall_nr: 257,
+                user: false,
+                count,
+            }
         };
+        let samples = vec![
+            sample(&[caller, site, trampoline, body, lsm], 5),
+            // In the trampoline's own calls, and in the trampoline itself.
+            sample(&[caller, site, trampoline, unlock], 2),
+            sample(&[caller, site, trampoline], 1),
+        ];
         let mut s = SampledStacks::default();
-        s.add(vec![sample, inside]);
+        s.add(samples);
         let p = profile(&s, &names, 1000, 1, None);
-        assert_eq!(path(&p, "hook_file_open").inclusive_samples, 5);
+        assert_eq!(p.probe_samples, 3);
+        // The span an fentry/fexit pair would time holds the probes' samples too.
+        let spanned = path(&p, "security_file_open");
         assert_eq!(
-            path(&p, "hook_file_open").parent.as_deref(),
-            Some("security_file_open")
+            (spanned.spanned_samples, spanned.spanned_ns_per_op),
+            (8, 8000.0)
         );
-        assert_eq!(path(&p, "security_file_open").inclusive_samples, 7);
+        let hook = path(&p, "hook_file_open");
+        assert_eq!(hook.inclusive_samples, 5);
+        assert_eq!(hook.parent.as_deref(), Some("security_file_open"));
+        assert_eq!(path(&p, "security_file_open").inclusive_samples, 5);
         assert!(p.paths.iter().all(|r| r.name != "virtio_exit"));
-        let line = "do_dentry_open;security_file_open;bpf_trampoline_[freed];security_file_open;hook_file_open";
+        let line = "do_dentry_open;security_file_open;bpf_trampoline_[freed];security_file_open;\
+                    hook_file_open";
         assert!(
             p.folded.iter().any(|(f, n)| f == line && *n == 5),
             "{:?}",

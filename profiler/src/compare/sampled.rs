@@ -158,6 +158,8 @@ mod tests {
                 ns_per_op: share * cpu_ns,
                 ns_per_op_low: 0.0,
                 ns_per_op_high: 0.0,
+                spanned_samples: 0,
+                spanned_ns_per_op: 0.0,
             }],
             folded: Vec::new(),
         }

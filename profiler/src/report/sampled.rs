@@ -168,6 +168,8 @@ mod tests {
             ns_per_op: n as f64,
             ns_per_op_low: 0.0,
             ns_per_op_high: 0.0,
+            spanned_samples: 0,
+            spanned_ns_per_op: 0.0,
         }
     }
 
@@ -225,6 +227,6 @@ mod tests {
         a.tasks = 2.0;
         a.on_cpu_ns_per_op = 1700.0;
         let line = accounting_line(&a);
-        assert!(line.contains("2 tasks' time per op"), "{line}");
+        assert!(line.contains("2.000 tasks' time per op"), "{line}");
     }
 }

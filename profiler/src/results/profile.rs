@@ -65,6 +65,13 @@ pub struct SampledPath {
     pub ns_per_op: f64,
     pub ns_per_op_low: f64,
     pub ns_per_op_high: f64,
+    /// Every sample with the path on the stack, the probes' own inside it included, and its
+    /// ns per op of the probed op: the span an enter-to-exit timing of the path measures,
+    /// to cross-check the two methods where both ran.
+    #[serde(default)]
+    pub spanned_samples: u64,
+    #[serde(default)]
+    pub spanned_ns_per_op: f64,
 }
 
 /// An op's time, whole: on a CPU (user, kernel, the probes' own) and off it (runnable but
