@@ -59,13 +59,25 @@ fn one(r: &Results) -> String {
     if r.workloads.iter().any(|w| w.failure.is_some()) {
         out.push('\n');
     }
-    for w in r.workloads.iter().filter(|w| !w.attribution.is_empty()) {
+    for w in r
+        .workloads
+        .iter()
+        .filter(|w| !w.attribution.is_empty() || w.profile.is_some())
+    {
         let _ = writeln!(out, "### {}\n", w.name);
-        let table = Markup::Markdown.attribution_table(&w.attribution, &[], |_| Vec::new());
-        let _ = writeln!(out, "{table}\n");
+        if !w.attribution.is_empty() {
+            let table = Markup::Markdown.attribution_table(&w.attribution, &[], |_| Vec::new());
+            let _ = writeln!(out, "{table}\n");
+        }
         let residual = stats::summarize(&w.clean).and_then(|s| Residual::of(w, s.mean));
         if let Some(residual) = residual {
             let _ = writeln!(out, "{}\n", residual.sentence());
+        }
+        if let Some(a) = &w.accounting {
+            let _ = writeln!(out, "{}\n", super::sampled::accounting_line(a));
+        }
+        if let Some(p) = &w.profile {
+            let _ = writeln!(out, "{}\n", super::sampled::sampled_table(Markup::Markdown, p));
         }
     }
     out

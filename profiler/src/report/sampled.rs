@@ -71,6 +71,9 @@ pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
         p.probe_samples,
         Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op)
     );
+    if markup == Markup::Markdown {
+        out.push('\n'); // a table does not interrupt a paragraph
+    }
     if p.paths.is_empty() {
         out.push_str("(no sample fell in a syscall, hook or task path)\n");
         return out;
