@@ -27,6 +27,9 @@ pub enum Format {
     Bmf,
     /// Prometheus text (OpenMetrics-compatible): per-path latency histograms, call counters.
     Openmetrics,
+    /// Folded stacks, `STACK COUNT` a line (FlameGraph's stackcollapse output, which
+    /// flamegraph.pl, inferno and speedscope read): each workload's sampled kernel stacks.
+    Folded,
 }
 
 impl Format {
@@ -79,6 +82,7 @@ pub struct Junit;
 pub struct Kcidb;
 pub struct Bmf;
 pub struct Openmetrics;
+pub struct Folded;
 
 /// Pretty-printed JSON and a final newline, as every command's JSON ends.
 pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {

@@ -1,5 +1,6 @@
 //! `hookprof report FILE...`: results files as terminal text, an lmbench 2.0 summary, markdown,
-//! JSON, a self-contained HTML page, or the kernel CI ecosystem's formats (KCIDB, Bencher's
+//! JSON, a self-contained HTML page (with a flame graph per profiled workload), the sampled
+//! stacks folded for flame-graph tools, or the kernel CI ecosystem's formats (KCIDB, Bencher's
 //! BMF, Prometheus text; written by `crate::export`).
 use std::{path::PathBuf, process::ExitCode};
 
@@ -9,6 +10,7 @@ use crate::{
 };
 
 pub mod figures;
+pub mod folded;
 pub mod html;
 pub mod lmbench;
 pub mod markdown;
@@ -47,6 +49,7 @@ impl Document for [Results] {
         Format::Kcidb,
         Format::Bmf,
         Format::Openmetrics,
+        Format::Folded,
     ];
 
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
@@ -59,6 +62,7 @@ impl Document for [Results] {
             Format::Kcidb => Some(&output::Kcidb),
             Format::Bmf => Some(&output::Bmf),
             Format::Openmetrics => Some(&output::Openmetrics),
+            Format::Folded => Some(&output::Folded),
             Format::Junit => None,
         }
     }
@@ -114,5 +118,12 @@ impl Exporter<[Results]> for output::Bmf {
 impl Exporter<[Results]> for output::Openmetrics {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
         Ok(crate::export::openmetrics::render(results)?.into_bytes())
+    }
+}
+
+/// A file without sampled stacks is refused (exit 2) rather than printed as nothing.
+impl Exporter<[Results]> for output::Folded {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        Ok(folded::render(results)?.into_bytes())
     }
 }
