@@ -35,6 +35,7 @@ impl Probes {
             self.start_window()?;
         }
         let mut unattachable: Vec<Refusal> = Vec::new();
+        let mut sampling_refused: Option<Refusal> = None;
         for a in &mut self.attachments {
             if a.link.is_some() || !chosen(a) {
                 continue;
@@ -55,6 +56,12 @@ impl Probes {
                     );
                     unattachable.push(refusal);
                 }
+                // Sampling is one probe kind among others: where the kernel will not open
+                // a cpu-clock event for it, the run goes on without stacks.
+                Err(e) if a.kind == Kind::PerfEvent => {
+                    sampling_refused = Some(refusal::refusal(a.kind.name(), "cpu-clock", &e));
+                    break;
+                }
                 Err(e) => {
                     return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
                 }
@@ -62,6 +69,14 @@ impl Probes {
         }
         for refusal in unattachable {
             self.drop_function(refusal);
+        }
+        if let Some(refusal) = sampling_refused {
+            eprintln!(
+                "hookprof: perf_event refused on cpu-clock: {}; no stacks are sampled",
+                refusal.reason
+            );
+            self.attachments.retain(|a| a.kind != Kind::PerfEvent);
+            self.refused.push(refusal);
         }
         Ok(())
     }

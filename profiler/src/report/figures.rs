@@ -130,14 +130,19 @@ impl Residual {
         })
     }
 
-    /// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks`, and why a
-    /// negative one is negative.
-    pub fn sentence(&self) -> String {
-        let whole = if self.of_cpu_time {
+    /// What the residual is a part of: `of the clean op`, or of the probed op's CPU time.
+    pub fn whole(&self) -> &'static str {
+        if self.of_cpu_time {
             "of the probed op's CPU time"
         } else {
             "of the clean op"
-        };
+        }
+    }
+
+    /// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks`, and why a
+    /// negative one is negative.
+    pub fn sentence(&self) -> String {
+        let whole = self.whole();
         let mut s = format!(
             "Residual: {} ns/op ({:.1}% {whole}) {}",
             num(self.ns),

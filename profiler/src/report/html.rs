@@ -147,7 +147,13 @@ fn split(w: &WorkloadResult) -> Split {
         };
     };
     let shown = Scale::of(w.unit, clean.mean).show(clean.mean);
-    let op_ns = clean_op_ns(w, clean.mean).filter(|_| !w.attribution.is_empty());
+    // The whole the rows are parts of: the probed op's CPU time where sched_switch measured
+    // it (the rows are CPU time then, over all the op's tasks), else the clean op.
+    let whole = match &w.accounting {
+        Some(a) => Some(a.on_cpu_ns_per_op),
+        None => clean_op_ns(w, clean.mean),
+    };
+    let op_ns = whole.filter(|_| !w.attribution.is_empty());
     let Some(op_ns) = op_ns else {
         return Split {
             name: w.name.clone(),
@@ -196,7 +202,7 @@ pub fn overview(r: &Results) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    // 100% of the clean op, and room for bars that run past it.
+    // 100% of the op (its CPU time or its clean time), and room for bars that run past it.
     let widest = rows
         .iter()
         .map(|s| s.parts.iter().map(|(_, ns)| ns).sum::<f64>() / s.op_ns.max(f64::MIN_POSITIVE))
@@ -250,7 +256,7 @@ pub fn overview(r: &Results) -> String {
             let w = (share * full).min(label_w + bar_w - x);
             let what = match part {
                 Part::NotProbed => String::new(),
-                _ => format!(": {} ns/op, {:.1}% of the clean op", num(ns), share * 100.0),
+                _ => format!(": {} ns/op, {:.1}% of the op", num(ns), share * 100.0),
             };
             let _ = write!(
                 svg,
@@ -276,11 +282,13 @@ pub fn overview(r: &Results) -> String {
     let _ = writeln!(
         svg,
         "<path d=\"M{x:.1} {}V{bottom}\" stroke=\"#000\" stroke-dasharray=\"3 2\"/>\
-         <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">100% of the clean op</text></svg>\
-         <figcaption>Where each operation's time goes: the clean op time (right) split by the \
-         probed pass. Hooks run inside syscalls or task paths and task paths inside syscalls, so \
-         each part excludes what runs inside it. Probes inflate what they time, so a bar can run \
-         past 100%.</figcaption></figure>",
+         <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">100% of the op</text></svg>\
+         <figcaption>Where each operation's time goes, split by the probed pass. The whole is \
+         the op's CPU time over all its tasks where sched_switch measured it (the syscall rows \
+         are CPU time then, a blocking call's wait left out), else the clean op time (right). \
+         Hooks run inside syscalls or task paths and task paths inside syscalls, so each part \
+         excludes what runs inside it. Against the clean op, probes inflate what they time and \
+         a bar can run past 100%.</figcaption></figure>",
         top - 2.0,
         bottom + 14.0,
         x = label_w + full
@@ -307,8 +315,10 @@ fn workload_section(w: &WorkloadResult) -> String {
     };
     out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit));
     if !w.attribution.is_empty() {
-        if let Some(op) = clean_op_ns(w, clean.mean) {
-            out.push_str(&stacked_bar(op, &w.attribution));
+        // The residual rule every format uses (`Residual::of`): of the probed op's CPU time
+        // where sched_switch measured it, else of the clean op.
+        if let Some(residual) = Residual::of(w, clean.mean) {
+            out.push_str(&stacked_bar(&residual, &w.attribution));
         }
         out.push_str(&attribution_table(&w.attribution));
         for row in w
@@ -371,14 +381,14 @@ fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: Unit
     svg
 }
 
-/// The clean op split into the top-level paths and the residual, each drawn as its share of
-/// the clean op (the table's share column): paths that take more than the op run past the
-/// dashed 100% line, as in the overview. Segments take their kind's colour, alternately lighter.
-fn stacked_bar(op_ns: f64, rows: &[AttributionRow]) -> String {
-    let (Some((_, top)), Some(residual)) = (rows::top_level(rows), Residual::of_rows(op_ns, rows))
-    else {
+/// The op (the residual's whole) split into the top-level paths and the residual, each drawn
+/// as its share of it: paths that take more than the op run past the dashed 100% line, as in
+/// the overview. Segments take their kind's colour, alternately lighter.
+fn stacked_bar(residual: &Residual, rows: &[AttributionRow]) -> String {
+    let Some((_, top)) = rows::top_level(rows) else {
         return String::new();
     };
+    let op_ns = residual.op_ns;
     if op_ns <= 0.0 {
         return String::new();
     }
@@ -432,9 +442,10 @@ fn stacked_bar(op_ns: f64, rows: &[AttributionRow]) -> String {
     let _ = writeln!(
         svg,
         "<path d=\"M{full:.1} 0V24\" stroke=\"#000\" stroke-dasharray=\"3 2\"/>\
-         <text x=\"{:.1}\" y=\"34\" text-anchor=\"{}\">100% of the clean op</text></svg>",
+         <text x=\"{:.1}\" y=\"34\" text-anchor=\"{}\">100% {}</text></svg>",
         full,
-        if full > width - 60.0 { "end" } else { "middle" }
+        if full > width - 60.0 { "end" } else { "middle" },
+        residual.whole()
     );
     svg
 }
@@ -585,9 +596,7 @@ mod tests {
         let html = overview(&r);
         // The bandwidth op is what its rows' shares were taken of: split like a latency.
         assert!(
-            html.contains(
-                "bw_pipe: LSM functions under the hooks: 380.0 ns/op, 7.6% of the clean op"
-            ),
+            html.contains("bw_pipe: LSM functions under the hooks: 380.0 ns/op, 7.6% of the op"),
             "{html}"
         );
         assert!(html.contains(">977.6 MB/s<"), "{html}");
@@ -606,7 +615,10 @@ mod tests {
         let mut w = sample_results().workloads[0].clone();
         // The hooks take 9100 ns of a 5000 ns op: 182% of it, as the table says.
         w.attribution[1].ns_per_op = 9000.0;
-        let bar = stacked_bar(5000.0, &w.attribution);
+        let bar = stacked_bar(
+            &Residual::of_rows(5000.0, &w.attribution).unwrap(),
+            &w.attribution,
+        );
         assert!(
             bar.contains("hook security_file_open 9000 ns/op (180.0%)"),
             "{bar}"
@@ -623,7 +635,10 @@ mod tests {
     fn every_chart_colours_a_path_by_its_kind() {
         let html = render(&[sample_results()]);
         let w = &sample_results().workloads[0];
-        let bar = stacked_bar(5000.0, &w.attribution);
+        let bar = stacked_bar(
+            &Residual::of_rows(5000.0, &w.attribution).unwrap(),
+            &w.attribution,
+        );
         // Both hooks orange, as in the overview's legend; the residual grey.
         assert_eq!(bar.matches("fill=\"#f28e2b\"").count(), 4, "{bar}");
         assert!(bar.contains(&format!("fill=\"{RESIDUAL_COLOUR}\"")));

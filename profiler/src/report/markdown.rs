@@ -77,7 +77,11 @@ fn one(r: &Results) -> String {
             let _ = writeln!(out, "{}\n", super::sampled::accounting_line(a));
         }
         if let Some(p) = &w.profile {
-            let _ = writeln!(out, "{}\n", super::sampled::sampled_table(Markup::Markdown, p));
+            let _ = writeln!(
+                out,
+                "{}\n",
+                super::sampled::sampled_table(Markup::Markdown, p)
+            );
         }
     }
     out
