@@ -116,7 +116,8 @@ pub struct CommonMeasureArgs {
     /// Probe kinds: `auto` (all), `none` (clean only, no root needed), or a comma-separated list
     /// of syscalls, tasks, hooks, sched (time on and off a CPU, from sched_switch), stacks
     /// (kernel stacks sampled on the cpu-clock: each hook's share of the CPU time, where
-    /// fentry is refused too).
+    /// fentry is refused too). Every kind follows the processes a workload forks only with
+    /// tasks among them (stat's command is one).
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub probes: Vec<String>,
     /// Stack samples per second of a task's CPU time (`--probes stacks`).
