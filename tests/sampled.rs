@@ -185,9 +185,10 @@ fn without_the_stacks_probe_there_is_no_profile_and_the_rest_still_runs() {
 
 /// Ground truth through a real LSM, where no trampoline can time it: a Landlock ruleset (two
 /// layers, 15 rules) against none, in one `--versus` run. The CPU time it adds to each open and
-/// close is found in security_file_open, Landlock's hook_file_open under it: 0.79-0.97 of the
-/// probed op's CPU change over four runs here (eight rounds: the op's own CPU time moves by a
-/// few hundred ns between variants, the hook's sampled change much less).
+/// close is found in security_file_open, Landlock's hook_file_open under it: 0.70-1.09 of the
+/// probed op's CPU change over seven runs here (median 0.95). The op's CPU time moves by a few
+/// hundred ns between variants on its own, far more than the hook's sampled change does, so
+/// the test holds the hook to half the change, which a misattributed hook (0 here) fails.
 #[test]
 fn a_landlock_ruleset_s_cost_is_found_in_its_file_open_hook_by_sampling() {
     require_root();
@@ -253,7 +254,7 @@ fn a_landlock_ruleset_s_cost_is_found_in_its_file_open_hook_by_sampling() {
             "the ruleset added no CPU time: {cpu_change:.0}"
         );
         assert!(
-            change >= 0.7 * cpu_change,
+            change >= 0.5 * cpu_change,
             "{name} moved {change:.0} ns/op of the op's {cpu_change:.0}"
         );
     }

@@ -274,6 +274,11 @@ fn sample(
     }
 
     let mut last = probes.as_deref().map(Probes::snapshot).transpose()?;
+    // The set-up ran attached: its stacks are not the workload's ops (as its counts are not,
+    // the snapshot above being the baseline).
+    if let Some(p) = probes.as_deref_mut() {
+        p.take_samples()?;
+    }
     let total = sampling.samples;
     for i in 0..total {
         // Alternate which pass goes first, so neither always follows the other.
