@@ -65,9 +65,9 @@ pub mod event {
     pub const ON_CPU_NS: u32 = 10;
     pub const OFF_CPU_RUNNABLE_NS: u32 = 11;
     pub const OFF_CPU_BLOCKED_NS: u32 = 12;
-    /// A kernel-mode sample whose stack the stack map could not take (full, or a collision):
-    /// counted under the sample's syscall, without frames.
-    pub const STACK_LOST: u32 = 13;
+    /// A stack sample that found the sample counts full: not counted at all (a stack the
+    /// stack map could not keep is counted, without frames: `lost_stacks` in the profile).
+    pub const SAMPLES_FULL: u32 = 13;
     pub const COUNT: u32 = 14;
 }
 

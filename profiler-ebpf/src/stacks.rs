@@ -47,9 +47,9 @@ fn on_cpu_sample(ctx: &PerfEventContext) {
         _pad: 0,
     };
     if key.user == 0 {
-        match ctx.get_stackid(&STACKS, 0) {
-            Ok(id) => key.stack_id = id as i32,
-            Err(_) => count_event(event::STACK_LOST),
+        // A stack the map cannot keep stays NO_STACK: counted, without frames.
+        if let Ok(id) = ctx.get_stackid(&STACKS, 0) {
+            key.stack_id = id as i32;
         }
         key.syscall_nr = syscall_nr();
     }
@@ -74,8 +74,8 @@ fn count(key: &SampleKey) {
         unsafe { *n += 1 };
         return;
     }
-    // Another sample on this CPU cannot race this one; EEXIST from a full map is a loss.
+    // Another sample on this CPU cannot race this one; a full map drops the sample.
     if SAMPLES.insert(key, &1, BPF_NOEXIST as u64).is_err() {
-        count_event(event::STACK_LOST);
+        count_event(event::SAMPLES_FULL);
     }
 }

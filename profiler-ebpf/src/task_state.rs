@@ -109,7 +109,7 @@ fn lookup(task: *mut task_struct, flags: u64) -> Option<&'static mut TaskState> 
 /// task pays.
 #[inline(always)]
 pub fn current() -> Option<&'static mut TaskState> {
-    current_even_dormant().filter(|s| s.dormant == 0)
+    of(unsafe { bpf_get_current_task_btf() })
 }
 
 /// `task`'s state if it is tracked and counting (sched_switch sees two tasks, neither of which

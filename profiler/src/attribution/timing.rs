@@ -121,6 +121,7 @@ pub fn attribute(
         ("stale_exits", event::STALE_EXIT),
         ("stack_full", event::STACK_FULL),
         ("gate_misuse", event::GATE_MISUSE),
+        ("stack_samples_dropped", event::SAMPLES_FULL),
     ] {
         let n = event_total(index);
         if n > 0 {

@@ -59,8 +59,8 @@ impl Probes {
                 // Sampling is one probe kind among others: where the kernel will not open
                 // a cpu-clock event for it, the run goes on without stacks.
                 Err(e) if a.kind == Kind::PerfEvent => {
-                    sampling_refused = Some(refusal::refusal(a.kind.name(), "cpu-clock", &e));
-                    break;
+                    sampling_refused
+                        .get_or_insert_with(|| refusal::refusal(a.kind.name(), "cpu-clock", &e));
                 }
                 Err(e) => {
                     return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))

@@ -31,8 +31,9 @@ pub struct RawSample {
 }
 
 impl Probes {
-    /// Loads the sampling program and plans one attachment per online CPU.
-    pub(super) fn load_stacks(&mut self) -> bool {
+    /// Loads the sampling program and plans one attachment per online CPU (a refusal is
+    /// recorded, as any program's).
+    pub(super) fn load_stacks(&mut self) {
         let loaded = (|| -> Result<(), ProgramError> {
             let p: &mut PerfEvent = self
                 .ebpf
@@ -41,21 +42,19 @@ impl Probes {
                 .try_into()?;
             p.load()
         })();
-        if !self.record(PROGRAM, Kind::PerfEvent, "cpu-clock", loaded) {
-            return false;
+        if let Err(e) = loaded {
+            let refusal = super::refusal::refusal(Kind::PerfEvent.name(), "cpu-clock", &e);
+            self.refused.push(refusal);
+            return;
         }
-        // The recorded attachment stands for CPU 0; the others follow it.
-        let cpus = aya::util::online_cpus().unwrap_or_else(|_| vec![0]);
-        let first = self.attachments.pop().expect("just recorded");
-        for cpu in cpus {
+        for cpu in aya::util::online_cpus().unwrap_or_else(|_| vec![0]) {
             self.attachments.push(super::Attachment {
-                target: format!("cpu-clock/cpu{cpu}"),
-                program: first.program.clone(),
+                program: PROGRAM.into(),
                 kind: Kind::PerfEvent,
+                target: format!("cpu-clock/cpu{cpu}"),
                 link: None,
             });
         }
-        true
     }
 
     /// The sampling period in ns, when the sampling program is loaded.
