@@ -98,7 +98,8 @@ pub(crate) fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
 /// The op time outside the top-level probed paths: the same figure in every format. Where
 /// sched_switch measured the probed op's CPU time (over all its tasks), that is the whole the
 /// rows (CPU time too) are taken from, so the residual is user time and the probes' cost
-/// outside the timed spans, never below zero but for noise; without it, the clean op is the
+/// outside the timed spans, at or above zero but for noise (below -5% the sentence says which
+/// two figures disagree); without it, the clean op is the
 /// whole, and the residual is negative when the probed paths (which carry the probes' own
 /// cost, and a blocking call's wait) take more than it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -153,7 +154,9 @@ impl Residual {
             s.push_str(" (user time, and the probes' cost outside the spans they time)");
             if self.ns < -0.05 * self.op_ns {
                 s.push_str(
-                    ": below zero, the timed paths took more CPU time than sched_switch saw                      (a task switched on and off between the two clock reads of a path)",
+                    ": below zero, the timed paths' CPU time (their enter-to-exit time less \
+                     what sched_switch saw them switched out) exceeds the CPU time sched_switch \
+                     counted for the op's tasks",
                 );
             }
         } else if self.ns < 0.0 {

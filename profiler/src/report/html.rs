@@ -320,7 +320,7 @@ fn workload_section(w: &WorkloadResult) -> String {
         if let Some(residual) = Residual::of(w, clean.mean) {
             out.push_str(&stacked_bar(&residual, &w.attribution));
         }
-        out.push_str(&attribution_table(&w.attribution));
+        out.push_str(&attribution_table(w));
         for row in w
             .attribution
             .iter()
@@ -450,12 +450,14 @@ fn stacked_bar(residual: &Residual, rows: &[AttributionRow]) -> String {
     svg
 }
 
-fn attribution_table(rows: &[AttributionRow]) -> String {
-    let mut out = String::from(
+fn attribution_table(w: &WorkloadResult) -> String {
+    let accounting = w.accounting.as_ref();
+    let mut out = format!(
         "<table><tr><th>path</th><th>kind</th><th>calls/op</th><th>ns/call</th><th>ns/op</th>\
-         <th>share</th></tr>\n",
+         <th>{}</th></tr>\n",
+        rows::share_heading(accounting)
     );
-    for (name, r) in rows::ordered_rows(rows) {
+    for (name, r) in rows::ordered_rows(&w.attribution) {
         let name = match name.strip_prefix("  ") {
             Some(lsm) => format!("&nbsp;&nbsp;└ {}", esc(lsm)),
             None => esc(&name),
@@ -467,7 +469,7 @@ fn attribution_table(rows: &[AttributionRow]) -> String {
             num(r.calls_per_op),
             num(r.ns_per_call),
             num(rows::ns_per_op(r)),
-            r.share * 100.0
+            rows::share(r, accounting) * 100.0
         );
     }
     out.push_str("</table>\n");

@@ -66,7 +66,7 @@ fn one(r: &Results) -> String {
     {
         let _ = writeln!(out, "### {}\n", w.name);
         if !w.attribution.is_empty() {
-            let table = Markup::Markdown.attribution_table(&w.attribution, &[], |_| Vec::new());
+            let table = Markup::Markdown.attribution_table(w, &[], |_| Vec::new());
             let _ = writeln!(out, "{table}\n");
         }
         let residual = stats::summarize(&w.clean).and_then(|s| Residual::of(w, s.mean));

@@ -3,7 +3,7 @@
 use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
 use super::figures::num;
-use crate::results::{rows, AttributionRow};
+use crate::results::{rows, AttributionRow, WorkloadResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Markup {
@@ -49,27 +49,29 @@ impl Markup {
         }
     }
 
-    /// The attribution table: kind, path, calls/op, ns/call, ns/op and share, then the cells
-    /// `more` adds to each row under the headers in `more_headers`.
+    /// A workload's attribution table: kind, path, calls/op, ns/call, ns/op and share (`rows::
+    /// share`), then the cells `more` adds to each row under the headers in `more_headers`.
     pub fn attribution_table(
         self,
-        rows: &[AttributionRow],
+        w: &WorkloadResult,
         more_headers: &[&str],
         more: impl Fn(&AttributionRow) -> Vec<String>,
     ) -> String {
-        let header: Vec<&str> = ["kind", "path", "calls/op", "ns/call", "ns/op", "share"]
+        let accounting = w.accounting.as_ref();
+        let share = rows::share_heading(accounting);
+        let header: Vec<&str> = ["kind", "path", "calls/op", "ns/call", "ns/op", share]
             .into_iter()
             .chain(more_headers.iter().copied())
             .collect();
         let mut table = self.table(&header);
-        for (name, r) in rows::ordered_rows(rows) {
+        for (name, r) in rows::ordered_rows(&w.attribution) {
             let mut cells = vec![
                 r.kind.name().to_string(),
                 self.path(name),
                 num(r.calls_per_op),
                 num(r.ns_per_call),
                 num(rows::ns_per_op(r)),
-                format!("{:.1}%", r.share * 100.0),
+                format!("{:.1}%", rows::share(r, accounting) * 100.0),
             ];
             cells.extend(more(r));
             table.add_row(cells);

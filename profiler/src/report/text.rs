@@ -190,7 +190,7 @@ fn workload_block(w: &WorkloadResult) -> String {
         let _ = writeln!(out, "  Task events per op: {}", events.join(", "));
     }
     if !w.attribution.is_empty() {
-        for line in attribution_table(&w.attribution).lines() {
+        for line in attribution_table(w).lines() {
             let _ = writeln!(out, "  {line}");
         }
         if let Some(residual) = Residual::of(w, clean.mean) {
@@ -211,16 +211,16 @@ fn workload_block(w: &WorkloadResult) -> String {
     out
 }
 
-fn attribution_table(rows: &[AttributionRow]) -> String {
-    if rows.iter().any(|r| r.off_cpu_ns_per_op.is_some()) {
-        return Markup::Terminal.attribution_table(rows, &["wait ns/op", "corrected ns/op"], |r| {
+fn attribution_table(w: &WorkloadResult) -> String {
+    if w.attribution.iter().any(|r| r.off_cpu_ns_per_op.is_some()) {
+        return Markup::Terminal.attribution_table(w, &["wait ns/op", "corrected ns/op"], |r| {
             vec![
                 r.off_cpu_ns_per_op.map(num).unwrap_or_default(),
                 corrected(r),
             ]
         });
     }
-    Markup::Terminal.attribution_table(rows, &["corrected ns/op"], |r| vec![corrected(r)])
+    Markup::Terminal.attribution_table(w, &["corrected ns/op"], |r| vec![corrected(r)])
 }
 
 /// The nested-probe-corrected time, and a hook's own dispatch cost beside its LSM functions.
@@ -456,6 +456,39 @@ pub(crate) mod tests {
             render(&r).contains("Residual: -4100 ns/op (-82.0% of the clean op) outside"),
             "{}",
             render(&r)
+        );
+    }
+
+    /// Where sched_switch measured the probed op's CPU time, that is the whole of the share
+    /// column and of the residual, and a residual far below it names the two figures.
+    #[test]
+    fn with_the_op_s_cpu_time_measured_shares_and_residual_are_of_it() {
+        let mut r = sample_results();
+        r.workloads[0].accounting = Some(crate::results::Accounting {
+            wall_ns_per_op: 10000.0,
+            on_cpu_ns_per_op: 6000.0,
+            off_cpu_runnable_ns_per_op: 0.0,
+            off_cpu_blocked_ns_per_op: 4000.0,
+            user_ns_per_op: None,
+            kernel_ns_per_op: None,
+            probe_ns_per_op: None,
+            tasks: 1.0,
+        });
+        let text = render(&r);
+        assert!(text.contains("CPU share"), "{text}");
+        // openat takes 3000 of the op's 6000 ns of CPU time, the hooks 400 + 100 inside it.
+        assert!(text.contains("50.0%") && text.contains("6.7%"), "{text}");
+        assert!(
+            text.contains("Residual: 5500 ns/op (91.7% of the probed op's CPU time)"),
+            "{text}"
+        );
+        assert!(!text.contains("below zero"), "{text}");
+        r.workloads[0].attribution[1].ns_per_op = 9000.0;
+        let text = render(&r);
+        assert!(
+            text.contains("Residual: -3100 ns/op (-51.7% of the probed op's CPU time)")
+                && text.contains("exceeds the CPU time sched_switch counted"),
+            "{text}"
         );
     }
 

@@ -24,6 +24,26 @@ pub fn ns_per_op(row: &AttributionRow) -> f64 {
     }
 }
 
+/// A row's share of the op, of the whole the residual is taken from (`report::figures::
+/// Residual`): the probed op's CPU time over all its tasks where sched_switch measured it (the
+/// rows are CPU time then, so shares of one level never pass 100% but for noise), else the
+/// clean op (the row's own `share`).
+pub fn share(row: &AttributionRow, accounting: Option<&super::Accounting>) -> f64 {
+    match accounting.filter(|a| a.on_cpu_ns_per_op > 0.0) {
+        Some(a) => ns_per_op(row) / a.on_cpu_ns_per_op,
+        None => row.share,
+    }
+}
+
+/// The share column's heading for `share`.
+pub fn share_heading(accounting: Option<&super::Accounting>) -> &'static str {
+    if accounting.is_some() {
+        "CPU share"
+    } else {
+        "share"
+    }
+}
+
 /// What the residual is measured against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
