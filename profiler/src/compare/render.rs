@@ -102,7 +102,9 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
 
 /// `sampled, share of CPU time (2130 -> 2210 samples): security_file_open 7.5% -> 9.8%
 /// (+2.30 pp [+1.10, +3.50]) +85 ns, ...`: the paths whose share changed most, those whose
-/// interval leaves out zero marked `*`.
+/// interval leaves out zero marked `*`. The interval takes samples as independent draws,
+/// which samples of one round are not: an A/A compare here marked 6 of 57 listed changes, so
+/// a mark is a path to look at, not a verdict.
 pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     let shown: Vec<String> = s
         .paths
@@ -128,7 +130,8 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "sampled, share of CPU time ({} -> {} samples; * the interval leaves out 0):",
+        "sampled, share of CPU time ({} -> {} samples; * the 95% interval, samples taken as \
+         independent, leaves out 0):",
         s.old_samples, s.new_samples
     )];
     lines.extend(shown.into_iter().map(|l| format!("  {l}")));
