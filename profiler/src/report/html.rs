@@ -1,7 +1,7 @@
 //! One self-contained HTML page (inline CSS and SVG, nothing fetched): an overview of the whole
 //! suite first (where each workload's op goes), then per workload clean vs probed bars with 95%
-//! CI whiskers, a stacked bar of where an operation's time goes, and log2 latency histograms
-//! per hook.
+//! CI whiskers, a stacked bar of where an operation's time goes, log2 latency histograms per
+//! hook, and a flame graph of the sampled kernel stacks (`flame`).
 use std::fmt::Write;
 
 use super::{
@@ -18,7 +18,7 @@ table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #dd
 text-align:right}td:first-child,th:first-child{text-align:left}\
 svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 24px 4px 0}\
 figure{margin:1em 0}figcaption{font-size:90%;color:#555;max-width:60em}\
-tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
+figure.flame{margin:1em 0 2em}tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
 
 /// One colour per path kind, on every chart of both pages.
 pub(crate) fn kind_colour(kind: PathKind) -> &'static str {
@@ -329,6 +329,7 @@ fn workload_section(w: &WorkloadResult) -> String {
             out.push_str(&histogram(row));
         }
     }
+    out.push_str(&super::flame::figure(w));
     out
 }
 

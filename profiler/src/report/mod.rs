@@ -10,6 +10,7 @@ use crate::{
 };
 
 pub mod figures;
+pub mod flame;
 pub mod folded;
 pub mod html;
 pub mod lmbench;
