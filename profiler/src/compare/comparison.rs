@@ -22,6 +22,10 @@ pub struct Comparison {
     pub workloads: Vec<WorkloadComparison>,
     pub only_in_old: Vec<String>,
     pub only_in_new: Vec<String>,
+    /// The sampled stacks of workloads profiled on both sides (the HTML page's differential
+    /// flame graphs; too bulky for the JSON comparison).
+    #[serde(skip)]
+    pub stacks: Vec<super::stacks::StacksChange>,
 }
 
 #[derive(Debug, Serialize)]

@@ -131,6 +131,7 @@ pub fn compare(
         call_counts: facts::call_counts(old, new),
         only_in_old: names(&old_pool, &new_pool),
         only_in_new: names(&new_pool, &old_pool),
+        stacks: super::stacks::changes(old, new),
         workloads,
     })
 }

@@ -1,11 +1,13 @@
 //! The comparison as one self-contained HTML page: the verdict table, then each changed workload
-//! with a chart of which paths moved and by how much.
+//! with a chart of which paths moved and by how much, then a differential flame graph per
+//! workload with sampled stacks on both sides.
 use std::fmt::Write;
 
 use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta};
 use crate::{
     report::{
         figures::Scale,
+        flame,
         html::{esc, kind_colour, page, RESIDUAL_COLOUR},
     },
     results::PathKind,
@@ -95,6 +97,13 @@ pub fn render_html(c: &Comparison) -> String {
             }
             None => body.push_str("<p>No attribution: one side was not probed.</p>\n"),
         }
+    }
+    if !c.stacks.is_empty() {
+        body.push_str("<h2 id=\"stacks\">Sampled kernel stacks, old to new</h2>\n");
+    }
+    for s in &c.stacks {
+        let _ = writeln!(body, "<h3>{}</h3>", esc(&s.workload));
+        body.push_str(&flame::differential_figure(&s.workload, &s.old, &s.new));
     }
     page(&title, &body)
 }

@@ -25,6 +25,7 @@ mod pool;
 mod render;
 mod sampled;
 mod speed;
+pub mod stacks;
 #[cfg(test)]
 mod tests;
 
