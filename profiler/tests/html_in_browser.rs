@@ -347,3 +347,216 @@ fn the_history_page_draws_each_metric_with_its_change_points_in_chromium() {
         shot.display()
     );
 }
+
+/// One workload's results with sampled stacks: openat through security_file_open into AppArmor
+/// (`apparmor` samples) and Landlock, user mode, a probe, and the stacks past the limit.
+fn profiled_results(label: &str, apparmor: u64) -> String {
+    let openat = "entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_openat;do_sys_openat2;\
+                  do_filp_open;path_openat;do_open;vfs_open;do_dentry_open;security_file_open";
+    let folded = serde_json::json!([
+        [format!("{openat};apparmor_file_open;aa_file_perm"), apparmor],
+        ["[user]", 300],
+        [format!("{openat};hook_file_open;landlock_unmask_layers"), 150],
+        [format!("{openat}"), 100],
+        ["entry_SYSCALL_64_after_hwframe;do_syscall_64;syscall_trace_enter;__bpf_trace_sys_enter;\
+          bpf_trace_run2;bpf_prog_f830a37d56f4c0e8_sys_enter;ktime_get_mono_fast_ns", 120],
+        ["entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_close;__fput;security_file_free;\
+          apparmor_file_free_security", 40],
+        ["[other stacks]", 10],
+    ]);
+    serde_json::json!({
+        "schema_version": 1, "label": label, "complete": true, "source": "hookprof",
+        "environment": {"kernel_release": "6.1.0-test", "hookprof_version": "0", "started_at": 1},
+        "workloads": [
+            {"name": "open_close", "family": "processes", "unit": "us",
+             "clean": [5.0, 5.01, 4.99], "probed": [5.5, 5.51, 5.49],
+             "profile": {"period_ns": 1000000, "samples": 1000, "user_samples": 300,
+                         "probe_samples": 120, "ops": 10000, "on_cpu_ns_per_op": 5000.0,
+                         "paths": [], "folded": folded}},
+        ]
+    })
+    .to_string()
+}
+
+/// After the page loads: for each flame graph's iframe, whether inferno's script ran (search
+/// finds the AppArmor frames, a click on a frame zooms to it) and each kind's colour, as the
+/// body's `data-flame` attribute.
+const FLAME_CHECK: &str = "<script>window.addEventListener('load', () => {\
+const out = [];\
+try {\
+for (const f of document.querySelectorAll('iframe.flame')) {\
+  const d = f.contentDocument, w = f.contentWindow;\
+  const fill = name => { for (const g of d.querySelectorAll('#frames > g'))\
+      if (g.querySelector('title').textContent.startsWith(name + ' ('))\
+        return g.querySelector('rect').getAttribute('fill');\
+    return 'none'; };\
+  out.push('frames=' + d.querySelectorAll('#frames > g').length);\
+  for (const n of ['security_file_open', 'apparmor_file_open', 'hook_file_open',\
+      'bpf_prog_f830a37d56f4c0e8_sys_enter', '[user]', 'do_syscall_64', 'aa_file_perm'])\
+    out.push(n + '=' + fill(n));\
+  w.search('apparmor');\
+  out.push(d.getElementById('matched').textContent);\
+  w.reset_search();\
+  let hook = null;\
+  for (const g of d.querySelectorAll('#frames > g'))\
+    if (g.querySelector('title').textContent.startsWith('hook_file_open (')) hook = g;\
+  hook.querySelector('rect').dispatchEvent(new MouseEvent('click', {bubbles: true}));\
+  out.push('hidden=' + d.querySelectorAll('#frames > g.hide').length);\
+  out.push('unzoom=' + !d.getElementById('unzoom').classList.contains('hide'));\
+}\
+} catch (e) { out.push('error: ' + e); }\
+document.body.setAttribute('data-flame', out.join('|'));\
+});</script>";
+
+#[test]
+fn the_flame_graphs_draw_and_zoom_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let old = write("old.json", &profiled_results("old", 200));
+    let new = write("new.json", &profiled_results("new", 600));
+    let bare = write("bare.json", &results("bare", 1, 0.0));
+
+    // The folded stacks need no browser: one line per stack, as stackcollapse writes them.
+    let folded = hookprof(&["report", &old, "--format", "folded"]);
+    assert!(folded.status.success());
+    let folded = String::from_utf8(folded.stdout).unwrap();
+    assert_eq!(folded.lines().count(), 7, "{folded}");
+    assert!(
+        folded.starts_with("entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_openat;")
+            && folded.contains(";apparmor_file_open;aa_file_perm 200\n[user] 300\n")
+            && folded.ends_with("\n[other stacks] 10\n"),
+        "{folded}"
+    );
+    let both = hookprof(&["report", &old, &new, "--format", "folded"]);
+    let both = String::from_utf8(both.stdout).unwrap();
+    assert!(both.contains("\nnew;open_close;[user] 300\n"), "{both}");
+    let refused = hookprof(&["report", &bare, "--format", "folded"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("results 'bare' hold no sampled kernel stacks"),
+        "{stderr}"
+    );
+
+    let Some(chromium) = browser() else {
+        println!("skipping the browser half: no chromium on PATH (apt install chromium; cargo xtask setup does)");
+        return;
+    };
+    let report = hookprof(&["report", &old, "--format", "html"]);
+    assert!(report.status.success());
+    let page = String::from_utf8(report.stdout).unwrap();
+    let checked = dir.path().join("flame.html");
+    std::fs::write(
+        &checked,
+        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
+    )
+    .unwrap();
+    let (dom, _) = render(&chromium, &checked, dir.path());
+    let flame = dom
+        .split("data-flame=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the flame check ran");
+    let facts: Vec<&str> = flame.split('|').collect();
+    // Hooks orange, AppArmor red, Landlock pink, the probe grey, user mode green, the rest sand.
+    for expected in [
+        "security_file_open=rgb(242,142,43)",
+        "apparmor_file_open=rgb(225,87,89)",
+        "hook_file_open=rgb(255,157,167)",
+        "bpf_prog_f830a37d56f4c0e8_sys_enter=rgb(160,160,160)",
+        "[user]=rgb(140,209,125)",
+    ] {
+        assert!(facts.contains(&expected), "{expected}: {flame}");
+    }
+    let kernel = facts
+        .iter()
+        .find(|f| f.starts_with("do_syscall_64=rgb("))
+        .unwrap();
+    assert!(!kernel.contains("242,142,43"), "{flame}");
+    let frames: usize = facts[0].trim_start_matches("frames=").parse().unwrap();
+    assert!(frames >= 20, "{flame}");
+    // Search: AppArmor's 200 + 40 of the 920 samples drawn.
+    assert!(facts.contains(&"Matched: 26.1%"), "{flame}");
+    let hidden: usize = facts
+        .iter()
+        .find_map(|f| f.strip_prefix("hidden="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A click on Landlock's hook_file_open zooms to it: only the root, the ten frames under it,
+    // it and the Landlock function above it stay.
+    assert_eq!(hidden, frames - 13, "{flame}");
+    assert!(facts.contains(&"unzoom=true"), "{flame}");
+
+    // The picture, untouched by the checks: the page is short enough to show the whole graph,
+    // each kind's colour drawn.
+    let shown = dir.path().join("flame-shot.html");
+    std::fs::write(&shown, &page).unwrap();
+    let (_, shot) = render(&chromium, &shown, dir.path());
+    let colours = [
+        [242, 142, 43],
+        [225, 87, 89],
+        [255, 157, 167],
+        [160, 160, 160],
+        [140, 209, 125],
+    ];
+    let (counts, distinct) = pixels(&shot, &colours);
+    assert!(distinct > 20, "a blank page: {distinct} colours");
+    assert!(
+        counts.iter().all(|&n| n > 200),
+        "{counts:?} in {}",
+        shot.display()
+    );
+
+    // The comparison's differential graph colours a function by the change in the samples it
+    // was on top of the stack in: AppArmor's aa_file_perm grew (red), user mode shrank (blue),
+    // and apparmor_file_open, never on top, stayed white.
+    let compare = hookprof(&["compare", &old, &new, "--format", "html"]);
+    let page = String::from_utf8(compare.stdout).unwrap();
+    assert!(page.contains("Sampled kernel stacks, old to new"), "{page}");
+    let checked = dir.path().join("diff.html");
+    std::fs::write(
+        &checked,
+        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
+    )
+    .unwrap();
+    let (dom, _) = render(&chromium, &checked, dir.path());
+    let flame = dom
+        .split("data-flame=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap();
+    let rgb = |name: &str| -> Vec<u32> {
+        let f = flame
+            .split('|')
+            .find_map(|f| f.strip_prefix(&format!("{name}=rgb(")))
+            .unwrap();
+        f.trim_end_matches(')')
+            .split(',')
+            .map(|c| c.parse().unwrap())
+            .collect()
+    };
+    let (grew, shrank) = (rgb("aa_file_perm"), rgb("[user]"));
+    assert_eq!(rgb("apparmor_file_open"), [250, 250, 250], "{flame}");
+    assert!(grew[0] > grew[2] + 50, "{flame}");
+    assert!(shrank[2] > shrank[0] + 50, "{flame}");
+    let shown = dir.path().join("diff-shot.html");
+    std::fs::write(&shown, &page).unwrap();
+    let (_, diff_shot) = render(&chromium, &shown, dir.path());
+    let colour = |c: &[u32]| [c[0] as u8, c[1] as u8, c[2] as u8];
+    let (counts, _) = pixels(&diff_shot, &[colour(&grew), colour(&shrank)]);
+    assert!(
+        counts.iter().all(|&n| n > 200),
+        "{counts:?} in {}",
+        diff_shot.display()
+    );
+    if let Some(keep) = std::env::var_os("HOOKPROF_KEEP_SCREENSHOTS") {
+        std::fs::copy(&shot, Path::new(&keep).join("flame.png")).unwrap();
+        std::fs::copy(&diff_shot, Path::new(&keep).join("flame-diff.png")).unwrap();
+    }
+}
