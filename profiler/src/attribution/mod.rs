@@ -9,5 +9,5 @@ mod stacks;
 mod timing;
 
 pub use accounting::account;
-pub use stacks::{profile, SampledStacks};
+pub use stacks::{is_probe_frame, profile, SampledStacks};
 pub use timing::{attribute, function_kind, syscall_name, Attribution, ProbedSample};

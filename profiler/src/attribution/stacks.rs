@@ -182,6 +182,16 @@ fn program_name(tagged: &str) -> &str {
     tagged.split_once('_').map_or(tagged, |(_, name)| name)
 }
 
+/// Whether one frame is hookprof's measuring at work, for a flame graph's colour: one of its
+/// programs (`bpf_prog_<tag>_<name>`) or the kernel's way into a BPF program. (`profile`
+/// decides by the whole stack; one frame alone cannot tell a trampoline's own time.)
+pub fn is_probe_frame(frame: &str) -> bool {
+    match frame.strip_prefix("bpf_prog_") {
+        Some(tagged) => is_probe(program_name(tagged)),
+        None => BPF_DISPATCH.iter().any(|d| frame.starts_with(d)),
+    }
+}
+
 fn is_probe(program: &str) -> bool {
     PROBE_PROGRAMS.iter().any(|p| {
         if p.ends_with('_') {
@@ -435,6 +445,17 @@ mod tests {
 
     fn path<'a>(p: &'a StackProfile, name: &str) -> &'a SampledPath {
         p.paths.iter().find(|r| r.name == name).expect(name)
+    }
+
+    #[test]
+    fn a_probe_frame_is_one_of_hookprof_s_programs_or_the_way_into_one() {
+        assert!(is_probe_frame("bpf_prog_0123456789abcdef_sys_exit"));
+        assert!(is_probe_frame("bpf_prog_0123456789abcdef_hook_enter_file"));
+        assert!(is_probe_frame("bpf_trace_run2"));
+        assert!(is_probe_frame("__bpf_prog_enter_recur"));
+        // --inject's programs are the workload's cost, not the probes'.
+        assert!(!is_probe_frame("bpf_prog_0123456789abcdef_inject_sys_exit"));
+        assert!(!is_probe_frame("security_file_open"));
     }
 
     #[test]
