@@ -1,5 +1,6 @@
 //! `cargo xtask`: set-up, build, run and test hookprof on a fresh machine.
 mod fuzz;
+mod licenses;
 mod setup;
 mod vm;
 
@@ -136,6 +137,7 @@ fn build_release() -> Result<()> {
 }
 
 fn test_host() -> Result<()> {
+    licenses::check()?;
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
     // --all-targets leaves out `test = false` targets: lint the guest and ab tests explicitly.
