@@ -416,6 +416,69 @@ fn top_where_fentry_is_refused_says_so_in_one_line_and_counts_syscalls() {
     }
 }
 
+/// The file hooks an open/close of /dev/null runs through on any kernel with an LSM.
+const FILE_HOOKS: &[&str] = &[
+    "security_file_alloc",
+    "security_file_free",
+    "security_file_open",
+    "security_file_release",
+    "security_inode_permission",
+    "security_file_post_open",
+];
+
+#[test]
+fn top_samples_the_hooks_and_lsm_functions_of_a_process_where_fentry_is_refused_too() {
+    require_root();
+    let _serial = one_at_a_time();
+    let mut looper = LoopChild::fork();
+    let pid = looper.pid.to_string();
+    let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
+    // ~0.3 s of CPU a loop, ~300 samples at the default rate; the file hooks hold several %.
+    for _ in 0..3 {
+        looper.run(MIXED);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let intervals = stop_top(top);
+    let sampled: Vec<&serde_json::Value> = intervals
+        .iter()
+        .map(|i| i.get("sampled").expect("no sampled stacks in an interval"))
+        .collect();
+    let samples: u64 = sampled.iter().map(|s| s["samples"].as_u64().unwrap()).sum();
+    let rows: Vec<&serde_json::Value> = sampled
+        .iter()
+        .flat_map(|s| s["rows"].as_array().unwrap())
+        .collect();
+    let hook_samples = |name: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r["kind"] == "hook" && r["path"] == name)
+            .map(|r| r["inclusive_samples"].as_u64().unwrap())
+            .sum()
+    };
+    let seen: Vec<&&str> = FILE_HOOKS.iter().filter(|h| hook_samples(h) > 0).collect();
+    assert!(
+        samples >= 300 && seen.len() >= 3,
+        "{samples} samples; file hooks seen: {seen:?}"
+    );
+    // An LSM function, under a hook, of an LSM this kernel runs.
+    let active = std::fs::read_to_string("/sys/kernel/security/lsm").unwrap_or_default();
+    let lsm_row = rows.iter().find(|r| r["kind"] == "lsm");
+    let lsm_row = lsm_row.unwrap_or_else(|| panic!("no LSM function sampled in {rows:?}"));
+    let lsm = lsm_row["lsm"].as_str().unwrap();
+    assert!(active.split(',').any(|l| l == lsm), "{lsm} not in {active}");
+    assert!(lsm_row["parent"].as_str().unwrap().starts_with("security_"));
+    for s in &sampled {
+        // Each interval's self shares are parts of one whole.
+        let own: f64 = s["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] != "syscall")
+            .map(|r| r["self_share"].as_f64().unwrap())
+            .sum();
+        assert!(own <= 1.0 + 1e-9, "{s}");
+    }
+}
+
 #[test]
 fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
     require_root();
@@ -474,6 +537,18 @@ fn top_serves_openmetrics_that_promtool_accepts_and_a_scrape_reads() {
         assert!(count >= LOOP as f64 * 0.98, "{line}");
         assert!(
             body.contains("hookprof_path_latency_seconds_bucket{"),
+            "{body}"
+        );
+        // Sampling is on by default: the scope's CPU by mode, and the syscalls' own samples.
+        assert!(
+            body.contains(r#"hookprof_sampled_cpu_seconds_total{mode="kernel"}"#),
+            "{body}"
+        );
+        assert!(
+            body.lines().any(
+                |l| l.starts_with("hookprof_sampled_path_cpu_seconds_total{")
+                    && l.contains(r#"kind="syscall""#)
+            ),
             "{body}"
         );
     }
@@ -540,6 +615,7 @@ fn top_refuses_bad_scopes_in_one_line_with_exit_2() {
         (vec!["--cgroup", "/no/such/cgroup"], "no such cgroup"),
         (vec!["--interval", "0"], "--interval 0"),
         (vec!["--pid", "1", "--comm", "x"], "cannot be used with"),
+        (vec!["--sample-hz", "5"], "--sample-hz 5"),
     ] {
         let mut all = vec!["top"];
         all.extend(&args);

@@ -2,6 +2,8 @@
 //! perf event (and one link) per online CPU, each sample counted in the kernel under its stack
 //! and syscall. After every probed sample, with the programs detached, `take_samples` reads
 //! the counts and the stacks and empties both maps, so the stack map never fills over a run.
+use std::collections::BTreeSet;
+
 use anyhow::{Context, Result};
 use aya::{
     maps::{Map, MapData, PerCpuHashMap, StackTraceMap},
@@ -65,8 +67,10 @@ impl Probes {
             .then_some(self.sample_period_ns)
     }
 
-    /// The samples counted since the last call, and both maps emptied. Call it with the
-    /// programs detached: a sample counted meanwhile could lose its stack.
+    /// The samples counted since the last call, and what was read emptied from both maps.
+    /// `run` calls it with the programs detached. `top` reads while they run: a stack the
+    /// kernel stores during the read is left for the next one, and only a sample of a stack
+    /// already read, landing inside the read, can be lost or lose its stack.
     pub fn take_samples(&mut self) -> Result<Vec<RawSample>> {
         if self.sample_period_ns().is_none() {
             return Ok(Vec::new());
@@ -76,14 +80,20 @@ impl Probes {
             PerCpuHashMap::try_from(counts)?;
         let mut stacks: StackTraceMap<&mut MapData> = StackTraceMap::try_from(stacks)?;
 
+        // The stacks there before the counts are read: counted already, or (a full count
+        // map) never to be, so they can all go.
+        let mut read: BTreeSet<u32> = stacks.stack_ids().collect::<Result<_, _>>()?;
         let keys: Vec<SampleKey> = counts.keys().collect::<Result<_, _>>()?;
         let mut samples = Vec::with_capacity(keys.len());
         for key in &keys {
             let count: u64 = counts.get(key, 0)?.iter().sum();
             // Every stack is read before any is removed; one the map lost reads as none.
-            let ips = u32::try_from(key.stack_id)
-                .ok()
-                .and_then(|id| stacks.get(&id, 0).ok())
+            let id = u32::try_from(key.stack_id).ok();
+            let trace = id.and_then(|id| stacks.get(&id, 0).ok());
+            if trace.is_some() {
+                read.extend(id);
+            }
+            let ips = trace
                 .map(|trace| trace.frames().iter().map(|f| f.ip).collect())
                 .unwrap_or_default();
             samples.push(RawSample {
@@ -96,8 +106,7 @@ impl Probes {
         for key in &keys {
             counts.remove(key).context("empty the sample counts")?;
         }
-        let ids: Vec<u32> = stacks.stack_ids().collect::<Result<_, _>>()?;
-        for id in ids {
+        for id in read {
             stacks.remove(&id).context("empty the stack map")?;
         }
         Ok(samples)

@@ -1,8 +1,11 @@
 //! What every table of `top` shows, the text tables and the terminal view alike: the line
 //! above an interval, the line saying what the corrected columns take out, the columns and a
 //! row's cells.
-use super::interval::{Interval, Row};
-use crate::probes::top_calibration::ProbeCost;
+use super::{
+    interval::{Interval, Row},
+    sampled::{SampledInterval, SampledRow},
+};
+use crate::{probes::top_calibration::ProbeCost, results::PathKind};
 
 /// The line above each interval's table.
 pub fn heading(i: &Interval) -> String {
@@ -61,6 +64,59 @@ pub fn cells(r: &Row) -> [String; 7] {
         format!("{:.0}", r.corrected_ns_per_call),
         format!("{:.0}", r.ns_per_call),
         format!("{:.2}", r.corrected_cpu_share * 100.0),
+        under,
+    ]
+}
+
+/// The line above the sampled table: how many samples, and the scope's CPU they stand for.
+pub fn sampled_heading(s: &SampledInterval) -> String {
+    let part = |n: u64| 100.0 * n as f64 / s.samples.max(1) as f64;
+    format!(
+        "sampled kernel stacks: {} samples at {:.0} Hz, the scope used {:.1}% of a CPU \
+         ({:.0}% in user mode, {:.0}% in hookprof's probes); SHARE is of the rest",
+        s.samples,
+        s.hz,
+        s.cpu_share * 100.0,
+        part(s.user_samples),
+        part(s.probe_samples)
+    )
+}
+
+/// The sampled table's columns.
+pub const SAMPLED_COLUMNS: [&str; 5] = [
+    "SAMPLED PATH",
+    "CPU %",
+    "SHARE % (95% CI)",
+    "SELF %",
+    "UNDER",
+];
+
+/// The sampled rows a table shows: hooks, LSM functions and task paths (the timed table
+/// already has the syscalls), most sampled first.
+pub fn sampled_rows(s: &SampledInterval, rows: usize) -> impl Iterator<Item = &SampledRow> {
+    s.rows
+        .iter()
+        .filter(|r| r.kind != PathKind::Syscall)
+        .take(rows)
+}
+
+/// A sampled row's cells, in `SAMPLED_COLUMNS` order.
+pub fn sampled_cells(r: &SampledRow) -> [String; 5] {
+    let under = match (&r.parent, &r.lsm) {
+        (Some(p), Some(l)) => format!("{p} ({l})"),
+        (Some(p), None) => p.clone(),
+        _ => String::new(),
+    };
+    [
+        r.path.clone(),
+        format!("{:.2}", r.cpu_share * 100.0),
+        format!(
+            "{:.1} ({:.1}-{:.1})",
+            r.share * 100.0,
+            r.share_low * 100.0,
+            r.share_high * 100.0
+        ),
+        format!("{:.1}", r.self_share * 100.0),
         under,
     ]
 }

@@ -41,6 +41,9 @@ pub struct Interval {
     pub rows: Vec<Row>,
     /// Task events of the tasks in scope (fork, exec, exit), and diagnostics when nonzero.
     pub events: BTreeMap<String, u64>,
+    /// The scope's sampled kernel stacks (absent when top samples nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<super::sampled::SampledInterval>,
 }
 
 /// One group's (cgroup or command) time in one path in one interval.

@@ -21,7 +21,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use super::interval::Row;
+use super::{interval::Row, sampled::SampledInterval};
 use crate::{
     probes::{top_calibration::ProbeCost, GroupBy},
     results::PathKind,
@@ -39,12 +39,25 @@ struct Total {
     histogram: [u64; HIST_BUCKETS],
 }
 
+/// A sampled series' labels: kind, path, hook (parent), LSM (the scope's, not a group's).
+type SampledLabels = (PathKind, String, Option<String>, Option<String>);
+
+/// Sampled CPU seconds of one path: with it anywhere on the stack, and innermost.
+#[derive(Debug, Clone, Copy, Default)]
+struct SampledTotal {
+    inclusive_s: f64,
+    self_s: f64,
+}
+
 /// Everything counted since `top` started, by series.
 #[derive(Debug, Clone)]
 pub struct Totals {
     by: GroupBy,
     series: BTreeMap<Labels, Total>,
     cost: Option<ProbeCost>,
+    sampled: BTreeMap<SampledLabels, SampledTotal>,
+    /// The scope's sampled CPU seconds by mode: user, kernel (its own), the probes'.
+    sampled_modes: BTreeMap<&'static str, f64>,
 }
 
 impl Totals {
@@ -53,7 +66,56 @@ impl Totals {
             by,
             series: BTreeMap::new(),
             cost,
+            sampled: BTreeMap::new(),
+            sampled_modes: BTreeMap::new(),
         }
+    }
+
+    /// Adds an interval's sampled stacks (each sample stands for 1/hz s of CPU).
+    pub fn add_sampled(&mut self, interval: &SampledInterval) {
+        let per_sample_s = 1.0 / interval.hz;
+        let kernel = interval.samples - interval.user_samples - interval.probe_samples;
+        for (mode, n) in [
+            ("user", interval.user_samples),
+            ("kernel", kernel),
+            ("probes", interval.probe_samples),
+        ] {
+            *self.sampled_modes.entry(mode).or_default() += n as f64 * per_sample_s;
+        }
+        for r in &interval.rows {
+            let labels = (r.kind, r.path.clone(), r.parent.clone(), r.lsm.clone());
+            let t = self.sampled.entry(labels).or_default();
+            t.inclusive_s += r.inclusive_samples as f64 * per_sample_s;
+            t.self_s += r.self_samples as f64 * per_sample_s;
+        }
+    }
+
+    /// The sampled counters as (name without `_total`, help, [(labels, seconds)]).
+    fn sampled_families(&self) -> Vec<(&'static str, &'static str, Vec<LabelledValue>)> {
+        if self.sampled_modes.is_empty() {
+            return Vec::new();
+        }
+        let path = |value: fn(&SampledTotal) -> f64| {
+            self.sampled
+                .iter()
+                .map(|((kind, path, parent, lsm), t)| {
+                    let mut labels = vec![("kind", kind_label(*kind)), ("path", path.clone())];
+                    labels.extend(parent.clone().map(|p| ("parent", p)));
+                    labels.extend(lsm.clone().map(|l| ("lsm", l)));
+                    (labels, value(t))
+                })
+                .collect()
+        };
+        let modes = self
+            .sampled_modes
+            .iter()
+            .map(|(mode, s)| (vec![("mode", mode.to_string())], *s))
+            .collect();
+        vec![
+            (SAMPLED_CPU, SAMPLED_CPU_HELP, modes),
+            (SAMPLED_PATH, SAMPLED_PATH_HELP, path(|t| t.inclusive_s)),
+            (SAMPLED_SELF, SAMPLED_SELF_HELP, path(|t| t.self_s)),
+        ]
     }
 
     /// The probes' own cost as (probe, part, ns) series.
@@ -224,9 +286,40 @@ impl Totals {
                 .collect(),
         );
         // The encoder refuses a family without series (before anything was counted).
+        let sampled = self
+            .sampled_families()
+            .into_iter()
+            .map(|(name, help, values)| {
+                let mut f = MetricFamily::default();
+                f.set_name(format!("{name}_seconds_total"));
+                f.set_help(help.into());
+                f.set_field_type(Type::COUNTER);
+                f.set_metric(
+                    values
+                        .into_iter()
+                        .map(|(labels, seconds)| {
+                            let mut m = counter(seconds);
+                            m.set_label(
+                                labels
+                                    .into_iter()
+                                    .map(|(k, v)| {
+                                        let mut pair = LabelPair::default();
+                                        pair.set_name(k.into());
+                                        pair.set_value(v);
+                                        pair
+                                    })
+                                    .collect(),
+                            );
+                            m
+                        })
+                        .collect(),
+                );
+                f
+            });
         let families: Vec<MetricFamily> = families
             .into_iter()
             .chain([cost])
+            .chain(sampled)
             .filter(|f| !f.get_metric().is_empty())
             .collect();
         Ok(prometheus::TextEncoder::new().encode_to_string(&families)?)
@@ -237,13 +330,9 @@ impl Totals {
             GroupBy::Cgroup => "cgroup",
             GroupBy::Comm => "comm",
         };
-        let kind = serde_json::to_value(kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         let mut labels = vec![
             (group_label, group.clone()),
-            ("kind", kind),
+            ("kind", kind_label(*kind)),
             ("path", path.clone()),
         ];
         if let Some(parent) = parent {
@@ -258,6 +347,17 @@ impl Totals {
 
 /// Log2 bucket b holds durations with 2^(b-1) <= ns < 2^b: in whole ns, at most 2^b - 1,
 /// given in seconds; the last bucket takes everything longer (+Inf).
+/// A path kind as its label value (as the JSON lines spell it).
+fn kind_label(kind: PathKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// One series of a family: its labels and its value.
+type LabelledValue = (Vec<(&'static str, String)>, f64);
+
 fn bucket_bounds() -> [f64; HIST_BUCKETS] {
     let mut bounds = [f64::MAX; HIST_BUCKETS];
     for (b, bound) in bounds.iter_mut().enumerate().take(HIST_BUCKETS - 1) {
@@ -269,6 +369,15 @@ fn bucket_bounds() -> [f64; HIST_BUCKETS] {
 const CALLS_HELP: &str = "Calls into the path by the group's tasks";
 const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
 const LATENCY_HELP: &str = "Latency of the path's timed calls";
+const SAMPLED_CPU: &str = "hookprof_sampled_cpu";
+const SAMPLED_CPU_HELP: &str = "CPU time of the scope's tasks as sampled on the cpu-clock \
+     (samples x period), by mode: user, kernel, and hookprof's own probes";
+const SAMPLED_PATH: &str = "hookprof_sampled_path_cpu";
+const SAMPLED_PATH_HELP: &str = "Sampled CPU time of the scope's tasks with the path on the \
+     kernel stack (inclusive; the probes' own samples left out)";
+const SAMPLED_SELF: &str = "hookprof_sampled_path_self_cpu";
+const SAMPLED_SELF_HELP: &str = "Sampled CPU time of the scope's tasks with the path the \
+     innermost frame of the kernel stack";
 const COST_NAME: &str = "hookprof_probe_cost_seconds";
 const COST_HELP: &str = "What top's probes add to each call they time (part=pair) and the part of \
      it inside the call's timed span (part=in_span), calibrated when top started";
@@ -311,6 +420,14 @@ impl Collector for Totals {
             for (probe, part, ns) in cost {
                 let l = vec![("probe", probe), ("part", part)];
                 ConstGauge::new(ns / 1e9).encode(family.encode_family(&l)?)?;
+            }
+        }
+        for (name, help, values) in self.sampled_families() {
+            let mut family =
+                encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Counter)?;
+            for (labels, seconds) in values {
+                let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                ConstCounter::new(seconds).encode(family.encode_family(&l)?)?;
             }
         }
         let bounds = bucket_bounds();

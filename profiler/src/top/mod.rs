@@ -8,6 +8,7 @@
 mod cells;
 mod interval;
 mod metrics;
+mod sampled;
 mod scope;
 mod tui;
 mod view;
@@ -79,6 +80,12 @@ pub struct TopArgs {
     /// Also record every interval, as JSON lines, in FILE (written when top ends).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Kernel stack samples per second of a task's CPU time, on every CPU (each hook's and LSM
+    /// function's share of the scope's CPU, where the kernel refuses fentry too); 0 samples
+    /// nothing.
+    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_SAMPLE_HZ,
+          value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub sample_hz: u64,
     /// Serve the totals as OpenMetrics at http://ADDR:PORT/metrics for Prometheus.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
@@ -104,6 +111,12 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     if args.count == Some(0) {
         bail!("--count 0: give at least one interval");
     }
+    if (1..10).contains(&args.sample_hz) {
+        bail!(
+            "--sample-hz {}: give 10 to 100000 samples a second, or 0 for none",
+            args.sample_hz
+        );
+    }
     let view = View::choose(args.format, std::io::stdout().is_terminal(), args.rows);
     let destination = args
         .output
@@ -128,6 +141,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
             false => Probes::kernel_refuses_trampolines(&kernel)?,
         },
         functions,
+        stacks: (args.sample_hz > 0).then(|| 1_000_000_000 / args.sample_hz),
         ..ProbePlan::default()
     };
     let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
@@ -135,6 +149,11 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
     }
     say_refusals(&probes, plan.functions.len());
+    if plan.stacks.is_some() && probes.sample_period_ns().is_none() {
+        eprintln!(
+            "hookprof: top: the kernel refused the cpu-clock sampling program: no sampled stacks"
+        );
+    }
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
         return Ok(ExitCode::from(130));
     };
@@ -146,6 +165,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     probes.attach().context("attach the probes")?;
     // The first reading is the baseline: what is counted from the line below on is shown.
     let baseline = probes.reading()?;
+    probes.take_samples()?;
     eprintln!(
         "hookprof: top: counting {} every {} s{}",
         chosen.label,
@@ -166,6 +186,9 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         &names,
         |interval| {
             totals.add(&interval.rows);
+            if let Some(sampled) = &interval.sampled {
+                totals.add_sampled(sampled);
+            }
             if let Some(e) = &endpoint {
                 e.publish(totals.render()?);
             }
@@ -304,6 +327,7 @@ fn watch(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         let mut earlier = baseline;
+        let mut sampler = probes.sample_period_ns().map(sampled::Sampler::new);
         for n in 1.. {
             // An interrupt ends the loop after one last, shorter interval: what the probes
             // counted since the last tick is printed and recorded too.
@@ -314,12 +338,17 @@ fn watch(
                 _ = quit.recv() => Some(Ending::Done),
             };
             let mut now = probes.reading()?;
+            let seconds = now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9;
+            let sampled = match &mut sampler {
+                Some(s) => Some(s.interval(probes.take_samples()?, seconds)?),
+                None => None,
+            };
             let interval = Interval {
                 interval: n,
                 end_unix_s: SystemTime::now()
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0.0, |d| d.as_secs_f64()),
-                seconds: now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9,
+                seconds,
                 scope: label.to_string(),
                 by: args.by,
                 probe_cost: cost,
@@ -331,6 +360,7 @@ fn watch(
                     cost.as_ref(),
                 ),
                 events: interval::events(&earlier, &now),
+                sampled,
             };
             view.show(&interval)?;
             each(&interval)?;

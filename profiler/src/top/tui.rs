@@ -13,7 +13,10 @@ use ratatui::{
 use tokio::sync::mpsc;
 
 use super::{
-    cells::{cells, correction, heading, COLUMNS},
+    cells::{
+        cells, correction, heading, sampled_cells, sampled_heading, sampled_rows, COLUMNS,
+        SAMPLED_COLUMNS,
+    },
     interval::Interval,
 };
 
@@ -82,17 +85,38 @@ impl Tui {
             .header(Row::new(COLUMNS).style(Style::new().add_modifier(Modifier::BOLD)));
         let title = format!("hookprof top: {} (q quits)", heading(interval));
         let corrected = correction(interval.probe_cost.as_ref());
+        let sampled = interval.sampled.as_ref().map(|s| {
+            let rows: Vec<Row> = sampled_rows(s, self.rows)
+                .map(|r| Row::new(sampled_cells(r)))
+                .collect();
+            let widths = [
+                Constraint::Fill(2),
+                Constraint::Length(7),
+                Constraint::Length(18),
+                Constraint::Length(7),
+                Constraint::Fill(2),
+            ];
+            let table = Table::new(rows, widths)
+                .header(Row::new(SAMPLED_COLUMNS).style(Style::new().add_modifier(Modifier::BOLD)));
+            (sampled_heading(s), table)
+        });
         terminal
             .draw(|f| {
-                let [top, second, rest] = Layout::vertical([
+                let [top, second, timed, sampled_line, sampled_rest] = Layout::vertical([
                     Constraint::Length(1),
                     Constraint::Length(1),
                     Constraint::Fill(1),
+                    Constraint::Length(u16::from(sampled.is_some())),
+                    Constraint::Fill(u16::from(sampled.is_some())),
                 ])
                 .areas(f.area());
                 f.render_widget(Line::from(title), top);
                 f.render_widget(Line::from(corrected), second);
-                f.render_widget(table, rest);
+                f.render_widget(table, timed);
+                if let Some((heading, table)) = sampled {
+                    f.render_widget(Line::from(heading), sampled_line);
+                    f.render_widget(table, sampled_rest);
+                }
             })
             .context("draw")?;
         Ok(())

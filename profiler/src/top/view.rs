@@ -5,7 +5,10 @@ use comfy_table::{presets::NOTHING, Cell, CellAlignment, Table};
 use tokio::sync::mpsc;
 
 use super::{
-    cells::{cells, correction, heading, COLUMNS},
+    cells::{
+        cells, correction, heading, sampled_cells, sampled_heading, sampled_rows, COLUMNS,
+        SAMPLED_COLUMNS,
+    },
     interval::Interval,
     tui::Tui,
 };
@@ -56,6 +59,10 @@ impl View {
                 writeln!(out, "{}", heading(interval))?;
                 writeln!(out, "{}", correction(interval.probe_cost.as_ref()))?;
                 writeln!(out, "{}\n", table(interval, *rows))?;
+                if let Some(sampled) = &interval.sampled {
+                    writeln!(out, "{}", sampled_heading(sampled))?;
+                    writeln!(out, "{}\n", sampled_table(sampled, *rows))?;
+                }
                 out.flush()?;
             }
             View::Terminal(tui) => tui.draw(interval)?,
@@ -71,6 +78,22 @@ fn table(i: &Interval, rows: usize) -> Table {
         table.add_row(cells(r).into_iter().enumerate().map(|(c, text)| {
             let cell = Cell::new(text);
             if (2..=5).contains(&c) {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
+    }
+    table
+}
+
+fn sampled_table(s: &super::sampled::SampledInterval, rows: usize) -> Table {
+    let mut table = Table::new();
+    table.load_preset(NOTHING).set_header(SAMPLED_COLUMNS);
+    for r in sampled_rows(s, rows) {
+        table.add_row(sampled_cells(r).into_iter().enumerate().map(|(c, text)| {
+            let cell = Cell::new(text);
+            if (1..=3).contains(&c) {
                 cell.set_alignment(CellAlignment::Right)
             } else {
                 cell
