@@ -328,7 +328,8 @@ fn mentions(segment: &str, clis: &mut Clis) -> Vec<Mention> {
     // (`cargo xtask vm -- hookprof run --pin 1`: the flag is run's).
     let start = words
         .iter()
-        .rposition(|w| *w == "hookprof" || w.ends_with("/hookprof"));
+        // (`HOOKPROF_BIN=.../hookprof cargo test` sets a variable: cargo is the program)
+        .rposition(|w| *w == "hookprof" || (w.ends_with("/hookprof") && !w.contains('=')));
     let xtask = words.windows(2).rposition(|p| p == ["cargo", "xtask"]);
     let (mut path, rest): (Option<Vec<String>>, &[&str]) = match (start, xtask) {
         (Some(h), x) if x.is_none_or(|x| h > x) => (Some(vec!["hookprof".into()]), &words[h + 1..]),
@@ -530,6 +531,11 @@ fn the_flag_check_attributes_flags_to_the_command_the_text_names() {
     );
     assert_eq!(of("--jobs N", &mut clis), [(None, "--jobs".to_string())]);
     assert!(of("perf record -g --call-graph dwarf", &mut clis).is_empty());
+    assert!(of(
+        "HOOKPROF_BIN=target/release/hookprof cargo test --release",
+        &mut clis
+    )
+    .is_empty());
     // The check itself: a flag that run lacks is reported, one it has is not.
     let page = tempfile::Builder::new().suffix(".md").tempfile().unwrap();
     std::fs::write(
