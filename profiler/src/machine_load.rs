@@ -5,10 +5,11 @@
 //! load among the environment differences, before any verdict. With the run's CPU to itself
 //! (`bench/quiet-cpu1.sh`), a spinner or a memory-touching loop on the other CPU moved
 //! null_call, exec_proc and mem_l1 by no more than run-to-run noise here.
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What the rest of the machine did over a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MachineLoad {
     /// CPU time (user and system) spent by everything but the run's own processes, % of all
     /// CPUs' time.

@@ -59,6 +59,9 @@ enum Command {
     /// Parses the kernel's BTF for the profiler, in a process of its own (not for direct use).
     #[command(name = KERNEL_BTF_COMMAND, hide = true)]
     KernelBtf,
+    /// Prints the results document's JSON Schema (the manual's copy is generated from it).
+    #[command(name = "__schema", hide = true)]
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -87,6 +90,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Runner(args) => return runner::serve::main(&args),
         Command::KernelBtf => return in_child::serve(KernelBtf::load),
+        Command::Schema => {
+            let schema = hookprof::results::schema::json_schema();
+            println!("{schema:#}");
+            return ExitCode::SUCCESS;
+        }
         Command::Run(args) => run::run(&args),
         Command::Stat(args) => stat::stat(&args),
         Command::Compare(args) => compare::execute(&args),

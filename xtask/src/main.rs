@@ -1,4 +1,5 @@
 //! `cargo xtask`: set-up, build, run and test hookprof on a fresh machine.
+mod docs;
 mod fuzz;
 mod licenses;
 mod setup;
@@ -37,6 +38,9 @@ enum Cmd {
     },
     /// Fuzz each parser of outside input briefly (part of `test`).
     Fuzz,
+    /// Build the manual (docs/, mdBook) into target/book, with the results schema it
+    /// publishes written from the binary; installs mdBook first if it is missing.
+    Docs,
     /// Boot a kernel under qemu and run COMMAND in it as root.
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
@@ -83,6 +87,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("xtask: all tests passed");
         }
         Cmd::Fuzz => fuzz::run_all()?,
+        Cmd::Docs => docs::build()?,
         Cmd::Vm(args) => {
             setup::ensure()?;
             return Ok(exit_code(vm::vm(&args)?));

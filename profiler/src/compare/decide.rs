@@ -210,7 +210,8 @@ fn machine_state(workload: &str, c: &Components) -> Option<String> {
     }
     let cause = if workload.starts_with("fs_") {
         "the filesystem's state: on ext4 without a journal, inodes freed in the last minute are \
-         skipped, so creates slow down after deletes (README: a fresh filesystem as TMPDIR)"
+         skipped, so creates slow down after deletes (the manual's How it measures: a fresh \
+         filesystem as TMPDIR)"
     } else if workload.starts_with("lat_")
         || workload.starts_with("bw_")
         || workload.starts_with("ctx_")

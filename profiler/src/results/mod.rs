@@ -1,12 +1,13 @@
 //! The results file: one JSON document per run (or per imported configuration). `compare`,
 //! `history` and `report` read nothing else, so results from many runs and machines can be
 //! pooled. `types` says what a file holds (`profile` its sampled side), `rows` the arithmetic reports do on its attribution
-//! rows, `load` reads and lists files, `destination` decides before a run where `-o` sends
+//! rows, `schema` its JSON Schema, `load` reads and lists files, `destination` decides before a run where `-o` sends
 //! them, and `write` writes them.
 pub mod destination;
 pub mod load;
 mod profile;
 pub mod rows;
+pub mod schema;
 mod types;
 pub mod write;
 

@@ -1,13 +1,14 @@
 //! The results' sampled side: where a workload's CPU time went by sampled kernel stacks
 //! (`StackProfile`), and how an op's time divides between CPU and waiting (`Accounting`).
 //! Both come from the probed samples; each figure names the method behind it.
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::PathKind;
 
 /// cpu-clock samples of the workload's tasks over its probed samples, with the paths they
 /// fell in. A share is a ratio inside one run, so machine-speed drift cancels in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StackProfile {
     /// The sampling period, ns of CPU time per sample (the software cpu-clock event).
     pub period_ns: u64,
@@ -41,7 +42,7 @@ pub const OTHER_STACKS: &str = "[other stacks]";
 pub const USER_FRAME: &str = "[user]";
 
 /// One path's share of the workload's CPU samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SampledPath {
     pub kind: PathKind,
     pub name: String,
@@ -78,7 +79,7 @@ pub struct SampledPath {
 /// waiting for a CPU, or blocked), summed over the op's tasks (sched_switch). With one task
 /// these add up to the op's probed time; with several, `tasks` says how many were busy or
 /// waiting at once on average, and CPU time per op stands beside wall time per op.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Accounting {
     /// The probed op's wall time (mean over the probed samples, per copy).
     pub wall_ns_per_op: f64,

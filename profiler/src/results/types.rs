@@ -1,12 +1,13 @@
 //! The results file's types: one JSON document per run (or per imported configuration).
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
     #[serde(deserialize_with = "crate::results::load::supported_schema")]
     pub schema_version: u32,
@@ -40,7 +41,7 @@ pub struct Results {
 /// The variant a paired run's file holds. Both variants of a `run --versus` were measured in
 /// the same rounds of one run, back to back with a fresh runner each, so round i of one and
 /// round i of the other shared the machine's state: their difference is the variant's effect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Pairing {
     /// The run both variants came from (the same in both files).
     pub run: String,
@@ -51,7 +52,7 @@ pub struct Pairing {
     pub versus_options: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LsmProgramRecord {
     /// LSM hook name without the `security_` prefix (`file_open`).
     pub hook: String,
@@ -66,7 +67,7 @@ pub struct LsmProgramRecord {
 }
 
 /// A syscall the runners' tracked tasks busy-waited on, on their way out of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SyscallInjectionRecord {
     /// x86_64 name and number.
     pub syscall: String,
@@ -85,7 +86,7 @@ pub struct SyscallInjectionRecord {
     pub mean_run_ns: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Calibration {
     /// The kernel function the pairs were attached to.
     pub function: String,
@@ -176,7 +177,7 @@ impl Calibration {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Environment {
     pub kernel_release: String,
     #[serde(default)]
@@ -219,13 +220,13 @@ pub struct Environment {
 }
 
 /// The profiler's peak resident set at the end of a phase of the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PhasePeak {
     pub phase: String,
     pub peak_rss_kib: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeReport {
     pub attached: Vec<ProbeRecord>,
     pub refused: Vec<Refusal>,
@@ -283,14 +284,14 @@ fn name_some(targets: &[&str]) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeRecord {
     /// "raw_tracepoint", "tp_btf", "fentry", "fexit", "lsm".
     pub kind: String,
     pub target: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Refusal {
     pub kind: String,
     pub target: String,
@@ -301,7 +302,7 @@ pub struct Refusal {
 }
 
 /// What a metric's number means and which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum Unit {
     /// Microseconds per operation (lmbench latencies).
     #[serde(rename = "us")]
@@ -346,7 +347,7 @@ impl Unit {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadResult {
     /// Canonical workload name (`null_call`, `open_close`, `build`, ...).
     pub name: String,
@@ -446,7 +447,7 @@ fn split_by_round<'a>(samples: &'a [f64], sizes: &[usize]) -> Vec<&'a [f64]> {
 }
 
 /// One copy's samples of a workload run with `--parallel`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CopySamples {
     /// The copy's metric without probes attached, one value per sample.
     #[serde(deserialize_with = "crate::results::load::samples")]
@@ -462,7 +463,7 @@ pub struct CopySamples {
     pub probed_spans: Vec<[u64; 2]>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadFailure {
     /// What the workload was doing: set-up, calibration, warm-up, sample N, tear-down.
     pub phase: String,
@@ -480,7 +481,7 @@ impl WorkloadFailure {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExtraMetric {
     pub name: String,
     pub unit: Unit,
@@ -489,7 +490,9 @@ pub struct ExtraMetric {
 }
 
 /// What kind of path an attribution row measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PathKind {
     Syscall,
@@ -513,7 +516,7 @@ impl PathKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AttributionRow {
     pub kind: PathKind,
     /// Syscall or kernel function name.

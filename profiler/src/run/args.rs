@@ -68,7 +68,7 @@ pub struct PolicyArgs {
     /// Run the workloads under a security policy, which the runner takes on (after --user's
     /// credentials) before it sets up any workload: landlock:FILE (a JSON ruleset),
     /// seccomp:FILE (a JSON syscall filter) or apparmor:PROFILE (a loaded profile).
-    /// Repeatable. The formats are in the README ("Measuring a policy").
+    /// Repeatable. The formats are in the manual (docs/src/policy.md).
     #[arg(long, value_name = "KIND:SPEC", value_parser = parse_policy)]
     pub policy: Vec<Policy>,
 }
