@@ -23,7 +23,7 @@ pub(crate) mod html;
 mod junit;
 mod pool;
 mod render;
-mod sampled;
+pub(crate) mod sampled;
 mod speed;
 pub mod stacks;
 #[cfg(test)]
@@ -33,7 +33,7 @@ pub use comparison::*;
 pub use decide::compare;
 pub use html::render_html;
 pub use junit::render_junit;
-pub use render::{attribution_lines, render_markdown, render_text};
+pub use render::{attribution_lines, render_markdown, render_text, sampled_lines};
 pub use sampled::{SampledChange, SampledPathDelta};
 
 #[derive(clap::Args, Debug)]

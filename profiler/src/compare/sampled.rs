@@ -130,11 +130,12 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::SampledPath;
 
-    fn profile(samples: u64, hook_samples: u64, cpu_ns: f64) -> StackProfile {
+    /// `samples` samples, `hook_samples` of them in security_file_open.
+    pub(crate) fn profile(samples: u64, hook_samples: u64, cpu_ns: f64) -> StackProfile {
         let share = hook_samples as f64 / samples as f64;
         StackProfile {
             period_ns: 200_000,

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::{could_find, format_alpha, format_p, noise_line, History, MetricHistory};
 use crate::{
-    compare::{attribution_lines, html::delta_chart},
+    compare::{attribution_lines, html::delta_chart, sampled_lines},
     export::rfc3339,
     report::{
         figures::Scale,
@@ -112,6 +112,9 @@ fn metric_section(h: &History, m: &MetricHistory) -> String {
                 out.push_str(&delta_chart(&format!("{} step {}", m.metric, k + 1), a));
             }
             None => out.push_str("<p>No attribution: the points were not probed.</p>\n"),
+        }
+        for line in s.sampled.iter().flat_map(sampled_lines) {
+            let _ = writeln!(out, "<p><code>{}</code></p>", esc(line.trim()));
         }
     }
     if let Some(line) = noise_line(m) {

@@ -14,7 +14,7 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    compare::{self, attribution_lines, ChangeAttribution},
+    compare::{self, attribution_lines, sampled_lines, ChangeAttribution, SampledChange},
     output::{self, Document, Format},
     replication::{self, PointValue, Replicate},
     report::text::num,
@@ -132,6 +132,9 @@ pub struct Step {
     pub p_value: f64,
     /// For a hookprof workload: which paths' costs moved between the two levels.
     pub attribution: Option<ChangeAttribution>,
+    /// Where both levels sampled stacks: how each path's share of the CPU time moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledChange>,
 }
 
 pub fn execute(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
@@ -296,6 +299,10 @@ pub fn analyse(
                 let side = |range: std::ops::Range<usize>| -> Vec<Results> {
                     range.map(|i| files[present[i]].1.clone()).collect()
                 };
+                let (attribution, sampled) = match extra {
+                    None => moved_paths(&side(lo..at), &side(at..hi), workload),
+                    Some(_) => (None, None),
+                };
                 Step {
                     at: present[at],
                     before,
@@ -306,10 +313,8 @@ pub fn analyse(
                         after / before - 1.0
                     },
                     p_value: c.p_value,
-                    attribution: extra
-                        .is_none()
-                        .then(|| moved_paths(&side(lo..at), &side(at..hi), workload))
-                        .flatten(),
+                    attribution,
+                    sampled,
                 }
             })
             .collect();
@@ -349,13 +354,20 @@ pub fn analyse(
     })
 }
 
-/// Where the workload's time moved between the level before and the level after.
-fn moved_paths(before: &[Results], after: &[Results], workload: &str) -> Option<ChangeAttribution> {
-    let c = compare::compare(before, after, &Criteria::default()).ok()?;
-    c.workloads
-        .into_iter()
-        .find(|w| w.name == workload)?
-        .attribution
+/// Where the workload's time moved between the level before and the level after: the timed
+/// paths' costs, and the sampled paths' shares.
+fn moved_paths(
+    before: &[Results],
+    after: &[Results],
+    workload: &str,
+) -> (Option<ChangeAttribution>, Option<SampledChange>) {
+    let Ok(c) = compare::compare(before, after, &Criteria::default()) else {
+        return (None, None);
+    };
+    match c.workloads.into_iter().find(|w| w.name == workload) {
+        Some(w) => (w.attribution, w.sampled),
+        None => (None, None),
+    }
 }
 
 /// A significance level to three significant digits: 0.05, 0.0125, 0.00278.
@@ -427,6 +439,9 @@ pub fn render_text(h: &History) -> String {
                 for line in attribution_lines(&m.metric, a) {
                     let _ = writeln!(out, "    {line}");
                 }
+            }
+            for line in s.sampled.iter().flat_map(sampled_lines) {
+                let _ = writeln!(out, "    {line}");
             }
         }
         if let Some(line) = noise_line(m) {
@@ -535,6 +550,7 @@ fn could_find(m: &MetricHistory, alpha: f64) -> String {
 mod tests {
     use super::*;
     use crate::{
+        compare::sampled::tests::profile,
         report::text::tests::{row, sample_results},
         results::PathKind,
     };
@@ -555,6 +571,8 @@ mod tests {
                 w.clean = (0..5)
                     .map(|k| level + WOBBLE[(k + night) % 5] / 2.0)
                     .collect();
+                // Sampled too: the hook's share of the CPU time triples at the step.
+                w.profile = Some(profile(2000, if slow { 300 } else { 100 }, level * 1000.0));
                 if slow {
                     w.attribution[1] = row(PathKind::Hook, "security_file_open", None, 1.0, 900.0);
                     w.attribution[2] = row(
@@ -588,6 +606,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("step at 7 (night-"), "{text}");
+        // The sampled share beside it, pooled over each level's nights.
+        let sampled = s.sampled.as_ref().expect("both levels sampled stacks");
+        assert_eq!((sampled.old_samples, sampled.new_samples), (12_000, 12_000));
+        assert!(
+            text.contains("*hook security_file_open 5.0% -> 15.0% (+10.00 pp"),
+            "{text}"
+        );
     }
 
     #[test]
