@@ -64,7 +64,8 @@ mod tests {
                 syscalls: Vec::new(),
                 hooks: Vec::new(),
                 events,
-            },
+            }
+            .into(),
             ops,
         }
     }

@@ -3,18 +3,18 @@
 //! own cost in the same pass. Where sched_switch was probed, a syscall's time switched out is
 //! its wait, kept apart from its CPU time. The arithmetic the reports and `compare` do on
 //! those rows is `results::rows`'s.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use profiler_common::{event, Tally};
 
 use crate::{
-    probes::{calibration::Correction, tally_sum, Snapshot, Target},
+    probes::{calibration::Correction, tally_sum, Delta, Target},
     results::{AttributionRow, PathKind},
 };
 
 /// The counters of one probed sample and how many ops it ran.
 pub struct ProbedSample {
-    pub delta: Snapshot,
+    pub delta: Delta,
     pub ops: u64,
 }
 
@@ -36,7 +36,7 @@ pub fn attribute(
     let mut rows = Vec::new();
     for (slot, target) in functions.iter().enumerate() {
         let Some(target) = target else { continue };
-        let per_sample: Vec<&Tally> = samples.iter().map(|s| &s.delta.hooks[slot]).collect();
+        let per_sample: Vec<&Tally> = samples.iter().map(|s| s.delta.hook(slot)).collect();
         // A probed function stays in the table even at zero calls: that is a finding too.
         let kind = function_kind(target);
         let mut r = row(
@@ -52,16 +52,19 @@ pub fn attribute(
         r.lsm = target.lsm.clone();
         rows.push(r);
     }
-    let syscalls = samples.first().map_or(0, |s| s.delta.syscalls.len());
-    for nr in 0..syscalls {
-        if samples.iter().all(|s| s.delta.syscalls[nr].calls == 0) {
+    let syscalls: BTreeSet<usize> = samples
+        .iter()
+        .flat_map(|s| s.delta.syscalls_moved())
+        .collect();
+    for nr in syscalls {
+        if samples.iter().all(|s| s.delta.syscall(nr).calls == 0) {
             continue;
         }
         // Its CPU time: the time it spent switched out is its wait, not its cost.
         let on_cpu: Vec<Tally> = samples
             .iter()
             .map(|s| {
-                let mut t = s.delta.syscalls[nr];
+                let mut t = *s.delta.syscall(nr);
                 if waits_measured {
                     t.total_ns -= t.off_cpu_ns.min(t.total_ns);
                 }
@@ -242,8 +245,17 @@ mod tests {
     use profiler_common::MAX_SYSCALLS;
 
     use super::*;
+    use crate::probes::Snapshot;
 
     fn sample(ops: u64, getppid_calls: u64, ns: u64, hook_calls: u64) -> ProbedSample {
+        ProbedSample {
+            delta: counters(ops, getppid_calls, ns, hook_calls).into(),
+            ops,
+        }
+    }
+
+    /// A sample's counters: `ops` forks, getppid's calls and time, one hook's calls.
+    fn counters(ops: u64, getppid_calls: u64, ns: u64, hook_calls: u64) -> Snapshot {
         let mut syscalls = vec![Tally::ZERO; MAX_SYSCALLS as usize];
         syscalls[110] = Tally {
             calls: getppid_calls,
@@ -259,13 +271,10 @@ mod tests {
         }];
         let mut events = vec![0; event::COUNT as usize];
         events[event::FORK as usize] = ops;
-        ProbedSample {
-            delta: Snapshot {
-                syscalls,
-                hooks,
-                events,
-            },
-            ops,
+        Snapshot {
+            syscalls,
+            hooks,
+            events,
         }
     }
 
@@ -316,11 +325,11 @@ mod tests {
         syscalls[257] = timed(3000, 3);
         let hooks = vec![timed(1000, 2), timed(400, 0), timed(100, 0)];
         let sample = ProbedSample {
-            delta: Snapshot {
+            delta: Delta::from(Snapshot {
                 syscalls,
                 hooks,
                 events: vec![0; event::COUNT as usize],
-            },
+            }),
             ops: 1,
         };
         let lsm = |function: &str, lsm: &str| Target {
@@ -369,8 +378,12 @@ mod tests {
 
     #[test]
     fn a_syscall_s_time_switched_out_is_its_wait_not_its_cost() {
-        let mut s = sample(10, 10, 50_000, 0);
-        s.delta.syscalls[110].off_cpu_ns = 40_000;
+        let mut counters = counters(10, 10, 50_000, 0);
+        counters.syscalls[110].off_cpu_ns = 40_000;
+        let s = ProbedSample {
+            delta: counters.into(),
+            ops: 10,
+        };
         let a = attribute(std::slice::from_ref(&s), &[], 5000.0, None, true);
         let r = &a.rows[0];
         assert_eq!((r.ns_per_call, r.off_cpu_ns_per_op), (1000.0, Some(4000.0)));

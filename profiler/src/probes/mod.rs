@@ -38,7 +38,7 @@ pub use self::{
     load::pair_refusals,
     lsm::lsm_hook_of,
     refusal::reason,
-    snapshot::{tally_since, tally_sum, Snapshot},
+    snapshot::{tally_since, tally_sum, Delta, Snapshot},
     stacks::RawSample,
     syscall_injection::{GateOwners, SyscallInjection},
 };

@@ -40,6 +40,61 @@ impl Snapshot {
     }
 }
 
+/// One probed sample's counters as the run keeps them until its attribution: only the paths
+/// that moved. Each sample is kept for the whole run (per-sample rows need it), and a whole
+/// snapshot is 512 syscalls' and every hook slot's tallies, 296 bytes each: ~150 KB a sample,
+/// which grew the profiler by 296 KB every workload-round of two samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    /// (syscall number, tally), ascending, none of them zero.
+    syscalls: Vec<(usize, Tally)>,
+    /// (hook slot, tally), ascending, none of them zero.
+    hooks: Vec<(usize, Tally)>,
+    /// Indexed by `profiler_common::event`.
+    pub events: Vec<u64>,
+}
+
+impl Delta {
+    /// Syscall `nr`'s tally (zero when it did not move).
+    pub fn syscall(&self, nr: usize) -> &Tally {
+        find(&self.syscalls, nr)
+    }
+
+    /// Hook slot `slot`'s tally (zero when it did not move).
+    pub fn hook(&self, slot: usize) -> &Tally {
+        find(&self.hooks, slot)
+    }
+
+    /// The numbers of the syscalls that moved, ascending.
+    pub fn syscalls_moved(&self) -> impl Iterator<Item = usize> + '_ {
+        self.syscalls.iter().map(|&(nr, _)| nr)
+    }
+}
+
+impl From<Snapshot> for Delta {
+    fn from(s: Snapshot) -> Delta {
+        Delta {
+            syscalls: moved(s.syscalls),
+            hooks: moved(s.hooks),
+            events: s.events,
+        }
+    }
+}
+
+fn moved(tallies: Vec<Tally>) -> Vec<(usize, Tally)> {
+    tallies
+        .into_iter()
+        .enumerate()
+        .filter(|(_, t)| *t != Tally::ZERO)
+        .collect()
+}
+
+fn find(tallies: &[(usize, Tally)], index: usize) -> &Tally {
+    tallies
+        .binary_search_by_key(&index, |&(i, _)| i)
+        .map_or(&Tally::ZERO, |at| &tallies[at].1)
+}
+
 fn zip_tallies(now: &[Tally], earlier: &[Tally]) -> Vec<Tally> {
     now.iter()
         .zip(earlier)
@@ -120,6 +175,30 @@ mod tests {
     fn since_subtracts_every_field() {
         let d = tally_since(&tally(10, 9, 900), &tally(4, 4, 100));
         assert_eq!((d.calls, d.timed, d.total_ns, d.hist[3]), (6, 5, 800, 5));
+    }
+
+    #[test]
+    fn a_delta_keeps_only_what_moved_and_reads_zero_elsewhere() {
+        let mut syscalls = vec![Tally::ZERO; MAX_SYSCALLS as usize];
+        syscalls[110] = tally(3, 3, 300);
+        // Exits only (entries before the sample began) still moved.
+        syscalls[0] = tally(0, 1, 50);
+        let hooks = vec![Tally::ZERO, tally(1, 1, 10)];
+        let delta = Delta::from(Snapshot {
+            syscalls,
+            hooks,
+            events: vec![7],
+        });
+        assert_eq!(delta.syscalls_moved().collect::<Vec<_>>(), vec![0, 110]);
+        assert_eq!(delta.syscall(110), &tally(3, 3, 300));
+        assert_eq!(delta.syscall(0), &tally(0, 1, 50));
+        assert_eq!(delta.syscall(111), &Tally::ZERO);
+        assert_eq!(
+            (delta.hook(0), delta.hook(1)),
+            (&Tally::ZERO, &tally(1, 1, 10))
+        );
+        assert_eq!(delta.hook(300), &Tally::ZERO);
+        assert_eq!(delta.events, vec![7]);
     }
 
     #[test]

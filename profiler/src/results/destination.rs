@@ -17,7 +17,7 @@ use std::{
 
 use anyhow::{bail, Context};
 
-use super::write::{parent_dir, write_atomically, write_or_keep, NEW_FILE_MODE};
+use super::write::{keep_if_unwritten, parent_dir, replace_atomically, Contents, NEW_FILE_MODE};
 
 /// The least free space a results file's filesystem must have before a run: more than a full
 /// suite's results file (a few hundred KiB) needs.
@@ -67,19 +67,29 @@ impl Destination {
 
     /// Writes the results; if that fails, they are kept in a file of their own and the error
     /// says where.
-    pub fn write(mut self, contents: &[u8]) -> anyhow::Result<()> {
+    pub fn write(self, contents: &[u8]) -> anyhow::Result<()> {
+        self.write_contents(&mut Contents::Bytes(contents))
+    }
+
+    /// Writes what `spool` holds (from its start), as `write` writes bytes: for output made
+    /// over a long time, spooled to a temp file instead of kept in memory until the end.
+    pub fn write_spooled(self, spool: &mut File) -> anyhow::Result<()> {
+        self.write_contents(&mut Contents::Spooled(spool))
+    }
+
+    fn write_contents(mut self, contents: &mut Contents) -> anyhow::Result<()> {
         let shown = self.shown.clone();
-        write_or_keep(&shown, contents, || match &mut self.kind {
+        keep_if_unwritten(&shown, contents, |contents| match &mut self.kind {
             Kind::Stdout => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(contents)?;
+                contents.write_to(&mut out)?;
                 out.flush()
             }
-            Kind::Through(file) => file.write_all(contents),
+            Kind::Through(file) => contents.write_to(file),
             Kind::Regular {
                 target, written, ..
             } => {
-                write_atomically(target, contents)?;
+                replace_atomically(target, contents)?;
                 *written = true;
                 Ok(())
             }
@@ -260,6 +270,29 @@ mod tests {
         // Nothing was made or replaced.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
         assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_spooled_recording_is_written_whole_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("recording.jsonl");
+        std::fs::write(&target, "old").unwrap();
+        let mut spool = tempfile::tempfile().unwrap();
+        for i in 0..1000 {
+            writeln!(spool, "{{\"interval\": {i}}}").unwrap();
+        }
+        // The spool stands at its end, where the last interval left it.
+        Destination::prepare(&target)
+            .unwrap()
+            .write_spooled(&mut spool)
+            .unwrap();
+        let written = std::fs::read_to_string(&target).unwrap();
+        let lines: Vec<&str> = written.lines().collect();
+        assert_eq!(lines.len(), 1000);
+        assert_eq!(
+            (lines[0], lines[999]),
+            ("{\"interval\": 0}", "{\"interval\": 999}")
+        );
     }
 
     #[test]

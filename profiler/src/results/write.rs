@@ -2,8 +2,8 @@
 //! with the umask's mode (or the replaced file's), and a file elsewhere for results that could
 //! not be written where they were asked to go.
 use std::{
-    fs::Permissions,
-    io::Write,
+    fs::{File, Permissions},
+    io::{Seek, Write},
     os::unix::fs::{MetadataExt, PermissionsExt},
     path::{Path, PathBuf},
 };
@@ -31,6 +31,32 @@ pub(super) fn parent_dir(path: &Path) -> &Path {
 /// there keeps its mode (and its owner, where this process may give it away); a new one has
 /// the umask's mode.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    replace_atomically(path, &mut Contents::Bytes(contents))
+}
+
+/// What a results file receives: bytes in memory, or a file they were spooled to as they were
+/// made (a `top -o` recording, which grows with every interval: kept in memory, a day of it
+/// grew the process by hundreds of MB).
+pub(super) enum Contents<'a> {
+    Bytes(&'a [u8]),
+    Spooled(&'a mut File),
+}
+
+impl Contents<'_> {
+    /// Writes all of it to `out` (a spooled file from its start, so it can be written twice).
+    pub(super) fn write_to(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Contents::Bytes(bytes) => out.write_all(bytes),
+            Contents::Spooled(file) => {
+                file.rewind()?;
+                std::io::copy(file, out).map(drop)
+            }
+        }
+    }
+}
+
+/// `write_atomically` of any `Contents`.
+pub(super) fn replace_atomically(path: &Path, contents: &mut Contents) -> std::io::Result<()> {
     let mut tmp = crate::scratch::results_temp_file(parent_dir(path))?;
     if let Ok(old) = std::fs::metadata(path) {
         tmp.as_file()
@@ -38,7 +64,7 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         // Only root can give a file away; anyone else's replacement is theirs.
         let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
     }
-    tmp.write_all(contents)?;
+    contents.write_to(&mut tmp)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -51,7 +77,16 @@ pub fn write_or_keep(
     contents: &[u8],
     write: impl FnOnce() -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
-    let Err(e) = write() else {
+    keep_if_unwritten(what, &mut Contents::Bytes(contents), |_| write())
+}
+
+/// `write_or_keep` of any `Contents`, which `write` is given.
+pub(super) fn keep_if_unwritten(
+    what: &str,
+    contents: &mut Contents,
+    write: impl FnOnce(&mut Contents) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let Err(e) = write(contents) else {
         return Ok(());
     };
     match keep_elsewhere(contents) {
@@ -68,7 +103,7 @@ pub fn write_or_keep(
 
 /// A fallback results file, `hookprof-results-*.json` in the temp directory (else the current
 /// one), kept.
-fn keep_elsewhere(contents: &[u8]) -> std::io::Result<PathBuf> {
+fn keep_elsewhere(contents: &mut Contents) -> std::io::Result<PathBuf> {
     let mut last = None;
     for dir in [std::env::temp_dir(), PathBuf::from(".")] {
         let attempt = (|| {
@@ -77,7 +112,7 @@ fn keep_elsewhere(contents: &[u8]) -> std::io::Result<PathBuf> {
                 .suffix(".json")
                 .permissions(Permissions::from_mode(NEW_FILE_MODE))
                 .tempfile_in(&dir)?;
-            file.write_all(contents)?;
+            contents.write_to(&mut file)?;
             file.as_file().sync_all()?;
             let (_, path) = file.keep().map_err(|e| e.error)?;
             std::path::absolute(path)
@@ -132,6 +167,24 @@ mod tests {
         assert_eq!(std::fs::read(kept).unwrap(), contents);
         std::fs::remove_file(kept).unwrap();
         assert!(write_or_keep("x", contents, || Ok(())).is_ok());
+    }
+
+    #[test]
+    fn a_spooled_file_that_cannot_be_written_is_kept_whole() {
+        let mut spool = tempfile::tempfile().unwrap();
+        spool.write_all(b"{\"line\": 1}\n{\"line\": 2}\n").unwrap();
+        let err = keep_if_unwritten("-o /x/r.jsonl", &mut Contents::Spooled(&mut spool), |_| {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        })
+        .unwrap_err()
+        .to_string();
+        let kept = err.rsplit_once("the results are in ").unwrap().1;
+        let kept = Path::new(kept.strip_suffix(" instead").unwrap());
+        assert_eq!(
+            std::fs::read(kept).unwrap(),
+            b"{\"line\": 1}\n{\"line\": 2}\n"
+        );
+        std::fs::remove_file(kept).unwrap();
     }
 
     /// This process's umask, from /proc (reading it with umask(2) would change it).

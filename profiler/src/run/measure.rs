@@ -316,7 +316,9 @@ fn sample(
                         copy.probed_spans.push([run.start_ns, run.end_ns]);
                     }
                     let now = p.snapshot()?;
-                    let delta = now.since(last.as_ref().expect("snapshot taken with probes"));
+                    let delta = now
+                        .since(last.as_ref().expect("snapshot taken with probes"))
+                        .into();
                     // The counters hold every copy's calls: per op is over all copies' ops.
                     taken.probed.push(ProbedSample {
                         delta,

@@ -14,7 +14,7 @@ mod tui;
 mod view;
 
 use std::{
-    io::IsTerminal,
+    io::{IsTerminal, Write},
     net::SocketAddr,
     path::PathBuf,
     process::ExitCode,
@@ -175,7 +175,14 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
             e.address()
         ))
     );
-    let mut recording = Vec::new();
+    // Spooled to an unnamed temp file as it is made: kept in memory, every interval (~8 KB
+    // of JSON) stayed until top ended, and a long top grew without bound.
+    let mut recording = match &destination {
+        Some(_) => Some(std::io::BufWriter::new(
+            tempfile::tempfile().context("a temp file for the -o recording")?,
+        )),
+        None => None,
+    };
     let names = GroupNames::new(args.by);
     let watched = watch(
         args,
@@ -192,9 +199,9 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
             if let Some(e) = &endpoint {
                 e.publish(totals.render()?);
             }
-            if destination.is_some() {
-                serde_json::to_writer(&mut recording, interval)?;
-                recording.push(b'\n');
+            if let Some(recording) = &mut recording {
+                serde_json::to_writer(&mut *recording, interval)?;
+                recording.write_all(b"\n")?;
             }
             Ok(())
         },
@@ -203,8 +210,12 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     probes.detach();
     drop(probes);
     drop(endpoint);
-    if let Some(d) = destination {
-        d.write(&recording)?;
+    if let (Some(d), Some(recording)) = (destination, recording) {
+        let mut spool = recording
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .context("spool the -o recording")?;
+        d.write_spooled(&mut spool)?;
     }
     match watched? {
         Ending::Done => Ok(ExitCode::SUCCESS),
