@@ -4,6 +4,7 @@
 pub mod ab;
 pub mod attribution;
 pub mod baseline;
+pub mod cli;
 pub mod clock;
 pub mod compare;
 pub mod credentials;

@@ -1,4 +1,6 @@
 //! `cargo xtask`: set-up, build, run and test hookprof on a fresh machine.
+mod dist;
+mod dist_test;
 mod docs;
 mod fuzz;
 mod licenses;
@@ -30,7 +32,8 @@ enum Cmd {
         args: Vec<String>,
     },
     /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, a short fuzz run
-    /// of the parsers, then the VM tests and the `hookprof ab` tests (which boot guests).
+    /// of the parsers, the package test (`dist-test`), then the VM tests and the `hookprof ab`
+    /// tests (which boot guests).
     Test {
         /// Skip the tests that boot qemu guests.
         #[arg(long)]
@@ -41,6 +44,12 @@ enum Cmd {
     /// Build the manual (docs/, mdBook) into target/book, with the results schema it
     /// publishes written from the binary; installs mdBook first if it is missing.
     Docs,
+    /// Build the release artifacts into target/dist: a statically linked hookprof and a Debian
+    /// package with its man pages and shell completions; prints their sha256.
+    Dist,
+    /// `dist`, then install the package into a clean Debian root (no Rust, no LLVM) and run
+    /// hookprof there, chrooted (part of `test`; needs root).
+    DistTest,
     /// Boot a kernel under qemu and run COMMAND in it as root.
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
@@ -77,6 +86,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             setup::ensure()?;
             test_host()?;
             fuzz::run_all()?;
+            dist_test::run()?;
             if !no_vm {
                 let code = vm::vm_test(&vm::VmTestArgs::default())?;
                 if code != 0 {
@@ -88,6 +98,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Fuzz => fuzz::run_all()?,
         Cmd::Docs => docs::build()?,
+        Cmd::Dist => {
+            setup::ensure()?;
+            dist::dist()?;
+        }
+        Cmd::DistTest => {
+            setup::ensure()?;
+            dist_test::run()?;
+        }
         Cmd::Vm(args) => {
             setup::ensure()?;
             return Ok(exit_code(vm::vm(&args)?));

@@ -38,8 +38,12 @@ const APT_PACKAGES: &[&str] = &[
     // terminal view
     "curl",
     "tmux",
+    // the package test installs `cargo xtask dist`'s .deb into a clean Debian root
+    "debootstrap",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
+/// `cargo xtask dist` packages with it; installed on first use, not by every set-up.
+const CARGO_DEB_VERSION: &str = "3.8.0";
 /// KernelCI's schema package (PyPI), whose validator the KCIDB export tests run.
 const KCIDB_IO_VERSION: &str = "141";
 
@@ -89,6 +93,26 @@ pub fn ensure() -> Result<()> {
     }
     ensure_kcidb_io()?;
     Ok(())
+}
+
+/// cargo-deb, pinned, in cargo's bin directory like bpf-linker (a build of ~2 min, once).
+pub fn ensure_cargo_deb() -> Result<()> {
+    let installed = Command::new("cargo")
+        .args(["deb", "--version"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(CARGO_DEB_VERSION));
+    if installed {
+        return Ok(());
+    }
+    println!("xtask setup: cargo install cargo-deb {CARGO_DEB_VERSION} (~2 min)");
+    run(Command::new("cargo").args([
+        "+stable",
+        "install",
+        "cargo-deb",
+        "--version",
+        CARGO_DEB_VERSION,
+        "--locked",
+    ]))
 }
 
 /// Where the export tests find kcidb-io: a venv in the target directory.
