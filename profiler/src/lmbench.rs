@@ -69,11 +69,19 @@ impl Section {
     /// Is `line` this section's title? Titles are matched on their words before the first " - "
     /// or " in ", ignoring case and the `*` around "Local".
     pub fn is_title(&self, line: &str) -> bool {
-        let key = |s: &str| s.replace('*', "").trim().to_ascii_lowercase();
-        let title = key(self.title);
-        let stem = title.split(" - ").next().unwrap_or(&title);
+        // Asked of every line an import reads, so it compares in place, allocating nothing.
+        let stem = self.title.split(" - ").next().unwrap_or(self.title);
         let stem = stem.split(" in ").next().unwrap_or(stem);
-        key(line).starts_with(stem)
+        let key = |s: &'static str| {
+            s.chars()
+                .filter(|&c| c != '*')
+                .skip_while(|c| c.is_whitespace())
+        };
+        let mut line = line
+            .chars()
+            .filter(|&c| c != '*')
+            .skip_while(|c| c.is_whitespace());
+        key(stem).all(|t| line.next().is_some_and(|l| l.eq_ignore_ascii_case(&t)))
     }
 }
 

@@ -44,11 +44,20 @@ pub enum ImportError {
         "{path}: no /usr/bin/time lines (like '815.80user 113.69system 2:04.36elapsed 747%CPU')"
     )]
     NoTimeLines { path: String },
+    #[error(
+        "{path}: {found} configurations, more than the {MAX_CONFIGURATIONS} one import writes \
+         files for: name a file of summaries or logs as posted"
+    )]
+    TooManyConfigurations { path: String, found: usize },
     #[error(transparent)]
     Refused(#[from] fault::Refused),
     #[error("{path}: nothing is left to import once what cannot be read is dropped")]
     NothingLeft { path: String },
 }
+
+/// The most configurations (one results file each) one import writes: posted summaries and
+/// logs hold a handful, and each costs memory until all are written.
+pub const MAX_CONFIGURATIONS: usize = 1000;
 
 /// A reader of one input format: text and the name to show in errors.
 type Reader = fn(&str, &str) -> Result<fault::Imported, ImportError>;

@@ -3,7 +3,7 @@
 //! group.
 use super::{
     fault::{column_of, Fault, Imported},
-    new_results, ImportError,
+    new_results, ImportError, MAX_CONFIGURATIONS,
 };
 use crate::results::{ExtraMetric, Results, Unit, WorkloadResult};
 
@@ -111,6 +111,12 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
     if time_lines == 0 {
         return Err(ImportError::NoTimeLines {
             path: shown.to_string(),
+        });
+    }
+    if groups.len() > MAX_CONFIGURATIONS {
+        return Err(ImportError::TooManyConfigurations {
+            path: shown.to_string(),
+            found: groups.len(),
         });
     }
     Ok(Imported {

@@ -2,11 +2,11 @@
 //! around them, rows either column-aligned (as lmbench prints them) or with whitespace collapsed
 //! (as mail archives show them), missing cells, and MEAN/STDEV rows added by the poster. Every
 //! cell of a table is accounted for ([`table`]); what cannot be is a [`Fault`].
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{
     fault::{Fault, Imported},
-    new_results, ImportError,
+    new_results, ImportError, MAX_CONFIGURATIONS,
 };
 use crate::{
     lmbench::{Cell, Column, Section, SECTIONS},
@@ -37,7 +37,7 @@ pub fn parse(text: &str, shown: &str) -> Result<Vec<Results>, ImportError> {
 /// table that could not be accounted for (and is left out of the results).
 pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut configs: Vec<Config> = Vec::new();
+    let mut configs = Configs::default();
     let mut faults = Vec::new();
     let mut tables = 0;
     let mut summary = 0;
@@ -79,7 +79,7 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
         faults.extend(table.faults);
         rows_in_summary += table.rows.len();
         for row in table.rows {
-            record(row, &columns, summary, &mut configs);
+            configs.record(row, &columns, summary);
         }
         i = table.next;
     }
@@ -88,9 +88,15 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
             path: shown.to_string(),
         });
     }
+    if configs.list.len() > MAX_CONFIGURATIONS {
+        return Err(ImportError::TooManyConfigurations {
+            path: shown.to_string(),
+            found: configs.list.len(),
+        });
+    }
     faults.sort_by_key(|f| (f.line, f.column));
     Ok(Imported {
-        results: into_results(configs),
+        results: into_results(configs.list),
         faults,
     })
 }
@@ -122,48 +128,53 @@ fn layout(section: &Section, count: usize) -> Option<Vec<&'static Column>> {
         .find(|c| c.len() == count)
 }
 
-fn record(row: Row, columns: &[&Column], summary: usize, configs: &mut Vec<Config>) {
-    let at = match configs
-        .iter()
-        .position(|c| c.summary == summary && c.host == row.host)
-    {
-        Some(at) => at,
-        None => {
-            configs.push(Config {
-                summary,
-                host: row.host.clone(),
-                os: row.os.clone(),
-                ..Default::default()
+/// The configurations in the order first seen, indexed by summary and host (a forged file
+/// with many hosts must not take quadratic time).
+#[derive(Default)]
+struct Configs {
+    list: Vec<Config>,
+    index: HashMap<(usize, String), usize>,
+}
+
+impl Configs {
+    fn record(&mut self, row: Row, columns: &[&Column], summary: usize) {
+        let list = &mut self.list;
+        let at = *self
+            .index
+            .entry((summary, row.host.clone()))
+            .or_insert_with(|| {
+                list.push(Config {
+                    summary,
+                    host: row.host.clone(),
+                    os: row.os.clone(),
+                    ..Default::default()
+                });
+                list.len() - 1
             });
-            configs.len() - 1
-        }
-    };
-    let config = &mut configs[at];
-    for (column, value) in columns[2..].iter().zip(row.values) {
-        match (column.cell, value) {
-            (Cell::Workload(name), Some(v)) => config.values.entry(name).or_default().push(v),
-            (Cell::Mhz, Some(v)) => config.mhz = config.mhz.or(Some(v)),
-            _ => {}
+        let config = &mut list[at];
+        for (column, value) in columns[2..].iter().zip(row.values) {
+            match (column.cell, value) {
+                (Cell::Workload(name), Some(v)) => config.values.entry(name).or_default().push(v),
+                (Cell::Mhz, Some(v)) => config.mhz = config.mhz.or(Some(v)),
+                _ => {}
+            }
         }
     }
 }
 
 fn into_results(configs: Vec<Config>) -> Vec<Results> {
-    let summaries_of = |host: &str| {
-        configs
-            .iter()
-            .filter(|c| c.host == host)
-            .map(|c| c.summary)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len()
-    };
+    // A host is in a summary once, so its configurations count the summaries it is in.
+    let mut summaries: HashMap<&str, usize> = HashMap::new();
+    for c in &configs {
+        *summaries.entry(c.host.as_str()).or_default() += 1;
+    }
     configs
         .iter()
         // A host whose every cell was dropped has nothing to import.
         .filter(|c| !c.values.is_empty())
         .map(|c| {
             // The same host in several summaries is several configurations.
-            let label = if summaries_of(&c.host) > 1 {
+            let label = if summaries[c.host.as_str()] > 1 {
                 format!("{}-{}", c.host, c.summary + 1)
             } else {
                 c.host.clone()
@@ -527,5 +538,21 @@ box Linux 2.6.0 866 3.474 8.1030 140.3
         let forged = text.replace("140.3 No L2 cache?", "140.3 99");
         let err = parse(&forged, "m.txt").unwrap_err().to_string();
         assert!(err.starts_with("m.txt:8:"), "{err}");
+    }
+
+    #[test]
+    fn more_configurations_than_import_writes_files_for_is_refused() {
+        let mut text = String::from(
+            "Context switching - times in microseconds - smaller is better\n\
+             --------- ------------- ----- ------ ------ ------ ------ ------- -------\n",
+        );
+        for h in 0..=MAX_CONFIGURATIONS {
+            text += &format!("h{h} Linux 6.1 1.1 4.4\n");
+        }
+        let err = parse(&text, "many.txt").unwrap_err().to_string();
+        assert!(
+            err.starts_with("many.txt: 1001 configurations, more than the 1000"),
+            "{err}"
+        );
     }
 }

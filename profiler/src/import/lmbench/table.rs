@@ -1,6 +1,8 @@
 //! One table of an lmbench summary: the lines under its dashed rule, each cell placed in the
 //! column its header names (by the rule's extents where lmbench's fixed-width spacing survives,
 //! by count where a mail archive collapsed the spaces) and read, or named in a fault.
+use std::collections::HashSet;
+
 use crate::{
     import::fault::{column_of, Fault},
     lmbench::{looks_numeric, read_value, Cell, Column},
@@ -183,8 +185,8 @@ pub fn read(
 /// its cells are not numbers.
 #[derive(Default)]
 struct Seen {
-    hosts: Vec<String>,
-    systems: Vec<String>,
+    hosts: HashSet<String>,
+    systems: HashSet<String>,
 }
 
 impl Seen {
@@ -195,8 +197,7 @@ impl Seen {
         if tokens.len() < 3 {
             return false;
         }
-        if self.hosts.iter().any(|h| h == tokens[0]) || self.systems.iter().any(|s| s == tokens[1])
-        {
+        if self.hosts.contains(tokens[0]) || self.systems.contains(tokens[1]) {
             return true;
         }
         let numbers = tokens[1..].iter().filter(|t| looks_numeric(t)).count();
@@ -205,9 +206,9 @@ impl Seen {
 
     fn add(&mut self, line: &str) {
         let mut tokens = line.split_whitespace();
-        for list in [&mut self.hosts, &mut self.systems] {
-            if let Some(t) = tokens.next().filter(|t| !list.iter().any(|k| k == t)) {
-                list.push(t.to_string());
+        for known in [&mut self.hosts, &mut self.systems] {
+            if let Some(t) = tokens.next().filter(|t| !known.contains(*t)) {
+                known.insert(t.to_string());
             }
         }
     }
