@@ -75,12 +75,11 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
             i = rule_at + 1;
             continue;
         };
-        let table = table::read(&lines, rule_at + 1, &spans, &columns, is_title);
-        faults.extend(table.faults);
-        rows_in_summary += table.rows.len();
-        for row in table.rows {
+        let table = table::read(&lines, rule_at + 1, &spans, &columns, is_title, |row| {
+            rows_in_summary += 1;
             configs.record(row, &columns, summary);
-        }
+        });
+        faults.extend(table.faults);
         i = table.next;
     }
     if tables == 0 {

@@ -27,7 +27,6 @@ pub struct Row {
 }
 
 pub struct Table {
-    pub rows: Vec<Row>,
     pub faults: Vec<Fault>,
     /// The index of the first line after the table.
     pub next: usize,
@@ -65,14 +64,15 @@ fn token_spans(line: &str) -> Vec<(usize, usize)> {
 }
 
 /// Reads the table whose rule is `spans` from line index `start` on, up to the next title
-/// (`is_title`), blank lines and prose. Every line that is a row is accounted for: each of its
-/// cells is read into its column or named in a fault.
+/// (`is_title`), blank lines and prose, handing each run's row to `on_row`. Every line that is a
+/// row is accounted for: each of its cells is read into its column or named in a fault.
 pub fn read(
     lines: &[&str],
     start: usize,
     spans: &[(usize, usize)],
     columns: &[&Column],
     is_title: impl Fn(&str) -> bool,
+    mut on_row: impl FnMut(Row),
 ) -> Table {
     let mut seen = Seen::default();
     let mut body = Vec::new();
@@ -112,17 +112,21 @@ pub fn read(
             }
         }
     }
-    let placed: Vec<(usize, Placed)> = body
-        .into_iter()
-        .filter(|&n| !is_statistic_row(lines[n]))
-        .filter_map(|n| place(lines[n], n + 1, spans, columns, &mut faults).map(|p| (n, p)))
-        .collect();
+    body.retain(|&n| !is_statistic_row(lines[n]));
     // A row that stops short of where the table's other rows go is a cut line; blank columns
-    // at the end of every row (Guesses, TCP conn never measured) are not.
-    let reach = placed.iter().map(|(_, p)| p.reach()).max().unwrap_or(0);
-    let mut rows = Vec::new();
-    for (n, p) in placed {
+    // at the end of every row (Guesses, TCP conn never measured) are not. Rows are placed
+    // twice, first for that reach alone, so a long table is never held placed in memory.
+    let reach = body
+        .iter()
+        .filter_map(|&n| place(lines[n], n + 1, spans, columns, &mut Vec::new()))
+        .map(|p| p.reach())
+        .max()
+        .unwrap_or(0);
+    for n in body {
         let line = lines[n];
+        let Some(p) = place(line, n + 1, spans, columns, &mut faults) else {
+            continue;
+        };
         if p.reach() < reach {
             let kept = p.values.iter().filter(|v| v.is_some()).count();
             let last = |r: usize| match r {
@@ -167,18 +171,14 @@ pub fn read(
                     .ok()
             })
             .collect();
-        rows.push(Row {
+        on_row(Row {
             host: p.host,
             os: p.os,
             values,
         });
     }
     faults.sort_by_key(|f| (f.line, f.column));
-    Table {
-        rows,
-        faults,
-        next: i,
-    }
+    Table { faults, next: i }
 }
 
 /// The hosts and OS names of the rows read so far: a line starting with one is a row even when
