@@ -33,6 +33,19 @@ pub struct Column {
     pub differs: Option<&'static str>,
 }
 
+impl Column {
+    /// The column's heading on one line (`fork proc`, `Mhz`).
+    pub fn heading(&self) -> String {
+        let words: Vec<&str> = self
+            .head
+            .iter()
+            .copied()
+            .filter(|h| !h.is_empty())
+            .collect();
+        words.join(" ")
+    }
+}
+
 #[derive(Debug)]
 pub struct Section {
     /// The title line as lmbench prints it.
@@ -56,11 +69,19 @@ impl Section {
     /// Is `line` this section's title? Titles are matched on their words before the first " - "
     /// or " in ", ignoring case and the `*` around "Local".
     pub fn is_title(&self, line: &str) -> bool {
-        let key = |s: &str| s.replace('*', "").trim().to_ascii_lowercase();
-        let title = key(self.title);
-        let stem = title.split(" - ").next().unwrap_or(&title);
+        // Asked of every line an import reads, so it compares in place, allocating nothing.
+        let stem = self.title.split(" - ").next().unwrap_or(self.title);
         let stem = stem.split(" in ").next().unwrap_or(stem);
-        key(line).starts_with(stem)
+        let key = |s: &'static str| {
+            s.chars()
+                .filter(|&c| c != '*')
+                .skip_while(|c| c.is_whitespace())
+        };
+        let mut line = line
+            .chars()
+            .filter(|&c| c != '*')
+            .skip_while(|c| c.is_whitespace());
+        key(stem).all(|t| line.next().is_some_and(|l| l.eq_ignore_ascii_case(&t)))
     }
 }
 
@@ -245,24 +266,38 @@ pub fn format_value(v: f64, column: &Column) -> String {
     format!("{v:.0}")
 }
 
-/// Parses a summary cell: `250.`, `.04`, `1233`, `2.00000`, and `1.5K` / `2M` suffixes.
-pub fn parse_value(cell: &str) -> Option<f64> {
-    let (digits, scale) = match cell.as_bytes().last()? {
-        b'K' | b'k' => (&cell[..cell.len() - 1], 1e3),
-        b'M' => (&cell[..cell.len() - 1], 1e6),
+/// Reads a summary cell: `250.`, `.04`, `1233`, `2.00000`, and `1.5K` / `2M` suffixes. Anything
+/// else is refused with the reason, as are values a results file cannot hold (negative, or too
+/// large for a finite number), so an import never writes what `report` would refuse.
+pub fn read_value(cell: &str) -> Result<f64, &'static str> {
+    let (digits, scale) = match cell.as_bytes().last() {
+        Some(b'K' | b'k') => (&cell[..cell.len() - 1], 1e3),
+        Some(b'M') => (&cell[..cell.len() - 1], 1e6),
         _ => (cell, 1.0),
     };
-    let plain = digits
-        .chars()
-        .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
-    if !plain || !digits.chars().any(|c| c.is_ascii_digit()) {
-        return None;
+    let unsigned = digits.strip_prefix('-').unwrap_or(digits);
+    let plain = unsigned.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && unsigned.chars().filter(|&c| c == '.').count() <= 1
+        && unsigned.chars().any(|c| c.is_ascii_digit());
+    if !plain {
+        return Err("is not a number");
     }
-    digits
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
-        .map(|v| v * scale)
+    if unsigned.len() != digits.len() {
+        return Err("is negative (a time or a rate cannot be)");
+    }
+    let v = digits.parse::<f64>().map_err(|_| "is not a number")? * scale;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err("is too large for a finite number")
+    }
+}
+
+/// Does `token` read as a summary value (a number, negative ones included)? Such tokens mark a
+/// line as a table row rather than prose.
+pub fn looks_numeric(token: &str) -> bool {
+    let unsigned = token.strip_prefix('-').unwrap_or(token);
+    !matches!(read_value(unsigned), Err("is not a number"))
 }
 
 #[cfg(test)]
@@ -297,13 +332,23 @@ mod tests {
 
     #[test]
     fn cells_parse_with_suffixes_and_bare_points() {
-        assert_eq!(parse_value("250."), Some(250.0));
-        assert_eq!(parse_value(".04"), Some(0.04));
-        assert_eq!(parse_value("1.5K"), Some(1500.0));
-        assert_eq!(parse_value("2.4.9"), None);
-        assert_eq!(parse_value("Linux"), None);
-        assert_eq!(parse_value("."), None);
-        assert_eq!(parse_value(""), None);
+        assert_eq!(read_value("250."), Ok(250.0));
+        assert_eq!(read_value(".04"), Ok(0.04));
+        assert_eq!(read_value("1.5K"), Ok(1500.0));
+        assert_eq!(read_value("2M"), Ok(2e6));
+        for not_a_number in [
+            "2.4.9", "Linux", ".", "", "abc", "NaN", "inf", "1e400", "+1", "1.5KK", "0x10",
+        ] {
+            assert_eq!(
+                read_value(not_a_number),
+                Err("is not a number"),
+                "{not_a_number}"
+            );
+        }
+        assert!(read_value("-0.39").unwrap_err().starts_with("is negative"));
+        assert!(looks_numeric("-0.39") && looks_numeric("121.") && !looks_numeric("NaN"));
+        let huge = "9".repeat(400);
+        assert_eq!(read_value(&huge), Err("is too large for a finite number"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use anyhow::Context;
 
 use crate::results::{Destination, Environment, Results, SCHEMA_VERSION};
 
+pub mod fault;
 pub mod lmbench;
 pub mod time;
 
@@ -17,6 +18,10 @@ pub enum ImportCommand {
         /// Directory to write the results files into (created if missing).
         #[arg(short = 'o', long = "output")]
         out: PathBuf,
+        /// Drop each cell, row or table that cannot be read, with a warning naming it
+        /// (file:line:col), and import the rest; without it such input is refused whole.
+        #[arg(long)]
+        lenient: bool,
     },
     /// /usr/bin/time default lines, grouped under the heading line before each block.
     Time {
@@ -24,6 +29,10 @@ pub enum ImportCommand {
         /// Directory to write the results files into (created if missing).
         #[arg(short = 'o', long = "output")]
         out: PathBuf,
+        /// Drop each time line that cannot be read, with a warning naming it (file:line:col),
+        /// and import the rest; without it such input is refused whole.
+        #[arg(long)]
+        lenient: bool,
     },
 }
 
@@ -35,26 +44,33 @@ pub enum ImportError {
         "{path}: no /usr/bin/time lines (like '815.80user 113.69system 2:04.36elapsed 747%CPU')"
     )]
     NoTimeLines { path: String },
-    #[error("{path}:{line}: {message}")]
-    BadLine {
-        path: String,
-        line: usize,
-        message: String,
-    },
+    #[error(
+        "{path}: {found} configurations, more than the {MAX_CONFIGURATIONS} one import writes \
+         files for: name a file of summaries or logs as posted"
+    )]
+    TooManyConfigurations { path: String, found: usize },
+    #[error(transparent)]
+    Refused(#[from] fault::Refused),
+    #[error("{path}: nothing is left to import once what cannot be read is dropped")]
+    NothingLeft { path: String },
 }
 
+/// The most configurations (one results file each) one import writes: posted summaries and
+/// logs hold a handful, and each costs memory until all are written.
+pub const MAX_CONFIGURATIONS: usize = 1000;
+
 /// A reader of one input format: text and the name to show in errors.
-type Parser = fn(&str, &str) -> Result<Vec<Results>, ImportError>;
+type Reader = fn(&str, &str) -> Result<fault::Imported, ImportError>;
 
 pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
-    let (file, out, parse): (_, _, Parser) = match cmd {
-        ImportCommand::Lmbench { file, out } => (file, out, lmbench::parse),
-        ImportCommand::Time { file, out } => (file, out, time::parse),
+    let (file, out, lenient, read): (_, _, _, Reader) = match cmd {
+        ImportCommand::Lmbench { file, out, lenient } => (file, out, *lenient, lmbench::read),
+        ImportCommand::Time { file, out, lenient } => (file, out, *lenient, time::read),
     };
     let shown = file.display().to_string();
     let bytes = std::fs::read(file).with_context(|| format!("{shown}: cannot read"))?;
     let text = String::from_utf8_lossy(&bytes);
-    let results = parse(&text, &shown)?;
+    let results = accept(read(&text, &shown)?, &shown, lenient)?;
     anyhow::ensure!(
         out.as_os_str() != "-",
         "-o -: import writes one file per configuration: name a directory"
@@ -80,6 +96,28 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an import writes: everything it read (strict), or what is left after dropping the
+/// faults, each warned of (lenient). Nothing is written for a refused file.
+fn accept(
+    imported: fault::Imported,
+    shown: &str,
+    lenient: bool,
+) -> Result<Vec<Results>, ImportError> {
+    if !lenient {
+        return Ok(imported.strict(shown)?);
+    }
+    let (results, warnings) = imported.lenient(shown);
+    for warning in warnings {
+        eprintln!("hookprof: warning: {warning}");
+    }
+    if results.is_empty() {
+        return Err(ImportError::NothingLeft {
+            path: shown.to_string(),
+        });
+    }
+    Ok(results)
 }
 
 /// A file name for a label: letters, digits, `-`, `_` and `.` kept, runs of anything else `_`.

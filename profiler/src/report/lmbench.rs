@@ -67,8 +67,7 @@ fn failures(r: &Results, columns: &[&Column]) -> Vec<String> {
 
 /// A column's heading on one line (`fork proc`).
 fn head_of(c: &Column) -> String {
-    let words: Vec<&str> = c.head.iter().copied().filter(|h| !h.is_empty()).collect();
-    words.join(" ")
+    c.heading()
 }
 
 fn section_text(section: &Section, columns: &[&Column], results: &[Results]) -> String {

@@ -1,0 +1,418 @@
+//! One table of an lmbench summary: the lines under its dashed rule, each cell placed in the
+//! column its header names (by the rule's extents where lmbench's fixed-width spacing survives,
+//! by count where a mail archive collapsed the spaces) and read, or named in a fault.
+use std::collections::HashSet;
+
+use crate::{
+    import::fault::{column_of, Fault},
+    lmbench::{looks_numeric, read_value, Cell, Column},
+};
+
+/// Rows posters add to summarise runs; they are not runs themselves.
+const STATISTIC_LABELS: &[&str] = &[
+    "mean", "avg", "average", "stdev", "stddev", "std", "sd", "ci", "ci95", "median", "min", "max",
+    "var", "variance", "sum", "total", "diff", "delta",
+];
+
+/// The widest an lmbench OS cell gets (it prints `%13.13s`).
+const OS_WIDTH: usize = 13;
+
+/// One run's row: host, OS, and for each column after those two its value (None where the
+/// cell is blank, or was dropped for a fault).
+#[derive(Debug)]
+pub struct Row {
+    pub host: String,
+    pub os: String,
+    pub values: Vec<Option<f64>>,
+}
+
+pub struct Table {
+    pub faults: Vec<Fault>,
+    /// The index of the first line after the table.
+    pub next: usize,
+}
+
+/// Byte spans of the dash runs of a column rule (`--------- ------------- ----`), or None if
+/// the line is not one with at least three columns.
+pub fn column_rule(line: &str) -> Option<Vec<(usize, usize)>> {
+    let spans = token_spans(line);
+    let is_rule = spans.len() >= 3
+        && spans
+            .iter()
+            .all(|&(s, e)| line[s..e].bytes().all(|b| b == b'-'));
+    is_rule.then_some(spans)
+}
+
+/// (start, end) byte offsets of each whitespace-separated token.
+fn token_spans(line: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, line.len()));
+    }
+    spans
+}
+
+/// Reads the table whose rule is `spans` from line index `start` on, up to the next title
+/// (`is_title`), blank lines and prose, handing each run's row to `on_row`. Every line that is a
+/// row is accounted for: each of its cells is read into its column or named in a fault.
+pub fn read(
+    lines: &[&str],
+    start: usize,
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+    is_title: impl Fn(&str) -> bool,
+    mut on_row: impl FnMut(Row),
+) -> Table {
+    let mut seen = Seen::default();
+    let mut body = Vec::new();
+    let mut i = start;
+    let mut prose_at = None;
+    while i < lines.len() && !is_title(lines[i]) {
+        let line = lines[i];
+        if !line.trim().is_empty() {
+            // The line right under the rule is a row by its place, whatever its cells hold.
+            let under_rule = i == start && line.split_whitespace().nth(2).is_some();
+            if !under_rule && !seen.is_row(line) {
+                prose_at = Some(i);
+                break;
+            }
+            seen.add(line);
+            body.push(i);
+        }
+        i += 1;
+    }
+    let mut faults = Vec::new();
+    // Rows that prose cut off from their table would otherwise be lost without a word.
+    if let Some(end) = prose_at {
+        for (j, line) in lines.iter().enumerate().skip(end + 1) {
+            if is_title(line) || column_rule(line).is_some() || line.contains("is better") {
+                break;
+            }
+            if seen.is_row(line) {
+                faults.push(Fault::new(
+                    j + 1,
+                    1,
+                    format!(
+                        "a row of the table above, below line {} that ended it",
+                        end + 1
+                    ),
+                    "the row is dropped",
+                ));
+            }
+        }
+    }
+    body.retain(|&n| !is_statistic_row(lines[n]));
+    // A row that stops short of where the table's other rows go is a cut line; blank columns
+    // at the end of every row (Guesses, TCP conn never measured) are not. Rows are placed
+    // twice, first for that reach alone, so a long table is never held placed in memory.
+    let reach = body
+        .iter()
+        .filter_map(|&n| place(lines[n], n + 1, spans, columns, &mut Vec::new()))
+        .map(|p| p.reach())
+        .max()
+        .unwrap_or(0);
+    for n in body {
+        let line = lines[n];
+        let Some(p) = place(line, n + 1, spans, columns, &mut faults) else {
+            continue;
+        };
+        if p.reach() < reach {
+            let kept = p.values.iter().filter(|v| v.is_some()).count();
+            let last = |r: usize| match r {
+                0 => "OS".to_string(),
+                r => columns[r + 1].heading(),
+            };
+            let problem = format!(
+                "the row ends at column {} where the table's rows go on to {}: a cut line",
+                last(p.reach()),
+                last(reach)
+            );
+            let at = column_of(line, line.trim_end().len());
+            if !p.aligned {
+                // Collapsed spacing: a blank cell before the end would shift the values left,
+                // so none of them can be placed for sure.
+                let lenient = format!("the row's {kept} values are dropped");
+                faults.push(Fault::new(n + 1, at, problem, lenient));
+                continue;
+            }
+            let lenient = format!("its {kept} values are kept and the cells after stay missing");
+            faults.push(Fault::new(n + 1, at, problem, lenient));
+        }
+        let values = p
+            .values
+            .iter()
+            .zip(&columns[2..])
+            .map(|(cell, column)| {
+                let &(at, text) = cell.as_ref()?;
+                if column.cell == Cell::Unused {
+                    faults.push(unused_number(line, n + 1, at, text, column));
+                    return None;
+                }
+                read_value(text)
+                    .map_err(|why| {
+                        faults.push(Fault::new(
+                            n + 1,
+                            column_of(line, at),
+                            format!("'{text}' in column {} {why}", column.heading()),
+                            "the cell is dropped",
+                        ))
+                    })
+                    .ok()
+            })
+            .collect();
+        on_row(Row {
+            host: p.host,
+            os: p.os,
+            values,
+        });
+    }
+    faults.sort_by_key(|f| (f.line, f.column));
+    Table { faults, next: i }
+}
+
+/// The hosts and OS names of the rows read so far: a line starting with one is a row even when
+/// its cells are not numbers.
+#[derive(Default)]
+struct Seen {
+    hosts: HashSet<String>,
+    systems: HashSet<String>,
+}
+
+impl Seen {
+    /// A row has a host, an OS and values; failing a known host or OS, most of what follows
+    /// the host must read as numbers (prose has words, a forged cell is one among numbers).
+    fn is_row(&self, line: &str) -> bool {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() < 3 {
+            return false;
+        }
+        if self.hosts.contains(tokens[0]) || self.systems.contains(tokens[1]) {
+            return true;
+        }
+        let numbers = tokens[1..].iter().filter(|t| looks_numeric(t)).count();
+        numbers * 2 > tokens.len() - 2
+    }
+
+    fn add(&mut self, line: &str) {
+        let mut tokens = line.split_whitespace();
+        for known in [&mut self.hosts, &mut self.systems] {
+            if let Some(t) = tokens.next().filter(|t| !known.contains(*t)) {
+                known.insert(t.to_string());
+            }
+        }
+    }
+}
+
+fn is_statistic_row(line: &str) -> bool {
+    line.split_whitespace().take(2).any(|cell| {
+        let word = cell.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        STATISTIC_LABELS
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(word))
+    })
+}
+
+/// A row's cells in their columns, before their values are read.
+struct Placed<'a> {
+    host: String,
+    os: String,
+    /// Per column after host and OS: the cell's byte offset and text, None where blank.
+    values: Vec<Option<(usize, &'a str)>>,
+    /// Placed by position (the fixed-width spacing survived), not by count.
+    aligned: bool,
+}
+
+impl Placed<'_> {
+    /// How far the row goes: 1 + the index of its last value column with a cell, 0 for none.
+    fn reach(&self) -> usize {
+        self.values
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |c| c + 1)
+    }
+}
+
+/// Places a row's cells in their columns, or None (with a fault) when they cannot be placed.
+fn place<'a>(
+    line: &'a str,
+    number: usize,
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+    faults: &mut Vec<Fault>,
+) -> Option<Placed<'a>> {
+    let tokens = token_spans(line);
+    if is_aligned(line, &tokens, spans) {
+        Some(aligned(line, number, &tokens, spans, columns, faults))
+    } else {
+        collapsed(line, number, &tokens, columns, faults)
+    }
+}
+
+/// A row printed by lmbench keeps its columns under the rule: the host starts the line, the OS
+/// lies in its column, and every gap between dash runs is a space (or past the end of the
+/// line). Mail archives collapse the spaces, which breaks this.
+fn is_aligned(line: &str, tokens: &[(usize, usize)], spans: &[(usize, usize)]) -> bool {
+    let bytes = line.as_bytes();
+    tokens.len() >= 2
+        && !line.contains('\t')
+        && tokens[0].0 == 0
+        && tokens[0].1 <= spans[0].1
+        && tokens[1].0 >= spans[1].0
+        && line.len() > spans[1].1
+        && spans[..spans.len() - 1]
+            .iter()
+            .all(|&(_, end)| bytes.get(end).is_none_or(|&b| b == b' '))
+}
+
+/// Cells of an aligned row: each token goes to the column it overlaps most (values wider than
+/// their column, like lmbench 2.0's page faults, still land in the right one); a token past the
+/// last column, or a second value in one column, is a fault.
+fn aligned<'a>(
+    line: &'a str,
+    number: usize,
+    tokens: &[(usize, usize)],
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+    faults: &mut Vec<Fault>,
+) -> Placed<'a> {
+    let (last_start, last_end) = spans[spans.len() - 1];
+    let last = columns[columns.len() - 1];
+    let mut words: [Vec<&str>; 2] = [Vec::new(), Vec::new()];
+    let mut values = vec![None; spans.len() - 2];
+    for &(s, e) in tokens {
+        let text = &line[s..e];
+        if last.cell == Cell::Unused && s >= last_start {
+            // lmbench's guesses are words, as long as they need to be.
+            if looks_numeric(text) {
+                faults.push(unused_number(line, number, s, text, last));
+            }
+            continue;
+        }
+        if s >= last_end {
+            faults.push(Fault::new(
+                number,
+                column_of(line, s),
+                format!(
+                    "'{text}' lies past the last column ({}): more cells than columns",
+                    columns[columns.len() - 1].heading()
+                ),
+                "the cell is dropped",
+            ));
+            continue;
+        }
+        let overlap = |&(cs, ce): &(usize, usize)| ce.min(e) as isize - cs.max(s) as isize;
+        let column = (0..spans.len())
+            .max_by_key(|&c| (overlap(&spans[c]), std::cmp::Reverse(c)))
+            .expect("a rule has at least three columns");
+        if column < 2 {
+            words[column].push(text);
+            continue;
+        }
+        let slot: &mut Option<(usize, &str)> = &mut values[column - 2];
+        match slot {
+            None => *slot = Some((s, text)),
+            Some((_, first)) => {
+                faults.push(Fault::new(
+                    number,
+                    column_of(line, s),
+                    format!(
+                        "'{text}' is a second value in column {} after '{first}'",
+                        columns[column].heading()
+                    ),
+                    "the column's cell is dropped",
+                ));
+                *slot = None;
+            }
+        }
+    }
+    let [host, os] = words.map(|w| w.join(" "));
+    Placed {
+        host,
+        os,
+        values,
+        aligned: true,
+    }
+}
+
+/// Cells of a row whose spacing was collapsed: host, then the OS (the words up to the first
+/// number, at most lmbench's 13 characters), then values left to right; by count, a blank cell
+/// can only be told apart at the end of such a row.
+fn collapsed<'a>(
+    line: &'a str,
+    number: usize,
+    tokens: &[(usize, usize)],
+    columns: &[&Column],
+    faults: &mut Vec<Fault>,
+) -> Option<Placed<'a>> {
+    let text = |&(s, e): &(usize, usize)| &line[s..e];
+    let rest = &tokens[1..];
+    let mut os_words = 1;
+    while os_words < rest.len()
+        && !looks_numeric(text(&rest[os_words]))
+        && rest[..=os_words]
+            .iter()
+            .map(|t| t.1 - t.0 + 1)
+            .sum::<usize>()
+            - 1
+            <= OS_WIDTH
+    {
+        os_words += 1;
+    }
+    let mut cells = &rest[os_words..];
+    let n_values = columns.len() - 2;
+    // A last column of words (Guesses) takes what follows the numbers, if it is words.
+    let n_numbers = n_values - usize::from(columns[columns.len() - 1].cell == Cell::Unused);
+    if n_numbers < n_values && cells.len() > n_numbers && !looks_numeric(text(&cells[n_numbers])) {
+        cells = &cells[..n_numbers];
+    }
+    if cells.len() > n_numbers {
+        faults.push(Fault::new(
+            number,
+            column_of(line, cells[n_numbers].0),
+            format!(
+                "{} values where the table has {n_numbers} columns for them: more cells than \
+                 columns, so none can be placed",
+                cells.len()
+            ),
+            format!("the row's {} values are dropped", cells.len()),
+        ));
+        return None;
+    }
+    let mut values: Vec<Option<(usize, &str)>> = cells
+        .iter()
+        .map(|span| Some((span.0, text(span))))
+        .collect();
+    values.resize(n_values, None);
+    let os: Vec<&str> = rest[..os_words].iter().map(text).collect();
+    Some(Placed {
+        host: text(&tokens[0]).to_string(),
+        os: os.join(" "),
+        values,
+        aligned: false,
+    })
+}
+
+/// A number where lmbench writes words (Guesses): a cell more than the table's numbers.
+fn unused_number(line: &str, number: usize, at: usize, text: &str, column: &Column) -> Fault {
+    Fault::new(
+        number,
+        column_of(line, at),
+        format!(
+            "'{text}' is a number in column {}, where lmbench writes words: more cells than \
+             columns",
+            column.heading()
+        ),
+        "the cell is dropped",
+    )
+}
