@@ -7,7 +7,7 @@ use hookprof::{
     probes::{KernelBtf, KERNEL_BTF_COMMAND},
     report,
     run::{self, stat},
-    runner, store, top,
+    runner, stdio, store, top,
 };
 
 #[derive(Parser)]
@@ -19,7 +19,10 @@ use hookprof::{
 2    bad input or error; run, stat: a workload failed (the results file holds the others,\n       \
 with \"complete\": false)\n  \
 3    compare, ab with --fail-on inconclusive: a workload could not be decided\n  \
-130  interrupted (SIGINT or SIGTERM)")]
+4    output could not be written (stdout full or closed); a run's results are kept in its\n       \
+-o file, the store or the spool, or in a file the error names\n  \
+130  interrupted (SIGINT, SIGTERM or SIGHUP); the results hold the samples taken so far\n  \
+141  stdout's reader went away (a pipe into head), after the results were kept")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,7 +65,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    end_quietly_when_stdout_closes();
+    stdio::guard_standard_fds();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version exit 0; no command at all prints the command list and exits 2.
@@ -80,7 +83,7 @@ fn main() -> ExitCode {
                 let at = rendered.find("\nUsage:").unwrap_or(rendered.len());
                 rendered.insert_str(at, &format!("\n  tip: {hint}\n"));
             }
-            eprint!("{rendered}");
+            stdio::eprint(&rendered);
             return ExitCode::from(2);
         }
     };
@@ -101,10 +104,18 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("hookprof: error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => match e.downcast_ref::<stdio::WriteFailed>() {
+            // A reader that stopped early: everything is kept, nothing to say.
+            Some(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+            Some(_) => {
+                hookprof::eprintln!("hookprof: error: {e:#}");
+                ExitCode::from(stdio::EXIT_WRITE_FAILED)
+            }
+            None => {
+                hookprof::eprintln!("hookprof: error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
@@ -127,23 +138,4 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
     (in_stat && RUN_ONLY.contains(&unknown)).then_some(
         "a `run` option: stat runs the command after -- and takes --runs N for its samples",
     )
-}
-
-/// `hookprof hooks | head`: a reader that stops early ends the output quietly, as it does for
-/// other Unix tools, instead of a panic. SIGPIPE itself stays ignored, so a workload's broken
-/// pipe or socket is an error it reports, not a silent death. By then the probes are unloaded
-/// and any results file is written.
-fn end_quietly_when_stdout_closes() {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(141); // what a shell reports for death by SIGPIPE
-        }
-        default_hook(info);
-    }));
 }

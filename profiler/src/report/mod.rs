@@ -34,7 +34,7 @@ pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| Results::load(f))
         .collect::<Result<Vec<_>, _>>()?;
-    print!("{}", output::render(results.as_slice(), args.format)?);
+    crate::stdio::print(output::render(results.as_slice(), args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 

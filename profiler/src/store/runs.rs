@@ -54,7 +54,7 @@ pub fn execute(args: &RunsArgs) -> Result<ExitCode> {
             .map_err(|e| e.context(format!("results store {}", url.shown())))?;
         db.list(&selector).await
     })?;
-    print!("{}", output::render(&RunList { runs }, args.format)?);
+    crate::stdio::print(output::render(&RunList { runs }, args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -43,20 +43,17 @@ impl View {
     }
 
     pub fn show(&mut self, interval: &Interval) -> Result<()> {
-        use std::io::Write;
         match self {
             View::Json => {
-                let mut out = std::io::stdout().lock();
-                serde_json::to_writer(&mut out, interval)?;
-                out.write_all(b"\n")?;
-                out.flush()?;
+                crate::stdio::print(serde_json::to_string(interval)? + "\n")?;
             }
             View::Text { rows } => {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", heading(interval))?;
-                writeln!(out, "{}", correction(interval.probe_cost.as_ref()))?;
-                writeln!(out, "{}\n", table(interval, *rows))?;
-                out.flush()?;
+                crate::stdio::print(format!(
+                    "{}\n{}\n{}\n\n",
+                    heading(interval),
+                    correction(interval.probe_cost.as_ref()),
+                    table(interval, *rows)
+                ))?;
             }
             View::Terminal(tui) => tui.draw(interval)?,
         }
