@@ -16,6 +16,7 @@ pub mod history;
 pub mod import;
 pub mod in_child;
 pub mod injection;
+pub mod input;
 pub mod inspect;
 pub mod lmbench;
 pub mod machine_load;

@@ -52,7 +52,7 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         ImportCommand::Time { file, out } => (file, out, time::parse),
     };
     let shown = file.display().to_string();
-    let bytes = std::fs::read(file).with_context(|| format!("{shown}: cannot read"))?;
+    let bytes = crate::input::read_bounded(file, crate::input::MAX_INPUT_BYTES)?;
     let text = String::from_utf8_lossy(&bytes);
     let results = parse(&text, &shown)?;
     anyhow::ensure!(

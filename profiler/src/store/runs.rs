@@ -67,8 +67,7 @@ fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
     let mut runs = Vec::new();
     for path in &args.add {
         for file in files_named(path)? {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", file.display()))?;
+            let text = crate::input::read_text(&file)?;
             let results = Results::parse(&text, &file.display().to_string())?;
             let mut run = Recorded::new("add", &record, results);
             run.run_id = content_id(&text);
