@@ -32,6 +32,7 @@ pub mod runner;
 pub mod scratch;
 pub mod stats;
 pub mod store;
+pub mod text;
 pub mod top;
 pub mod tracking_window;
 pub mod versus;

@@ -112,7 +112,9 @@ fn main() -> ExitCode {
                 ExitCode::from(stdio::EXIT_WRITE_FAILED)
             }
             None => {
-                hookprof::eprintln!("hookprof: error: {e:#}");
+                // A message may quote a file's contents: shown, never sent to the terminal.
+                let message = format!("{e:#}");
+                hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&message));
                 ExitCode::from(2)
             }
         },

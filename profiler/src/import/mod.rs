@@ -77,7 +77,7 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         written += &format!(
             "{}: {} ({} workloads, {runs} runs)\n",
             path.display(),
-            r.label,
+            crate::text::escaped(&r.label),
             r.workloads.len()
         );
     }

@@ -30,7 +30,7 @@ pub struct RunArgs {
 #[derive(clap::Args, Debug)]
 pub struct SessionArgs {
     /// Label for this run in reports and comparisons (default: the kernel release).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
     /// Write the results JSON to FILE (atomically).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -71,6 +71,10 @@ pub struct PolicyArgs {
     /// Repeatable. The formats are in the README ("Measuring a policy").
     #[arg(long, value_name = "KIND:SPEC", value_parser = parse_policy)]
     pub policy: Vec<Policy>,
+}
+
+fn parse_label(s: &str) -> Result<String, String> {
+    crate::text::no_controls("--label", s).map(|()| s.to_string())
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {

@@ -48,12 +48,14 @@ impl View {
                 crate::stdio::print(serde_json::to_string(interval)? + "\n")?;
             }
             View::Text { rows } => {
-                crate::stdio::print(format!(
+                // A command name is whatever the process chose: escaped, as in every text.
+                let text = format!(
                     "{}\n{}\n{}\n\n",
                     heading(interval),
                     correction(interval.probe_cost.as_ref()),
                     table(interval, *rows)
-                ))?;
+                );
+                crate::stdio::print(crate::text::escaped_lines(&text).as_bytes())?;
             }
             View::Terminal(tui) => tui.draw(interval)?,
         }
