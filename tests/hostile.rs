@@ -112,6 +112,7 @@ fn a_failed_or_closed_stdout_is_one_line_and_exit_4_and_the_run_is_kept() {
         vec!["compare", base, base],
         vec!["history", base, base],
         vec!["run", "--list"],
+        vec!["--help"],
     ] {
         let out = hookprof(dir.path(), &args).stdout(full()).output().unwrap();
         assert_one_line(

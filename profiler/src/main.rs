@@ -68,12 +68,27 @@ fn main() -> ExitCode {
     stdio::guard_standard_fds();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        // --help and --version exit 0; no command at all prints the command list and exits 2.
-        Err(e)
-            if !e.use_stderr()
-                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
-        {
+        // No command at all prints the command list and exits 2.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             e.exit()
+        }
+        // --help and --version exit 0, through the checked writer (clap's own drops a failure).
+        Err(e) if !e.use_stderr() => {
+            use std::io::IsTerminal;
+            let rendered = e.render();
+            let text = if std::io::stdout().is_terminal() {
+                rendered.ansi().to_string()
+            } else {
+                rendered.to_string()
+            };
+            return match stdio::print(text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+                Err(failed) => {
+                    hookprof::eprintln!("hookprof: error: {failed}");
+                    ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                }
+            };
         }
         // clap's own rendering, in full: which arguments are missing, the possible values,
         // the usage line.
