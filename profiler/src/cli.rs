@@ -20,7 +20,10 @@ use crate::{
 2    bad input or error; run, stat: a workload failed (the results file holds the others,\n       \
 with \"complete\": false)\n  \
 3    compare, ab with --fail-on inconclusive: a workload could not be decided\n  \
-130  interrupted (SIGINT or SIGTERM)")]
+4    output could not be written (stdout full or closed); a run's results are kept in its\n       \
+-o file, the store or the spool, or in a file the error names\n  \
+130  interrupted (SIGINT, SIGTERM or SIGHUP); the results hold the samples taken so far\n  \
+141  stdout's reader went away (a pipe into head), after the results were kept")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -1,6 +1,6 @@
 //! `hookprof hooks` (the catalog: what can be probed on this kernel, what it refuses and why)
 //! and `hookprof calibrate` (what the probes themselves cost here).
-use std::process::ExitCode;
+use std::{fmt::Write as _, process::ExitCode};
 
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
@@ -98,16 +98,18 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
         })).collect::<Vec<_>>(),
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&catalog)?);
+        crate::stdio::print(serde_json::to_string_pretty(&catalog)? + "\n")?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "kernel {}, LSMs {}, lockdown {}; {} security_* hooks in BTF",
         catalog["kernel_release"].as_str().unwrap_or("?"),
         active_lsms.join(","),
         catalog["lockdown"].as_str().unwrap_or("?"),
         catalog["security_hooks"]
-    );
+    )?;
     let mut kinds = comfy_table::Table::new();
     kinds
         .load_preset(comfy_table::presets::NOTHING)
@@ -115,8 +117,9 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     for (kind, status) in catalog["probe_kinds"].as_object().into_iter().flatten() {
         kinds.add_row([kind.as_str(), status.as_str().unwrap_or("")]);
     }
-    println!("{kinds}\n");
-    print!("{}", function_lines(&functions, &report, args.verbose));
+    writeln!(out, "{kinds}\n")?;
+    out += &function_lines(&functions, &report, args.verbose);
+    crate::stdio::print(out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -219,56 +222,72 @@ pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
     drop(supervisor);
     drop(probes);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&cal)?);
+        crate::stdio::print(serde_json::to_string_pretty(&cal)? + "\n")?;
         return Ok(ExitCode::SUCCESS);
     }
+    let mut out = String::new();
     let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1} ns"));
     let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"));
-    println!("calibration on {} (getppid):", cal.function);
-    println!("  getppid, nothing attached          {:.1} ns", cal.bare_ns);
-    println!(
+    writeln!(out, "calibration on {} (getppid):", cal.function)?;
+    writeln!(
+        out,
+        "  getppid, nothing attached          {:.1} ns",
+        cal.bare_ns
+    )?;
+    writeln!(
+        out,
         "  empty raw_tracepoint pair adds     {:.1} ns per syscall (the floor)",
         cal.empty_syscall_pair_ns
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  syscall probes add                 {:.1} ns per tracked syscall ({} the floor)",
         cal.syscall_probes_ns,
         ratio(
             (cal.empty_syscall_pair_ns > 0.0)
                 .then(|| cal.syscall_probes_ns / cal.empty_syscall_pair_ns)
         )
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  syscall probes add                 {:.1} ns per untracked syscall",
         cal.untracked_syscall_ns
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  empty fentry/fexit pair adds       {}",
         ns(cal.empty_pair_ns)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  timed fentry/fexit pair adds       {} ({} the empty pair)",
         ns(cal.timed_pair_ns),
         ratio(cal.timed_over_empty)
-    );
-    println!("  probe time inside each call        {}", ns(cal.self_ns));
+    )?;
+    writeln!(
+        out,
+        "  probe time inside each call        {}",
+        ns(cal.self_ns)
+    )?;
     if let Some(why) = &cal.refused {
-        println!("  pairs refused: {why}");
+        writeln!(out, "  pairs refused: {why}")?;
     }
     for (program, avg) in &cal.kernel_run_ns {
-        println!("  kernel stats: {program:<16} {avg:.1} ns per run");
+        writeln!(out, "  kernel stats: {program:<16} {avg:.1} ns per run")?;
     }
     let timed = format!("hook_enter_{}", crate::probes::USER_SLOTS);
     let timed_exit = format!("hook_exit_{}", crate::probes::USER_SLOTS);
-    println!(
+    writeln!(
+        out,
         "  kernel stats: syscall probes {} the empty pair, timed pair {} the empty pair",
         ratio(cal.kernel_ratio(
             ["sys_enter", "sys_exit"],
             ["empty_sys_enter", "empty_sys_exit"]
         )),
         ratio(cal.kernel_ratio([&timed, &timed_exit], ["empty_enter", "empty_exit"]))
-    );
+    )?;
     print_pair_parts(
+        &mut out,
         &cal,
         "syscall pair (raw_tracepoint)",
         [
@@ -280,12 +299,14 @@ pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
         "each side makes all four",
     );
     print_pair_parts(
+        &mut out,
         &cal,
         "timed pair (fentry/fexit)",
         [[&timed, &timed_exit], EMPTY_PAIR, CLOCK_PAIR],
         PAIR_PARTS,
         "a timed entry makes the first three, its exit all four",
     );
+    crate::stdio::print(out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -293,6 +314,7 @@ pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
 /// and what each helper call of the timed pair costs: a part's run time beyond the empty entry.
 /// `pairs`: the timed pair, the empty pair, the clock pair.
 fn print_pair_parts(
+    out: &mut String,
     cal: &crate::results::Calibration,
     what: &str,
     pairs: [[&str; 2]; 3],
@@ -303,7 +325,8 @@ fn print_pair_parts(
     let Some(floor) = cal.kernel_ratio(clock_pair, empty) else {
         return;
     };
-    println!(
+    let _ = writeln!(
+        out,
         "  kernel stats, {what}: a pair that only reads the clock {floor:.2}x the empty pair \
          (no timed pair can cost less), the timed pair {} that pair",
         cal.kernel_ratio(timed, clock_pair)
@@ -311,7 +334,8 @@ fn print_pair_parts(
     );
     let beyond_empty = |part: &str| Some(cal.run_ns(part)? - cal.run_ns(empty[0])?);
     if let [Some(task), Some(state), Some(clock), Some(tally)] = parts.map(beyond_empty) {
-        println!(
+        let _ = writeln!(
+            out,
             "  kernel stats, {what}: per helper call: current task {task:.1} ns, its storage \
              {:.1} ns, clock {clock:.1} ns, tally {tally:.1} ns ({who_calls_what})",
             state - task

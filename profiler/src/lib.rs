@@ -1,6 +1,9 @@
 //! hookprof: what a security or task hook costs. lmbench-equivalent workloads run clean and
 //! probed; eBPF programs on syscalls, task tracepoints, `security_*` hooks and each LSM's
 //! functions attribute every operation's time to the paths it takes.
+// First, so that its `eprintln!` (which never panics) replaces std's in every module below.
+#[macro_use]
+pub mod stdio;
 pub mod ab;
 pub mod attribution;
 pub mod baseline;
@@ -14,6 +17,7 @@ pub mod history;
 pub mod import;
 pub mod in_child;
 pub mod injection;
+pub mod input;
 pub mod inspect;
 pub mod lmbench;
 pub mod machine_load;
@@ -29,6 +33,7 @@ pub mod runner;
 pub mod scratch;
 pub mod stats;
 pub mod store;
+pub mod text;
 pub mod top;
 pub mod tracking_window;
 pub mod versus;

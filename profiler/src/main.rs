@@ -9,19 +9,34 @@ use hookprof::{
     probes::KernelBtf,
     report,
     run::{self, stat},
-    runner, store, top,
+    runner, stdio, store, top,
 };
 
 fn main() -> ExitCode {
-    end_quietly_when_stdout_closes();
+    stdio::guard_standard_fds();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        // --help and --version exit 0; no command at all prints the command list and exits 2.
-        Err(e)
-            if !e.use_stderr()
-                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
-        {
+        // No command at all prints the command list and exits 2.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             e.exit()
+        }
+        // --help and --version exit 0, through the checked writer (clap's own drops a failure).
+        Err(e) if !e.use_stderr() => {
+            use std::io::IsTerminal;
+            let rendered = e.render();
+            let text = if std::io::stdout().is_terminal() {
+                rendered.ansi().to_string()
+            } else {
+                rendered.to_string()
+            };
+            return match stdio::print(text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+                Err(failed) => {
+                    hookprof::eprintln!("hookprof: error: {failed}");
+                    ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                }
+            };
         }
         // clap's own rendering, in full: which arguments are missing, the possible values,
         // the usage line.
@@ -31,7 +46,7 @@ fn main() -> ExitCode {
                 let at = rendered.find("\nUsage:").unwrap_or(rendered.len());
                 rendered.insert_str(at, &format!("\n  tip: {hint}\n"));
             }
-            eprint!("{rendered}");
+            stdio::eprint(&rendered);
             return ExitCode::from(2);
         }
     };
@@ -57,10 +72,20 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("hookprof: error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(e) => match e.downcast_ref::<stdio::WriteFailed>() {
+            // A reader that stopped early: everything is kept, nothing to say.
+            Some(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+            Some(_) => {
+                hookprof::eprintln!("hookprof: error: {e:#}");
+                ExitCode::from(stdio::EXIT_WRITE_FAILED)
+            }
+            None => {
+                // A message may quote a file's contents: shown, never sent to the terminal.
+                let message = format!("{e:#}");
+                hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&message));
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
@@ -83,23 +108,4 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
     (in_stat && RUN_ONLY.contains(&unknown)).then_some(
         "a `run` option: stat runs the command after -- and takes --runs N for its samples",
     )
-}
-
-/// `hookprof hooks | head`: a reader that stops early ends the output quietly, as it does for
-/// other Unix tools, instead of a panic. SIGPIPE itself stays ignored, so a workload's broken
-/// pipe or socket is an error it reports, not a silent death. By then the probes are unloaded
-/// and any results file is written.
-fn end_quietly_when_stdout_closes() {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(141); // what a shell reports for death by SIGPIPE
-        }
-        default_hook(info);
-    }));
 }

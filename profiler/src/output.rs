@@ -55,7 +55,9 @@ pub trait Document {
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>>;
 }
 
-/// `doc` in `format`, as text.
+/// `doc` in `format`, as text made safe for where that format goes (`crate::text`): control
+/// characters shown escaped in text, XML-forbidden ones in JUnit and HTML, HTML in markdown
+/// shown as text. JSON formats escape them already.
 pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<String> {
     let exporter = D::exporter(format).ok_or_else(|| {
         let names: Vec<String> = D::FORMATS
@@ -70,7 +72,16 @@ pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result
             names.join(", ")
         )
     })?;
-    Ok(String::from_utf8(exporter.serialize(doc)?)?)
+    let rendered = String::from_utf8(exporter.serialize(doc)?)?;
+    Ok(match format {
+        Format::Text | Format::Lmbench | Format::Folded => {
+            crate::text::escaped_lines(&rendered).into_owned()
+        }
+        Format::Markdown => crate::text::markdown_safe(&rendered),
+        Format::Junit | Format::Html => crate::text::xml_safe(&rendered).into_owned(),
+        // Prometheus text has its own escapes, which the exporter applies.
+        Format::Json | Format::Kcidb | Format::Bmf | Format::Openmetrics => rendered,
+    })
 }
 
 pub struct Text;
@@ -124,6 +135,26 @@ mod tests {
                 _ => None,
             }
         }
+    }
+
+    #[test]
+    fn control_characters_in_a_document_are_escaped_for_text() {
+        struct Named(&'static str);
+        impl Exporter<Named> for Text {
+            fn serialize(&self, n: &Named) -> Result<Vec<u8>> {
+                Ok(n.0.as_bytes().to_vec())
+            }
+        }
+        impl Document for Named {
+            const FORMATS: &'static [Format] = &[Format::Text];
+            fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+                (format == Format::Text).then_some(&Text as &dyn Exporter<Self>)
+            }
+        }
+        assert_eq!(
+            render(&Named("\x1b]0;title\x07 row\n"), Format::Text).unwrap(),
+            "\\x1b]0;title\\x07 row\n"
+        );
     }
 
     #[test]

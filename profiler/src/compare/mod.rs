@@ -153,7 +153,7 @@ pub fn print_comparison(
     options: &CompareOptions,
 ) -> anyhow::Result<ExitCode> {
     let comparison = compare(old, new, criteria)?;
-    print!("{}", output::render(&comparison, options.format)?);
+    crate::stdio::print(output::render(&comparison, options.format)?)?;
     let code = comparison.exit_code(options.fail_on);
     if let Some(warning) = comparison.inconclusive_warning(options.fail_on) {
         eprintln!("hookprof: warning: {warning}");

@@ -20,6 +20,10 @@ fn signed_ns(v: f64) -> String {
 }
 
 fn signed_percent(fraction: f64) -> String {
+    // A change from zero (forged or all-zero samples) has no percentage.
+    if !fraction.is_finite() {
+        return "n/a".into();
+    }
     let percent = fraction * 100.0;
     // Rounding noise of pooled means must not print as "-0.00%".
     let percent = if percent.abs() < 0.005 { 0.0 } else { percent };
@@ -176,6 +180,9 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
 }
 
 fn percent(fraction: f64) -> String {
+    if !fraction.is_finite() {
+        return "n/a".into();
+    }
     format!("{:.1}%", fraction * 100.0)
 }
 

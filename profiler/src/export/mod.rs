@@ -12,6 +12,23 @@ pub mod bmf;
 pub mod kcidb;
 pub mod openmetrics;
 
+/// Refuses a results file that holds one workload twice (a forged or hand-merged file; `run`
+/// refuses such a list): each export names a workload's figures by its name, so the two would
+/// collide, and the error says which file and workload.
+pub fn check_unique_workloads(results: &[Results]) -> anyhow::Result<()> {
+    for r in results {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = r.workloads.iter().find(|w| !seen.insert(&w.name)) {
+            anyhow::bail!(
+                "results '{}' hold workload {} twice: one results file names each workload once",
+                crate::text::escaped(&r.label),
+                crate::text::escaped(&twice.name)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// One metric of one results file as the exports give it: a value and its 95% confidence
 /// interval, taken over the highest level the file repeats (its rounds' medians, an
 /// imported file's runs, else its samples), as `compare` takes them.

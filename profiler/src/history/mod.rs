@@ -145,7 +145,7 @@ pub fn execute(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     );
     let files = ordered(load(&args.paths, &args.store)?, args.order);
     let history = analyse(&files, args.metric.as_deref(), args.alpha)?;
-    print!("{}", output::render(&history, args.format)?);
+    crate::stdio::print(output::render(&history, args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 

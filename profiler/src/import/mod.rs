@@ -68,7 +68,7 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         ImportCommand::Time { file, out, lenient } => (file, out, *lenient, time::read),
     };
     let shown = file.display().to_string();
-    let bytes = std::fs::read(file).with_context(|| format!("{shown}: cannot read"))?;
+    let bytes = crate::input::read_bounded(file, crate::input::MAX_INPUT_BYTES)?;
     let text = String::from_utf8_lossy(&bytes);
     let results = accept(read(&text, &shown)?, &shown, lenient)?;
     anyhow::ensure!(
@@ -85,16 +85,19 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| Destination::prepare(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    // Every file is written before anything is printed, so a failed print loses none.
+    let mut written = String::new();
     for ((r, path), destination) in results.iter().zip(&paths).zip(destinations) {
         destination.write((r.to_json() + "\n").as_bytes())?;
         let runs = r.workloads.iter().map(|w| w.clean.len()).max().unwrap_or(0);
-        println!(
-            "{}: {} ({} workloads, {runs} runs)",
+        written += &format!(
+            "{}: {} ({} workloads, {runs} runs)\n",
             path.display(),
-            r.label,
+            crate::text::escaped(&r.label),
             r.workloads.len()
         );
     }
+    crate::stdio::print(written)?;
     Ok(ExitCode::SUCCESS)
 }
 

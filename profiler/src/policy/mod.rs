@@ -34,10 +34,7 @@ impl Policy {
         if arg.is_empty() {
             bail!("nothing after '{kind}:'");
         }
-        let read = |path: &str| {
-            std::fs::read_to_string(Path::new(path))
-                .with_context(|| format!("{path}: cannot read the file"))
-        };
+        let read = |path: &str| crate::input::read_text(Path::new(path));
         Ok(match kind {
             "landlock" => Policy::Landlock(
                 LandlockRuleset::from_json(&read(arg)?).with_context(|| arg.to_string())?,
@@ -138,7 +135,8 @@ mod tests {
         assert!(err("landlock").contains("expected KIND:SPEC"));
         assert!(err("selinux:x").contains("unknown kind 'selinux'"));
         assert!(err("apparmor:").contains("nothing after"));
-        assert!(err("landlock:/nonexistent/rules.json").contains("cannot read the file"));
+        assert!(err("landlock:/nonexistent/rules.json")
+            .contains("rules.json: cannot read: No such file"));
     }
 
     #[test]

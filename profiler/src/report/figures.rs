@@ -81,6 +81,10 @@ pub(crate) fn probe_cost(unit: Unit, clean_mean: f64, probed_mean: f64) -> Optio
 }
 
 pub(crate) fn percent(fraction: f64) -> String {
+    // A change from zero (forged or all-zero samples) has no percentage.
+    if !fraction.is_finite() {
+        return "n/a".into();
+    }
     format!("{:+.1}%", fraction * 100.0)
 }
 

@@ -35,7 +35,7 @@ pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| Results::load(f))
         .collect::<Result<Vec<_>, _>>()?;
-    print!("{}", output::render(results.as_slice(), args.format)?);
+    crate::stdio::print(output::render(results.as_slice(), args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -106,18 +106,21 @@ impl Exporter<[Results]> for output::Html {
 
 impl Exporter<[Results]> for output::Kcidb {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        crate::export::check_unique_workloads(results)?;
         output::pretty_json(&crate::export::kcidb::document(results))
     }
 }
 
 impl Exporter<[Results]> for output::Bmf {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        crate::export::check_unique_workloads(results)?;
         output::pretty_json(&crate::export::bmf::document(results)?)
     }
 }
 
 impl Exporter<[Results]> for output::Openmetrics {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        crate::export::check_unique_workloads(results)?;
         Ok(crate::export::openmetrics::render(results)?.into_bytes())
     }
 }

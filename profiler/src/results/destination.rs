@@ -3,11 +3,12 @@
 //! stdout; a character device or FIFO, behind symlinks or not, is written through, never
 //! replaced; only a regular file is replaced, atomically, at the symlink's target if the path
 //! is one; a directory, block device, socket, dangling symlink, unwritable or full directory is
-//! refused. A regular file is locked for the whole run (an advisory lock), so a second run
-//! writing the same file is refused.
+//! refused. Nothing is made at the path before the results are complete (a run killed by
+//! SIGKILL leaves no empty file that looks like results); a lock file beside it,
+//! `.NAME.hookprof-lock`, holds an advisory lock for the whole run, so a second run writing the
+//! same file is refused.
 use std::{
     fs::{File, OpenOptions},
-    io::Write,
     os::{
         fd::AsRawFd,
         unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt},
@@ -17,7 +18,9 @@ use std::{
 
 use anyhow::{bail, Context};
 
-use super::write::{keep_if_unwritten, parent_dir, replace_atomically, Contents, NEW_FILE_MODE};
+use super::write::{
+    keep_if_unwritten, parent_dir, print_or_keep, replace_atomically, Contents, NEW_FILE_MODE,
+};
 
 /// The least free space a results file's filesystem must have before a run: more than a full
 /// suite's results file (a few hundred KiB) needs.
@@ -36,14 +39,12 @@ enum Kind {
     Stdout,
     /// A character device or FIFO, opened before the run and written through.
     Through(File),
-    /// A regular file, or a name not yet taken (a placeholder is made, so that a second writer
-    /// sees the lock): replaced atomically.
+    /// A regular file, or a name not yet taken: replaced atomically.
     Regular {
         target: PathBuf,
-        /// Holds the advisory lock on the file as it was before the run.
+        /// The lock file, which holds the advisory lock for the run, and its path.
         lock: File,
-        placeholder: bool,
-        written: bool,
+        lock_path: PathBuf,
     },
 }
 
@@ -79,39 +80,39 @@ impl Destination {
 
     fn write_contents(mut self, contents: &mut Contents) -> anyhow::Result<()> {
         let shown = self.shown.clone();
+        if let Kind::Stdout = self.kind {
+            // Stdout is the results' only copy: kept elsewhere if the print fails.
+            let mut bytes = Vec::new();
+            contents.write_to(&mut bytes)?;
+            return Ok(print_or_keep(&bytes, Some(&bytes))?);
+        }
         keep_if_unwritten(&shown, contents, |contents| match &mut self.kind {
-            Kind::Stdout => {
-                let mut out = std::io::stdout().lock();
-                contents.write_to(&mut out)?;
-                out.flush()
-            }
+            Kind::Stdout => unreachable!("printed above"),
             Kind::Through(file) => contents.write_to(file),
-            Kind::Regular {
-                target, written, ..
-            } => {
-                replace_atomically(target, contents)?;
-                *written = true;
-                Ok(())
-            }
+            Kind::Regular { target, .. } => replace_atomically(target, contents),
         })
     }
 }
 
 impl Drop for Destination {
-    /// A placeholder that never received results goes (if it is still the one made).
+    /// The lock file goes, still locked (if it is still the one this run made).
     fn drop(&mut self) {
         if let Kind::Regular {
-            target,
-            lock,
-            placeholder: true,
-            written: false,
+            lock, lock_path, ..
         } = &self.kind
         {
-            let same = |m: std::fs::Metadata| lock.metadata().is_ok_and(|l| l.ino() == m.ino());
-            if std::fs::symlink_metadata(target).is_ok_and(same) {
-                let _ = std::fs::remove_file(target);
+            if same_file(lock, lock_path) {
+                let _ = std::fs::remove_file(lock_path);
             }
         }
+    }
+}
+
+/// True when `path` names the file `file` has open.
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
 
@@ -177,8 +178,8 @@ fn through(path: &Path, shown: &str, fifo: bool) -> anyhow::Result<File> {
     Ok(file)
 }
 
-/// Checks the directory of the regular file `target` and locks the file (made empty if it does
-/// not exist yet).
+/// Checks the directory of the regular file `target` and takes the lock beside it; `target`
+/// itself is not touched.
 fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
     let dir = parent_dir(&target);
     crate::scratch::remove_stale_results(dir);
@@ -193,34 +194,35 @@ fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
             dir.display()
         );
     }
-    let (lock, placeholder) = match OpenOptions::new()
+    let lock_path = lock_path(&target);
+    let lock = OpenOptions::new()
         .write(true)
-        .create_new(true)
+        .create(true)
+        .truncate(false)
         .mode(NEW_FILE_MODE)
-        .open(&target)
-    {
-        Ok(file) => (file, true),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let file = File::open(&target)
-                .or_else(|_| OpenOptions::new().write(true).open(&target))
-                .with_context(|| format!("{shown}: cannot open"))?;
-            (file, false)
-        }
-        Err(e) => bail!("{shown}: cannot create: {e}"),
-    };
+        .open(&lock_path)
+        .with_context(|| format!("{shown}: cannot create its lock {}", lock_path.display()))?;
     // SAFETY: flock on an fd this function owns.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    // A lock file another run removed as this one opened it locks nothing: refused the same.
+    if !locked || !same_file(&lock, &lock_path) {
         bail!(
-            "{shown}: another run is writing it (it holds a lock on the file): wait for that \
-             run to end, or name another file"
+            "{shown}: another run is writing it (it holds the lock {}): wait for that run to \
+             end, or name another file",
+            lock_path.display()
         );
     }
     Ok(Kind::Regular {
         target,
         lock,
-        placeholder,
-        written: false,
+        lock_path,
     })
+}
+
+/// `.NAME.hookprof-lock` beside `target`.
+fn lock_path(target: &Path) -> PathBuf {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    parent_dir(target).join(format!(".{name}.hookprof-lock"))
 }
 
 /// Bytes an unprivileged writer may still use on the filesystem of `dir`.
@@ -248,6 +250,8 @@ fn is_stdout(meta: &std::fs::Metadata) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     fn refusal(path: &Path) -> String {
@@ -332,14 +336,19 @@ mod tests {
     }
 
     #[test]
-    fn a_second_writer_is_refused_and_a_placeholder_without_results_goes() {
+    fn a_second_writer_is_refused_and_nothing_is_made_before_the_results() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         let first = Destination::prepare(&path).unwrap();
+        assert!(!path.exists(), "a file was made before the results");
         let err = refusal(&path);
         assert!(err.contains("another run is writing it"), "{err}");
         drop(first);
-        assert!(!path.exists(), "the placeholder stayed");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the lock stayed"
+        );
         let first = Destination::prepare(&path).unwrap();
         first.write(b"done").unwrap();
         // Once written, the file is free for the next run.

@@ -1,7 +1,7 @@
 //! Reading results files: validated loading with errors that name the file and line, and the
 //! listing of a directory's results files (compare's sides, history's series, baselines).
 use std::{
-    io::{ErrorKind, Read},
+    io::Read,
     path::{Path, PathBuf},
 };
 
@@ -19,11 +19,9 @@ pub const MAX_BYTES: u64 = 256 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
-    #[error("{path}: cannot read: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    /// `error`, not `source`: the message shows it, and a source would print it twice.
+    #[error("{path}: cannot read: {error}")]
+    Io { path: String, error: std::io::Error },
     /// Not JSON, or a value that is not what the field holds.
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
@@ -48,9 +46,9 @@ impl Results {
     /// names the file, and the line and column for what is in it.
     pub fn load(path: &Path) -> Result<Results, ResultsError> {
         let shown = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| ResultsError::Io {
+        let file = crate::input::open_regular(path).map_err(|error| ResultsError::Io {
             path: shown.clone(),
-            source,
+            error,
         })?;
         read(file, &shown, MAX_BYTES)
     }
@@ -72,8 +70,12 @@ fn read(input: impl Read, shown: &str, max: u64) -> Result<Results, ResultsError
     parsed.map_err(|e| {
         let path = shown.to_string();
         if e.is_io() {
-            let source = std::io::Error::new(e.io_error_kind().unwrap_or(ErrorKind::Other), e);
-            return ResultsError::Io { path, source };
+            // The io::Error itself, so its message is shown once, not wrapped in serde's.
+            let error = match e.io_error_kind() {
+                Some(kind) => std::io::Error::from(kind),
+                None => std::io::Error::other(e),
+            };
+            return ResultsError::Io { path, error };
         }
         // serde_json's message ends with the position, which the error shows in front.
         let message = e.to_string();

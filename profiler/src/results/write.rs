@@ -9,6 +9,7 @@ use std::{
 };
 
 use super::Results;
+use crate::stdio::WriteFailed;
 
 impl Results {
     pub fn to_json(&self) -> String {
@@ -99,6 +100,23 @@ pub(super) fn keep_if_unwritten(
              directory: {e2}"
         ),
     }
+}
+
+/// Prints `text` to stdout; if that fails and `results` are given (stdout was their only
+/// copy), keeps them in a file elsewhere and the error says where.
+pub fn print_or_keep(text: &[u8], results: Option<&[u8]>) -> Result<(), WriteFailed> {
+    let Err(mut failed) = crate::stdio::print(text) else {
+        return Ok(());
+    };
+    if let Some(results) = results {
+        failed.note = Some(match keep_elsewhere(&mut Contents::Bytes(results)) {
+            Ok(kept) => format!("the results are in {} instead", kept.display()),
+            Err(e) => {
+                format!("nor could the results be kept in the temp or current directory: {e}")
+            }
+        });
+    }
+    Err(failed)
 }
 
 /// A fallback results file, `hookprof-results-*.json` in the temp directory (else the current

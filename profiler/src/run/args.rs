@@ -30,7 +30,7 @@ pub struct RunArgs {
 #[derive(clap::Args, Debug)]
 pub struct SessionArgs {
     /// Label for this run in reports and comparisons (default: the kernel release).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
     /// Write the results JSON to FILE (atomically).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -73,6 +73,18 @@ pub struct PolicyArgs {
     pub policy: Vec<Policy>,
 }
 
+/// `--jobs`: `make -j0` is make's usage error, and more jobs than this are a typo.
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n @ 1..=4096) => Ok(n),
+        _ => Err(format!("'{s}': give a number of jobs from 1 to 4096")),
+    }
+}
+
+fn parse_label(s: &str) -> Result<String, String> {
+    crate::text::no_controls("--label", s).map(|()| s.to_string())
+}
+
 fn parse_policy(s: &str) -> Result<Policy, String> {
     Policy::parse(s).map_err(|e| format!("{e:#}"))
 }
@@ -88,14 +100,16 @@ pub struct MeasureArgs {
     pub workloads: Option<Vec<String>>,
     #[command(flatten)]
     pub common: CommonMeasureArgs,
-    /// Samples per pass (clean and probed each) in each round.
-    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(2..))]
+    /// Samples per pass (clean and probed each) in each round (2 to 100000).
+    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub samples: u32,
-    /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    /// The least time one sample lasts (lmbench's ENOUGH), in milliseconds (1 to 60000: a
+    /// minute).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub min_sample_ms: u64,
-    /// Parallel jobs for the `build` workload (default: 4 x CPUs, as kernbench's "optimal").
-    #[arg(long)]
+    /// Parallel jobs for the `build` workload (1 to 4096; default: 4 x CPUs, as kernbench's
+    /// "optimal").
+    #[arg(long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Translation units in the `build` workload's generated tree (default: 300, ~60 CPU-seconds
     /// of cc): more on a machine with many CPUs, fewer under emulation.
@@ -157,9 +171,9 @@ pub struct CommonMeasureArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
     /// A workload (or its discovery burst) still running after this many seconds is stopped
-    /// and recorded as failed; the run goes on with the next one.
+    /// and recorded as failed; the run goes on with the next one (1 to 604800: a week).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout_per_workload: u64,
 }
 

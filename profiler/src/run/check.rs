@@ -59,6 +59,10 @@ pub(super) fn check(
     };
     let store = session.store.prepare(command, &session.baseline)?;
     check_pin(&args.pin)?;
+    check_temp_dir()?;
+    if let Some(command) = &plan.setup.command {
+        check_executable(&command.argv[0])?;
+    }
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
     if args.parallel > 1 && plan.specs.iter().any(|s| s.name == "build") {
         bail!(
@@ -87,6 +91,50 @@ pub(super) fn check(
         variants,
         versus_destination,
     })
+}
+
+/// Every workload makes its scratch files in the temp directory: one that cannot be written
+/// fails here, once, not in every workload after the probes load.
+fn check_temp_dir() -> Result<()> {
+    let dir = std::env::temp_dir();
+    let why = match std::fs::metadata(&dir) {
+        Err(e) => e.to_string(),
+        Ok(m) if !m.is_dir() => "not a directory".into(),
+        Ok(_) => match tempfile::tempdir_in(&dir) {
+            Ok(_) => return Ok(()),
+            // tempfile's message names its random path; the reason is the io error's kind.
+            Err(e) => format!("cannot create a scratch directory in it ({})", e.kind()),
+        },
+    };
+    bail!(
+        "temp directory {}: {why}: set TMPDIR to a writable directory",
+        dir.display()
+    )
+}
+
+/// `stat`'s command exists and may be executed (looked up in PATH as exec does), checked
+/// before the probes load; the runner, running as `--user`, may still be refused later.
+fn check_executable(program: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        if !runnable(std::path::Path::new(program)) {
+            let why = match std::fs::metadata(program) {
+                Err(e) => e.to_string(),
+                Ok(m) if m.is_dir() => "is a directory".into(),
+                Ok(_) => "not an executable file".into(),
+            };
+            bail!("stat -- {program}: {why}: name the program to measure");
+        }
+        return Ok(());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    if !std::env::split_paths(&path).any(|dir| runnable(&dir.join(program))) {
+        bail!("stat -- {program}: no such program in PATH: name the program to measure");
+    }
+    Ok(())
 }
 
 /// The run's variants (its own options, and `--versus`'s), and where `-o` writes the versus

@@ -19,7 +19,7 @@ use crate::{
     peak_rss,
     policy::Policy,
     probes::{calibration::Calibration, Probes},
-    results::{Destination, Environment, Results, SCHEMA_VERSION},
+    results::{write::print_or_keep, Destination, Environment, Results, SCHEMA_VERSION},
     stats::Criteria,
     versus::{self, Variant, VersusOptions},
 };
@@ -117,18 +117,26 @@ pub(super) fn finish(
         .destination
         .as_ref()
         .is_some_and(Destination::is_stdout);
+    // Everything that keeps the run comes before anything is printed, so a print that fails
+    // (a full disk, a reader gone, a hung-up terminal) loses nothing. A file that cannot be
+    // written is kept elsewhere, and its error waits for the store.
+    let mut written = Ok(());
     for (results, destination) in variants
         .iter()
         .zip([outputs.destination, outputs.versus_destination])
     {
         if let Some(destination) = destination {
-            destination.write((results.to_json() + "\n").as_bytes())?;
+            let w = destination.write((results.to_json() + "\n").as_bytes());
+            written = written.and(w);
         }
     }
-    match &variants[..] {
-        [base, versus] => print_comparison(base, versus, outputs.format)?,
-        _ => print_results(&variants[0], outputs.format, report_to_stderr)?,
-    }
+    // A store that fails spools the run (README, "Many runners"); an error only for a run now
+    // in neither store, spool nor file.
+    let in_store = outputs.store.is_some();
+    let recorded = outputs
+        .store
+        .map_or(Ok(()), |store| store.record(&variants, in_file));
+    written?;
     let results = &variants[0];
     if let Some(baseline) = outputs
         .baseline
@@ -137,11 +145,12 @@ pub(super) fn finish(
         let path = baseline.save(results)?;
         eprintln!("hookprof: baseline saved in {}", path.display());
     }
-    // Last, once the results are written: a store that fails spools the run (README, "Many
-    // runners"); an error only for a run now in neither store, spool nor file.
-    let recorded = outputs
-        .store
-        .map_or(Ok(()), |store| store.record(&variants, in_file));
+    // With no file and no store, what is printed is the run's only copy.
+    let only_copy = !in_file && !in_store;
+    match &variants[..] {
+        [base, versus] => print_comparison(base, versus, outputs.format)?,
+        _ => print_results(&variants[0], outputs.format, report_to_stderr, only_copy)?,
+    }
     if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
         return Ok(ExitCode::from(130));
@@ -174,7 +183,7 @@ fn print_comparison(base: &Results, versus: &Results, format: Format) -> Result<
         std::slice::from_ref(versus),
         &Criteria::default(),
     )?;
-    print!("{}", output::render(&comparison, format)?);
+    crate::stdio::print(output::render(&comparison, format)?)?;
     Ok(())
 }
 
@@ -182,14 +191,24 @@ fn policy_records(policies: &[Policy]) -> Vec<serde_json::Value> {
     policies.iter().map(Policy::record).collect()
 }
 
-fn print_results(results: &Results, format: Format, to_stderr: bool) -> Result<()> {
+/// Prints the report; if it was the results' `only_copy` and cannot be printed, the results
+/// are kept in a file the error names.
+fn print_results(
+    results: &Results,
+    format: Format,
+    to_stderr: bool,
+    only_copy: bool,
+) -> Result<()> {
     let report = output::render(std::slice::from_ref(results), format)?;
     if to_stderr {
-        eprint!("{report}");
-    } else {
-        print!("{report}");
+        crate::stdio::eprint(&report);
+        return Ok(());
     }
-    Ok(())
+    let json = only_copy.then(|| results.to_json() + "\n");
+    Ok(print_or_keep(
+        report.as_bytes(),
+        json.as_deref().map(str::as_bytes),
+    )?)
 }
 
 fn recorded_options(

@@ -2,7 +2,7 @@
 //! measure.
 use crate::workloads;
 
-pub(super) fn print_list() {
+pub(super) fn print_list() -> Result<(), crate::stdio::WriteFailed> {
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)
@@ -16,5 +16,5 @@ pub(super) fn print_list() {
             spec.description,
         ]);
     }
-    println!("{table}");
+    crate::stdio::print(format!("{table}\n"))
 }

@@ -52,7 +52,7 @@ pub struct Plan {
 
 pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
     if run_args.list {
-        list::print_list();
+        list::print_list()?;
         return Ok(ExitCode::SUCCESS);
     }
     let args = &run_args.measure;

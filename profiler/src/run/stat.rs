@@ -13,11 +13,11 @@ use crate::workloads::{command::CommandLine, WorkloadSetup};
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
-    /// Runs of the command per pass (clean and probed each).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+    /// Runs of the command per pass (clean and probed each; 2 to 100000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub runs: u32,
-    /// Untimed runs before the first timed one.
-    #[arg(long, default_value_t = 1)]
+    /// Untimed runs before the first timed one (at most 10000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub warmup: u32,
     /// A shell command run before each run of CMD (warm-up runs included), neither timed nor
     /// attributed: to reset state, drop caches, remove output.

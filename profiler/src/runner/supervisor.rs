@@ -1,6 +1,6 @@
 //! The profiler's side of the runner: it starts the runner processes (one per parallel copy of
 //! a workload), sends them one request each at a time and waits for the replies in one event
-//! loop with the signals (Ctrl-C, SIGTERM), the workload's deadline (`--timeout-per-workload`)
+//! loop with the signals (Ctrl-C, SIGTERM, SIGHUP), the workload's deadline (`--timeout-per-workload`)
 //! and the progress display. A runner that dies or overruns the deadline is killed with every
 //! other runner and everything they forked, and the request fails; the next request gets fresh
 //! runners.
@@ -39,9 +39,12 @@ struct RunnerProcess {
     replies: Lines<BufReader<ChildStdout>>,
 }
 
+/// Ctrl-C, SIGTERM and SIGHUP: each ends the run alike, with the samples taken so far kept.
+/// SIGHUP is the commonest of the three (an SSH session that drops).
 struct Signals {
     interrupt: Signal,
     terminate: Signal,
+    hangup: Signal,
 }
 
 /// The probes' messages from their rare paths (full stacks, unmatched exits, tracking storage
@@ -76,7 +79,7 @@ enum Ending {
 }
 
 impl Supervisor {
-    /// Takes over Ctrl-C and SIGTERM (an interrupt then ends the current request at once) and
+    /// Takes over Ctrl-C, SIGTERM and SIGHUP (an interrupt then ends the current request at once) and
     /// becomes the reaper of whatever the runner forks, so nothing outlives a killed runner.
     pub fn new(user: Option<Credentials>, timeout: Duration, bar: ProgressBar) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -88,6 +91,7 @@ impl Supervisor {
             Signals {
                 interrupt: signal(SignalKind::interrupt()).context("install signal handler")?,
                 terminate: signal(SignalKind::terminate()).context("install signal handler")?,
+                hangup: signal(SignalKind::hangup()).context("install signal handler")?,
             }
         };
         // SAFETY: prctl with plain integer arguments.
@@ -117,7 +121,7 @@ impl Supervisor {
         self.user
     }
 
-    /// True once Ctrl-C or SIGTERM came: every request from then on ends as interrupted.
+    /// True once Ctrl-C, SIGTERM or SIGHUP came: every request from then on ends as interrupted.
     pub fn interrupted(&self) -> bool {
         self.interrupted
     }
@@ -215,7 +219,7 @@ impl Supervisor {
         })
     }
 
-    /// Runs `work` on a thread of its own while the event loop watches for Ctrl-C and SIGTERM,
+    /// Runs `work` on a thread of its own while the event loop watches for Ctrl-C, SIGTERM and SIGHUP,
     /// so a start-up step that takes seconds on a slow or busy machine (parsing the kernel's
     /// BTF, loading hundreds of programs) does not hold up an interrupt. Interrupted, the work
     /// is left to its thread: what it loads is freed when the thread drops it or the process
@@ -245,6 +249,7 @@ impl Supervisor {
                     biased;
                     _ = signals.interrupt.recv() => break None,
                     _ = signals.terminate.recv() => break None,
+                    _ = signals.hangup.recv() => break None,
                     value = &mut result => break Some(value),
                     _ = tick.tick() => bar.tick(),
                 }
@@ -325,6 +330,7 @@ impl Supervisor {
                     biased;
                     _ = signals.interrupt.recv() => break Ending::Interrupted,
                     _ = signals.terminate.recv() => break Ending::Interrupted,
+                    _ = signals.hangup.recv() => break Ending::Interrupted,
                     replies = &mut exchange => break Ending::Replies(replies),
                     () = &mut overrun => break Ending::TimedOut,
                     () = print_kernel_log(kernel_log.as_mut()) => {}
@@ -482,7 +488,10 @@ impl log::Log for PrintAbove {
 
 fn died_of_interrupt(status: &ExitStatus) -> bool {
     use std::os::unix::process::ExitStatusExt;
-    matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM))
+    matches!(
+        status.signal(),
+        Some(libc::SIGINT | libc::SIGTERM | libc::SIGHUP)
+    )
 }
 
 fn describe(status: Option<ExitStatus>) -> String {

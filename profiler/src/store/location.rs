@@ -40,9 +40,15 @@ impl Url {
             return Ok(Url { url });
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Url {
+            let url = Url {
                 url: url.to_string(),
-            });
+            };
+            // Parsed as the connection will be (a port out of range, a bad host), so the
+            // mistake ends the command before anything runs, not after the measuring.
+            if let Err(e) = url.url.parse::<sqlx::postgres::PgConnectOptions>() {
+                bail!("store {}: {e}", url.shown());
+            }
+            return Ok(url);
         }
         bail!("store '{url}': give sqlite://PATH or postgres://USER@HOST/DB (or --no-store)")
     }
@@ -141,6 +147,10 @@ mod tests {
         let p = Url::parse("postgres://ci:secret@db.example:5432/hookprof").unwrap();
         assert!(!p.is_sqlite());
         assert_eq!(p.shown(), "postgres://ci:***@db.example:5432/hookprof");
+        let e = Url::parse("postgres://ci:secret@db:99999/h")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("port") && !e.contains("secret"), "{e}");
         for bad in ["mysql://x/y", "/tmp/store.db", "sqlite://"] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }

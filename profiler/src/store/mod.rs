@@ -36,6 +36,7 @@ pub struct RecordArgs {
 }
 
 fn parse_meta(s: &str) -> Result<(String, String), String> {
+    crate::text::no_controls("--meta", s)?;
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !k.contains(',') => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("'{s}': give KEY=VALUE, e.g. commit=abc123")),

@@ -54,7 +54,7 @@ pub fn execute(args: &RunsArgs) -> Result<ExitCode> {
             .map_err(|e| e.context(format!("results store {}", url.shown())))?;
         db.list(&selector).await
     })?;
-    print!("{}", output::render(&RunList { runs }, args.format)?);
+    crate::stdio::print(output::render(&RunList { runs }, args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -67,8 +67,7 @@ fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
     let mut runs = Vec::new();
     for path in &args.add {
         for file in files_named(path)? {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", file.display()))?;
+            let text = crate::input::read_text(&file)?;
             let results = Results::parse(&text, &file.display().to_string())?;
             let mut run = Recorded::new("add", &record, results);
             run.run_id = content_id(&text);

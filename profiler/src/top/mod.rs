@@ -333,6 +333,8 @@ fn watch(
         use tokio::signal::unix::{signal, SignalKind};
         let mut interrupt = signal(SignalKind::interrupt()).context("install signal handler")?;
         let mut terminate = signal(SignalKind::terminate()).context("install signal handler")?;
+        // A dropped SSH session ends top as Ctrl-C does: the recording is finished and kept.
+        let mut hangup = signal(SignalKind::hangup()).context("install signal handler")?;
         let mut quit = view.start()?;
         let mut tick = tokio::time::interval(Duration::from_secs_f64(args.interval));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -346,6 +348,7 @@ fn watch(
                 _ = tick.tick() => None,
                 _ = interrupt.recv() => Some(Ending::Interrupted),
                 _ = terminate.recv() => Some(Ending::Interrupted),
+                _ = hangup.recv() => Some(Ending::Interrupted),
                 _ = quit.recv() => Some(Ending::Done),
             };
             let mut now = probes.reading()?;

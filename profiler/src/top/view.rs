@@ -46,24 +46,26 @@ impl View {
     }
 
     pub fn show(&mut self, interval: &Interval) -> Result<()> {
-        use std::io::Write;
         match self {
             View::Json => {
-                let mut out = std::io::stdout().lock();
-                serde_json::to_writer(&mut out, interval)?;
-                out.write_all(b"\n")?;
-                out.flush()?;
+                crate::stdio::print(serde_json::to_string(interval)? + "\n")?;
             }
             View::Text { rows } => {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "{}", heading(interval))?;
-                writeln!(out, "{}", correction(interval.probe_cost.as_ref()))?;
-                writeln!(out, "{}\n", table(interval, *rows))?;
+                // A command name is whatever the process chose: escaped, as in every text.
+                let mut text = format!(
+                    "{}\n{}\n{}\n\n",
+                    heading(interval),
+                    correction(interval.probe_cost.as_ref()),
+                    table(interval, *rows)
+                );
                 if let Some(sampled) = &interval.sampled {
-                    writeln!(out, "{}", sampled_heading(sampled))?;
-                    writeln!(out, "{}\n", sampled_table(sampled, *rows))?;
+                    text += &format!(
+                        "{}\n{}\n\n",
+                        sampled_heading(sampled),
+                        sampled_table(sampled, *rows)
+                    );
                 }
-                out.flush()?;
+                crate::stdio::print(crate::text::escaped_lines(&text).as_bytes())?;
             }
             View::Terminal(tui) => tui.draw(interval)?,
         }

@@ -246,10 +246,13 @@ pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown workload '{name}'; valid workloads: {valid}")]
-pub struct UnknownWorkload {
-    pub name: String,
-    pub valid: String,
+pub enum UnknownWorkload {
+    #[error("unknown workload '{name}'; valid workloads: {valid}")]
+    Unknown { name: String, valid: String },
+    /// One name, one workload: a second copy would be measured twice and collide in every
+    /// report and export.
+    #[error("--workloads names {name} twice: name each workload once")]
+    Twice { name: String },
 }
 
 /// The workloads a run uses: the named ones in the order given, else the suite's.
@@ -257,11 +260,17 @@ pub fn chosen(
     names: Option<&[String]>,
     suite: Suite,
 ) -> Result<Vec<&'static WorkloadSpec>, UnknownWorkload> {
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = names.into_iter().flatten().find(|n| !seen.insert(*n)) {
+        return Err(UnknownWorkload::Twice {
+            name: twice.clone(),
+        });
+    }
     match names {
         Some(names) => names
             .iter()
             .map(|n| {
-                find(n).ok_or_else(|| UnknownWorkload {
+                find(n).ok_or_else(|| UnknownWorkload::Unknown {
                     name: n.clone(),
                     valid: registry()
                         .iter()
@@ -444,6 +453,16 @@ pub(crate) mod tests {
     fn unknown_names_list_the_valid_ones() {
         let err = chosen(Some(&["nope".to_string()]), Suite::Quick).unwrap_err();
         assert!(err.to_string().contains("null_call"), "{err}");
+    }
+
+    #[test]
+    fn a_workload_named_twice_is_refused() {
+        let names = ["null_call", "getppid", "null_call"].map(String::from);
+        let err = chosen(Some(&names), Suite::Quick).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--workloads names null_call twice: name each workload once"
+        );
     }
 
     #[test]

@@ -1,0 +1,493 @@
+//! Hostile use of the real binary (root): a failed or closed stdout, a reader that goes away, a
+//! hang-up, SIGKILL, FIFOs and devices named as input, duplicate names, control characters in
+//! names and labels, options that cannot work. Each case shows the fault and what is kept:
+//! every one ends with one line and a documented exit code, and no measured run is lost.
+use std::{
+    io::Read,
+    os::unix::{fs::FileTypeExt, process::CommandExt},
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use hookprof::results::Results;
+use hookprof_tests::{
+    cleanup::{children_of, BpfObjects, Hookprof},
+    hookprof_bin, one_at_a_time, require_root,
+};
+
+/// A run of a fraction of a second.
+const TINY: &[&str] = &[
+    "--workloads",
+    "null_call",
+    "--rounds",
+    "1",
+    "--samples",
+    "2",
+    "--min-sample-ms",
+    "1",
+    "-q",
+];
+/// A run long enough to be signalled in the middle (one sample lasts a second).
+const LONG: &[&str] = &[
+    "--workloads",
+    "null_call",
+    "--rounds",
+    "1",
+    "--samples",
+    "30",
+    "--min-sample-ms",
+    "1000",
+];
+/// The exit codes `hookprof --help` documents for these faults.
+const WRITE_FAILED: i32 = 4;
+const BROKEN_PIPE: i32 = 141;
+const INTERRUPTED: i32 = 130;
+/// The most a refused input may take: it must not block or stream.
+const REFUSED_WITHIN: Duration = Duration::from_secs(10);
+
+/// hookprof with no store (unless the test names one), in `dir`, stdin closed.
+fn hookprof(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(hookprof_bin());
+    cmd.args(args)
+        .current_dir(dir)
+        .env(hookprof_tests::STORE_ENV, "off")
+        .env("TMPDIR", dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Ended with `code` and a single line on stderr naming `names`.
+fn assert_one_line(what: &str, out: &Output, code: i32, names: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{what}: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: not one line: {err}");
+    assert!(err.contains(names), "{what}: no '{names}' in: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+/// A tiny clean run's results file in `dir` (no probes: the cases below are about the edges,
+/// not the measuring).
+fn results_file(dir: &Path) -> PathBuf {
+    let path = dir.join("base.json");
+    let out = hookprof(
+        dir,
+        &[&["run", "--probes", "none"], TINY, &["-o", "base.json"]].concat(),
+    )
+    .stdout(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+/// The results file at `path` with `edit` applied to its JSON, written to `to`.
+fn forged(path: &Path, to: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(to, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+#[test]
+fn a_failed_or_closed_stdout_is_one_line_and_exit_4_and_the_run_is_kept() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let base = results_file(dir.path());
+    let full = || {
+        std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    // report, compare, history and run --list into a full disk: one line each, no panic.
+    let base = base.to_str().unwrap();
+    for args in [
+        vec!["report", base],
+        vec!["compare", base, base],
+        vec!["history", base, base],
+        vec!["run", "--list"],
+        vec!["--help"],
+    ] {
+        let out = hookprof(dir.path(), &args).stdout(full()).output().unwrap();
+        assert_one_line(
+            &args[0..1].join(" "),
+            &out,
+            WRITE_FAILED,
+            "No space left on device",
+        );
+    }
+    // A closed stdout (`>&-`) is not a silent success.
+    let mut closed = hookprof(dir.path(), &["report", base]);
+    // SAFETY: close(2) between fork and exec.
+    unsafe {
+        closed.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    let out = closed.output().unwrap();
+    assert_one_line(">&-", &out, WRITE_FAILED, "stdout is closed");
+    // A run whose only copy was stdout (no -o, no store) keeps its results in a file the
+    // error names.
+    let out = hookprof(
+        dir.path(),
+        &[&["run", "--probes", "none"], TINY, &["--format", "json"]].concat(),
+    )
+    .stdout(full())
+    .output()
+    .unwrap();
+    assert_one_line("run > /dev/full", &out, WRITE_FAILED, "the results are in ");
+    let err = stderr(&out);
+    let kept = err.trim().rsplit_once("the results are in ").unwrap().1;
+    let kept = Path::new(kept.strip_suffix(" instead").unwrap());
+    let results = Results::load(kept).expect("the kept results");
+    assert_eq!(results.workloads[0].name, "null_call");
+    std::fs::remove_file(kept).unwrap();
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_run_quietly_after_it_is_stored() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}/T.db", dir.path().display());
+    // `run ... --format json | head -c 10`
+    let mut run = hookprof(
+        dir.path(),
+        &[&["run", "--store", &store, "--format", "json"], TINY].concat(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut first = [0u8; 10];
+    run.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is closed here: the rest of the output meets EPIPE.
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(&first[..1], b"{");
+    assert_eq!(out.status.code(), Some(BROKEN_PIPE), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    // The run is in the store.
+    let listed = hookprof(dir.path(), &["runs", "--store", &store, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let runs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+}
+
+#[test]
+fn a_hang_up_keeps_the_samples_and_leaves_nothing_loaded_or_running() {
+    require_root();
+    let _serial = one_at_a_time();
+    let before = BpfObjects::now();
+    // Syscall probes loaded, so there is something to leave behind.
+    let measuring = [
+        "--samples",
+        "100",
+        "--min-sample-ms",
+        "200",
+        "--probes",
+        "syscalls",
+    ];
+    let mut run = Hookprof::start(
+        &[&LONG[..4], &measuring[..]].concat(),
+        &[(hookprof_tests::STORE_ENV, "off")],
+    );
+    run.wait_until("a runner", Duration::from_secs(180), |r| {
+        children_of(r.pid()).iter().any(|&c| is_runner(c))
+    });
+    // Measuring: a sample or more taken (a 200 ms sample, a clean and a probed in turn).
+    std::thread::sleep(Duration::from_secs(3));
+    // A terminal that hangs up signals its whole foreground process group.
+    // SAFETY: the group of the child this test started.
+    unsafe { libc::kill(-run.pid(), libc::SIGHUP) };
+    let status = run.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(INTERRUPTED), "{}", run.stderr());
+    let results = Results::load(&run.output()).expect("results after SIGHUP");
+    assert!(!results.complete);
+    assert!(!results.workloads[0].clean.is_empty(), "no sample kept");
+    run.assert_left_nothing(&before, "SIGHUP");
+    assert!(
+        run.scratch_entries().is_empty(),
+        "{:?}",
+        run.scratch_entries()
+    );
+    let out_dir = run.output().parent().unwrap().to_path_buf();
+    let left: Vec<_> = std::fs::read_dir(out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec!["r.json"], "temp or lock files left");
+}
+
+#[test]
+fn sigkill_leaves_no_destination_and_an_old_one_unchanged() {
+    require_root();
+    let _serial = one_at_a_time();
+    for old in [None, Some("old results\n")] {
+        let mut run = Hookprof::start(
+            &[LONG, &["--probes", "none"]].concat(),
+            &[(hookprof_tests::STORE_ENV, "off")],
+        );
+        if let Some(old) = old {
+            std::fs::write(run.output(), old).unwrap();
+        }
+        run.wait_until("a runner", Duration::from_secs(60), |r| {
+            children_of(r.pid()).iter().any(|&c| is_runner(c))
+        });
+        run.signal(libc::SIGKILL);
+        run.wait(Duration::from_secs(10));
+        match old {
+            None => assert!(!run.output().exists(), "a file after SIGKILL"),
+            Some(old) => assert_eq!(std::fs::read_to_string(run.output()).unwrap(), old),
+        }
+    }
+}
+
+#[test]
+fn fifos_sockets_and_devices_named_as_input_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let socket = dir.path().join("s");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    assert!(std::fs::metadata(&socket).unwrap().file_type().is_socket());
+    for (what, path) in [
+        ("a FIFO", "f"),
+        ("a socket", "s"),
+        ("a character device", "/dev/zero"),
+    ] {
+        for args in [
+            vec!["report", path],
+            vec!["compare", path, path],
+            vec!["history", path],
+            vec!["import", "lmbench", path, "-o", "d"],
+            vec!["import", "time", path, "-o", "d"],
+            vec!["runs", "--add", path, "--store", "sqlite://T.db"],
+        ] {
+            let t = Instant::now();
+            let out = hookprof(dir.path(), &args).output().unwrap();
+            let case = format!("{} {what}", args.join(" "));
+            assert!(
+                t.elapsed() < REFUSED_WITHIN,
+                "{case}: took {:?}",
+                t.elapsed()
+            );
+            assert_one_line(&case, &out, 2, &format!("is {what}, not a regular file"));
+        }
+    }
+    assert!(
+        !dir.path().join("d").exists(),
+        "import made its directory for nothing"
+    );
+}
+
+#[test]
+fn a_workload_named_twice_is_refused_and_a_forged_duplicate_is_named() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = hookprof(
+        dir.path(),
+        &[
+            "run",
+            "--probes",
+            "none",
+            "--workloads",
+            "null_call,null_call",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_one_line(
+        "--workloads twice",
+        &out,
+        2,
+        "--workloads names null_call twice",
+    );
+    let base = results_file(dir.path());
+    let twice = forged(&base, &dir.path().join("twice.json"), |doc| {
+        let w = doc["workloads"][0].clone();
+        doc["workloads"].as_array_mut().unwrap().push(w);
+    });
+    for format in ["bmf", "openmetrics", "kcidb"] {
+        let out = hookprof(
+            dir.path(),
+            &["report", "--format", format, twice.to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+        assert_one_line(format, &out, 2, "hold workload null_call twice");
+    }
+}
+
+#[test]
+fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let base = results_file(dir.path());
+    let hostile = forged(&base, &dir.path().join("hostile.json"), |doc| {
+        doc["label"] = "\u{1b}]0;pwned\u{7}<script>".into();
+        doc["workloads"][0]["name"] = "null\u{1b}[31m<b>".into();
+    });
+    let hostile = hostile.to_str().unwrap();
+    for args in [
+        vec!["report", hostile],
+        vec!["report", "--format", "markdown", hostile],
+        vec!["compare", hostile, hostile],
+        vec!["compare", "--format", "markdown", hostile, hostile],
+        vec!["history", hostile, hostile],
+    ] {
+        let out = hookprof(dir.path(), &args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let case = args.join(" ");
+        assert!(
+            out.status.code().is_some_and(|c| c < 4),
+            "{case}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{case}: raw control"
+        );
+        assert!(text.contains("\\x1b"), "{case}: not shown escaped: {text}");
+        if args.contains(&"markdown") {
+            assert!(
+                !text.contains("<script>") && !text.contains("<b>"),
+                "{case}: raw HTML"
+            );
+        }
+    }
+    let junit = dir.path().join("junit.xml");
+    let out = hookprof(
+        dir.path(),
+        &["compare", "--format", "junit", hostile, hostile],
+    )
+    .stdout(std::fs::File::create(&junit).unwrap())
+    .output()
+    .unwrap();
+    assert!(out.status.code().is_some_and(|c| c < 4), "{}", stderr(&out));
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])",
+        ])
+        .arg(&junit)
+        .output()
+        .expect("python3 (installed by cargo xtask setup)");
+    assert!(
+        parsed.status.success(),
+        "JUnit is not well-formed XML: {}",
+        stderr(&parsed)
+    );
+    // The command line refuses them outright.
+    for args in [["--label", "a\u{1b}[2J"], ["--meta", "k=\u{1b}]0;t\u{7}"]] {
+        let out = hookprof(
+            dir.path(),
+            &[&["run", "--probes", "none"], &args[..]].concat(),
+        )
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("control character \\x1b"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains('\u{1b}'), "{}", stderr(&out));
+    }
+}
+
+/// Options for `run`, the environment, and what the refusal must name.
+type OptionCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
+#[test]
+fn options_that_cannot_work_are_refused_before_anything_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        let t = Instant::now();
+        let out = hookprof(
+            dir.path(),
+            &[&["run", "--rounds", "1", "-q"], extra].concat(),
+        )
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+        (out, t.elapsed())
+    };
+    let cases: [OptionCase; 6] = [
+        (
+            &["--workloads", "build", "--jobs", "0"],
+            &[],
+            "from 1 to 4096",
+        ),
+        (
+            &["--min-sample-ms", "18446744073709551615"],
+            &[],
+            "1..=60000",
+        ),
+        (&["--timeout-per-workload", "99999999"], &[], "1..=604800"),
+        (
+            &[],
+            &[("TMPDIR", "/nonexistent/tmp")],
+            "set TMPDIR to a writable directory",
+        ),
+        (&["--store", "postgres://ci@db:99999/h"], &[], "port"),
+        (&["--samples", "1000000"], &[], "2..=100000"),
+    ];
+    for (extra, env, names) in cases {
+        let (out, took) = run(extra, env);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(names), "{extra:?}: no '{names}' in {err}");
+        assert!(!err.contains("make"), "{extra:?}: make ran: {err}");
+        assert!(took < REFUSED_WITHIN, "{extra:?}: took {took:?}");
+    }
+    let out = hookprof(dir.path(), &["stat", "--", "/nonexistent/cmd"])
+        .output()
+        .unwrap();
+    assert_one_line("stat -- missing", &out, 2, "stat -- /nonexistent/cmd");
+}
+
+#[test]
+fn all_zero_forged_samples_print_no_infinity() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let base = results_file(dir.path());
+    let zero = forged(&base, &dir.path().join("zero.json"), |doc| {
+        let w = &mut doc["workloads"][0];
+        for pass in ["clean", "probed"] {
+            if let Some(samples) = w[pass].as_array_mut() {
+                samples.iter_mut().for_each(|s| *s = 0.into());
+            }
+        }
+    });
+    let (zero, base) = (zero.to_str().unwrap(), base.to_str().unwrap());
+    for args in [
+        vec!["report", zero],
+        vec!["compare", zero, base],
+        vec!["compare", base, zero],
+    ] {
+        let out = hookprof(dir.path(), &args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("inf%"), "{args:?}: {text}");
+        assert!(!text.contains("NaN"), "{args:?}: {text}");
+    }
+}
+
+fn is_runner(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == b"__runner"))
+}
