@@ -83,7 +83,7 @@ fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
         for run in &runs {
             db.insert(run).await?;
         }
-        timing(started, runs.len());
+        timing("stored", started, runs.len());
         Ok(())
     })?;
     eprintln!(

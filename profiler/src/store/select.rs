@@ -158,10 +158,13 @@ pub fn load(spec: &Path, store: &StoreArgs) -> Result<Vec<(PathBuf, Results)>> {
 pub fn select(selector: &Selector, store: &StoreArgs) -> Result<Vec<(String, Results)>> {
     let url = store.required()?;
     block_on(async {
+        let started = std::time::Instant::now();
         let mut db = open_for_reading(&url)
             .await
             .map_err(|e| e.context(format!("results store {}", url.shown())))?;
-        db.select(selector).await
+        let runs = db.select(selector).await?;
+        super::timing("read", started, runs.len());
+        Ok(runs)
     })
 }
 
