@@ -27,11 +27,18 @@ use crate::{
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema, one migration per version; never edit one that has shipped, add the next.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "runs, workloads, paths, meta and baselines",
-    include_str!("migrations/0001_runs.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "runs, workloads, paths, meta and baselines",
+        include_str!("migrations/0001_runs.sql"),
+    ),
+    (
+        2,
+        "runs in selector order, baselines by run",
+        include_str!("migrations/0002_run_order.sql"),
+    ),
+];
 
 /// Where the applied migrations are listed (a shared PostgreSQL database may hold others').
 const MIGRATIONS_TABLE: &str = "hookprof_migrations";
@@ -231,6 +238,22 @@ impl Store {
 
     /// `select` with the selector's conditions and order; rows oldest first.
     async fn query_runs(&mut self, select: &str, selector: &Selector) -> Result<Vec<AnyRow>> {
+        let (sql, binds) = self.runs_sql(select, selector);
+        // Only placeholders and fixed text are in the SQL; every value is bound.
+        let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
+        for b in binds {
+            query = query.bind(b);
+        }
+        let mut rows = query.fetch_all(&mut self.conn).await?;
+        if selector.last.is_some() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// The SQL of `select` with the selector's conditions, order and limit (newest first
+    /// with `last`, else oldest first), and the values its placeholders take.
+    fn runs_sql(&self, select: &str, selector: &Selector) -> (String, Vec<String>) {
         let (conditions, binds) = self.conditions(selector);
         let mut sql = select.to_string();
         if !conditions.is_empty() {
@@ -245,16 +268,7 @@ impl Store {
         if let Some(n) = selector.last {
             sql += &format!(" LIMIT {n}");
         }
-        // Only placeholders and fixed text are in the SQL; every value is bound.
-        let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
-        for b in binds {
-            query = query.bind(b);
-        }
-        let mut rows = query.fetch_all(&mut self.conn).await?;
-        if newest_first {
-            rows.reverse();
-        }
-        Ok(rows)
+        (sql, binds)
     }
 
     /// The WHERE conditions of `selector`'s terms, ANDed, with `$N` placeholders and the
@@ -437,5 +451,58 @@ impl FileLock {
                 .with_context(|| format!("cannot lock {}", path.display()));
         }
         Ok(FileLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's plan for the query a selector makes, one step per line.
+    async fn plan(store: &mut Store, selector: &str) -> Result<String> {
+        let selector = Selector::parse(selector).unwrap()?;
+        let (sql, binds) = store.runs_sql("SELECT run_id, document FROM runs", &selector);
+        let mut query: Query<'_, Any, AnyArguments> =
+            sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")));
+        for b in binds {
+            query = query.bind(b);
+        }
+        let steps: Vec<String> = query
+            .fetch_all(&mut store.conn)
+            .await?
+            .iter()
+            .map(|row| row.try_get("detail"))
+            .collect::<Result<_, _>>()?;
+        Ok(steps.join("\n"))
+    }
+
+    #[test]
+    fn selectors_read_runs_through_an_index_and_last_sorts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = Url::parse(&format!("sqlite://{}", dir.path().join("s.db").display())).unwrap();
+        super::super::block_on(async {
+            let mut store = Store::open(&url).await?;
+            for (selector, index) in [
+                ("last:20", "runs_started_at_run_id"),
+                ("label:nightly", "runs_label"),
+                ("kernel:6.12.1", "runs_kernel_release"),
+            ] {
+                let plan = plan(&mut store, selector).await?;
+                assert!(
+                    plan.contains(&format!("INDEX {index}")),
+                    "{selector}: {plan}"
+                );
+                assert!(
+                    !plan.contains("SCAN runs\n") && !plan.ends_with("SCAN runs"),
+                    "{selector}: {plan}"
+                );
+            }
+            // The newest N are the index's last N entries read backwards, with no sort step
+            // (version 1's index on the start time alone left ties to a sort).
+            let last = plan(&mut store, "last:20").await?;
+            assert!(!last.contains("TEMP B-TREE"), "{last}");
+            Ok(())
+        })
+        .unwrap();
     }
 }
