@@ -1,7 +1,12 @@
 //! The store's database through sqlx's `Any` driver, SQLite or PostgreSQL by the URL: the
 //! schema's migrations, a run's insert (one transaction, keyed by its run id, so a second
-//! insert of the same run stores nothing) and the queries behind selectors and `runs`.
-use std::{borrow::Cow, collections::HashMap, time::Duration};
+//! insert of the same run stores nothing), the queries behind selectors and `runs`, and the
+//! removal of runs (`runs --prune`).
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, BTreeSet, HashMap},
+    time::Duration,
+};
 
 use anyhow::{Context, Result};
 use futures_util::TryStreamExt;
@@ -44,6 +49,10 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// Documents read per statement by `select`: a few MB of text at a time.
 const DOCUMENT_CHUNK: usize = 20;
 
+/// Runs deleted per statement by `prune` (a bound value each, well under either engine's
+/// limit).
+const DELETE_CHUNK: usize = 500;
+
 /// Where the applied migrations are listed (a shared PostgreSQL database may hold others').
 const MIGRATIONS_TABLE: &str = "hookprof_migrations";
 
@@ -66,6 +75,16 @@ pub struct RunRow {
     pub lsm: String,
     pub hookprof_version: String,
     pub workloads: i64,
+}
+
+/// What `prune` removed (or, in a dry run, would remove) and what it kept.
+#[derive(Debug, serde::Serialize)]
+pub struct Pruned {
+    /// Whether the runs are gone (false: a dry run).
+    pub removed: bool,
+    pub runs: Vec<RunRow>,
+    /// Picked by the selector but kept: in these named baselines.
+    pub kept_in_baselines: Vec<(RunRow, Vec<String>)>,
 }
 
 impl Store {
@@ -266,10 +285,67 @@ impl Store {
             .collect()
     }
 
+    /// Removes the runs `selector` picks with their workloads, paths, meta and baseline
+    /// entries, in one transaction; a run in a named baseline stays unless `with_baselines`.
+    /// With `dry_run`, only says what it would remove.
+    pub async fn prune(
+        &mut self,
+        selector: &Selector,
+        with_baselines: bool,
+        dry_run: bool,
+    ) -> Result<Pruned> {
+        let picked = self.list(selector).await?;
+        let mut baselines: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for row in sqlx::query("SELECT name, run_id FROM baselines ORDER BY name")
+            .fetch_all(&mut self.conn)
+            .await?
+        {
+            let run_id: String = row.try_get("run_id")?;
+            baselines
+                .entry(run_id)
+                .or_default()
+                .push(row.try_get("name")?);
+        }
+        let mut runs = Vec::new();
+        let mut kept_in_baselines = Vec::new();
+        for run in picked {
+            match baselines.remove(&run.run_id) {
+                Some(names) if !with_baselines => kept_in_baselines.push((run, names)),
+                _ => runs.push(run),
+            }
+        }
+        if !dry_run {
+            let ids: BTreeSet<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+            let ids: Vec<&str> = ids.into_iter().collect();
+            let mut tx = self.conn.begin().await.context("cannot begin")?;
+            for chunk in ids.chunks(DELETE_CHUNK) {
+                let list: Vec<String> = (1..=chunk.len()).map(|k| format!("${k}")).collect();
+                // Children first: SQLite cascades only where foreign keys are switched on.
+                for table in ["paths", "workloads", "run_meta", "baselines", "runs"] {
+                    let sql = format!("DELETE FROM {table} WHERE run_id IN ({})", list.join(", "));
+                    let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
+                    for id in chunk {
+                        query = query.bind(*id);
+                    }
+                    query
+                        .execute(&mut *tx)
+                        .await
+                        .with_context(|| format!("cannot remove runs from {table}"))?;
+                }
+            }
+            tx.commit().await.context("cannot commit the removal")?;
+        }
+        Ok(Pruned {
+            removed: !dry_run,
+            runs,
+            kept_in_baselines,
+        })
+    }
+
     /// `select` with the selector's conditions and order; rows oldest first.
     async fn query_runs(&mut self, select: &str, selector: &Selector) -> Result<Vec<AnyRow>> {
         let (sql, binds) = self.runs_sql(select, selector);
-        // Only placeholders and fixed text are in the SQL; every value is bound.
+        // Only placeholders, fixed text and numbers are in the SQL; every value is bound.
         let mut query: Query<'_, Any, AnyArguments> = sqlx::query(AssertSqlSafe(sql));
         for b in binds {
             query = query.bind(b);
@@ -333,6 +409,13 @@ impl Store {
                     "run_id IN (SELECT run_id FROM baselines WHERE name = {})",
                     bind(name.clone())
                 ),
+                // A number, not a bound text: PostgreSQL compares no BIGINT with TEXT.
+                Term::OlderThan(age) => {
+                    format!(
+                        "started_at <= {}",
+                        now().saturating_sub(age.as_secs() as i64)
+                    )
+                }
             };
             conditions.push(condition);
         }
@@ -514,6 +597,7 @@ mod tests {
             let mut store = Store::open(&url).await?;
             for (selector, index) in [
                 ("last:20", "runs_started_at_run_id"),
+                ("older-than:30d", "runs_started_at_run_id"),
                 ("label:nightly", "runs_label"),
                 ("kernel:6.12.1", "runs_kernel_release"),
             ] {
