@@ -307,3 +307,111 @@ fn a_server_stopped_mid_run_leaves_the_run_spooled_and_the_next_call_pushes_it_o
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].1, written);
 }
+
+/// Copies of the results `seed` as `(label, days ago)` runs, written into `dir`.
+fn aged_copies(seed: &Value, dir: &std::path::Path, runs: &[(&str, u64)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (label, days) in runs {
+        let mut run = seed.clone();
+        run["label"] = Value::from(*label);
+        run["environment"]["started_at"] = Value::from(now - days * 86400);
+        std::fs::write(dir.join(format!("{label}.json")), run.to_string()).unwrap();
+    }
+}
+
+/// `runs --prune` on `store`: old runs go, recent ones and the baseline's stay, a dry run first.
+fn prune_keeps_recent_runs_and_baselines(home: &Home, store: &str, seed: &Value) {
+    let files = home.path("aged");
+    aged_copies(
+        seed,
+        &files,
+        &[("old-1", 90), ("old-2", 45), ("new-1", 1), ("new-2", 0)],
+    );
+    let base = home.path("aged-base");
+    aged_copies(seed, &base, &[("old-base", 60)]);
+    home.ok(&["runs", "--store", store, "--add", files.to_str().unwrap()]);
+    home.ok(&[
+        "runs",
+        "--store",
+        store,
+        "--append-baseline",
+        "main",
+        "--add",
+    ]
+    .iter()
+    .copied()
+    .chain([base.to_str().unwrap()])
+    .collect::<Vec<_>>());
+    let all = ["new-1", "new-2", "old-1", "old-2", "old-base"];
+    assert_eq!(labels(&home.runs(store)), all);
+    let prune = |extra: &[&str]| {
+        let out = home.ok(&[
+            &["runs", "--store", store, "--prune", "older-than:30d"],
+            extra,
+        ]
+        .concat());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // Without --yes: what would go, and nothing gone.
+    let dry = prune(&[]);
+    assert!(dry.contains("would remove 2 run(s)"), "{dry}");
+    assert!(dry.contains("kept 1 run(s) in baselines (main)"), "{dry}");
+    assert!(dry.contains("give --yes"), "{dry}");
+    let json: Value = serde_json::from_str(&prune(&["--format", "json"])).expect("prune JSON");
+    assert_eq!(json["removed"], false);
+    assert_eq!(labels(json["runs"].as_array().unwrap()), ["old-1", "old-2"]);
+    assert_eq!(json["kept_in_baselines"][0][0]["label"], "old-base");
+    assert_eq!(labels(&home.runs(store)), all);
+
+    // With --yes: the two old runs are gone, and selected by nothing.
+    let removed = prune(&["--yes"]);
+    assert!(removed.contains("removed 2 run(s)"), "{removed}");
+    assert_eq!(labels(&home.runs(store)), ["new-1", "new-2", "old-base"]);
+    let gone = home.ok(&["runs", "label:old-?", "--store", store]);
+    assert!(String::from_utf8_lossy(&gone.stdout).contains("0 run(s)"));
+    // A second prune finds nothing more; the baseline still holds its run.
+    assert!(prune(&["--yes"]).contains("removed 0 run(s)"));
+    let main = home.ok(&["runs", "baseline:main", "--store", store]);
+    assert!(String::from_utf8_lossy(&main.stdout).contains("old-base"));
+
+    // Asked to, the baseline's old run goes too, and the baseline is empty.
+    let with_baselines = prune(&["--yes", "--include-baselines"]);
+    assert!(
+        with_baselines.contains("removed 1 run(s)"),
+        "{with_baselines}"
+    );
+    assert_eq!(labels(&home.runs(store)), ["new-1", "new-2"]);
+    let main = home.ok(&["runs", "baseline:main", "--store", store]);
+    assert!(String::from_utf8_lossy(&main.stdout).contains("0 run(s)"));
+}
+
+#[test]
+fn prune_removes_old_runs_keeps_baselines_and_is_a_dry_run_without_yes_in_sqlite_and_postgres() {
+    let home = Home::new();
+    let seed_file = home.path("seed.json");
+    home.ok(&[SHORT, &["--no-store", "-o", seed_file.to_str().unwrap()]].concat());
+    let seed: Value = serde_json::from_slice(&std::fs::read(&seed_file).unwrap()).unwrap();
+    prune_keeps_recent_runs_and_baselines(&home, &home.sqlite(), &seed);
+    let pg = Postgres::start();
+    prune_keeps_recent_runs_and_baselines(&home, &pg.url(), &seed);
+
+    // Bad input: a clear error and exit 2.
+    for (args, says) in [
+        (&["runs", "--prune", "older-than:soon"][..], "give an age"),
+        (
+            &["runs", "--prune", "older-than:30d", "label:x"][..],
+            "cannot be used with",
+        ),
+        (&["runs", "--yes"][..], "--prune"),
+    ] {
+        let out = home.run(&[args, &["--store", &home.sqlite()]].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

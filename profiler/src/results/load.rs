@@ -53,8 +53,15 @@ impl Results {
         read(file, &shown, MAX_BYTES)
     }
 
+    /// Results from text already in memory (a stored run): parsed from the string, several
+    /// times faster than through a reader, which a thousand stored runs notice.
     pub fn parse(text: &str, shown: &str) -> Result<Results, ResultsError> {
-        read(text.as_bytes(), shown, MAX_BYTES)
+        if text.len() as u64 > MAX_BYTES {
+            return Err(ResultsError::TooLarge {
+                path: shown.to_string(),
+            });
+        }
+        explained(serde_json::from_str(text), shown)
     }
 }
 
@@ -67,6 +74,11 @@ fn read(input: impl Read, shown: &str, max: u64) -> Result<Results, ResultsError
             path: shown.to_string(),
         });
     }
+    explained(parsed, shown)
+}
+
+/// A parse's error as a [`ResultsError`] that names the file, line and column.
+fn explained(parsed: serde_json::Result<Results>, shown: &str) -> Result<Results, ResultsError> {
     parsed.map_err(|e| {
         let path = shown.to_string();
         if e.is_io() {

@@ -192,16 +192,17 @@ fn store_one(url: &location::Url, run: &Recorded) -> Result<()> {
         let mut store = db::Store::open(url).await?;
         push_spool(url, &mut store).await;
         store.insert(run).await?;
-        timing(started, 1);
+        timing("stored", started, 1);
         Ok(())
     })
 }
 
-/// `HOOKPROF_STORE_TIMING=1` prints how long a store write took (the README's figure).
-fn timing(started: Instant, runs: usize) {
+/// `HOOKPROF_STORE_TIMING=1` prints how long a store write or read took, connecting
+/// included (the README's figures).
+fn timing(done: &str, started: Instant, runs: usize) {
     if std::env::var_os("HOOKPROF_STORE_TIMING").is_some_and(|v| v == "1") {
         eprintln!(
-            "hookprof: stored {runs} run(s) in {:.1} ms",
+            "hookprof: {done} {runs} run(s) in {:.1} ms",
             started.elapsed().as_secs_f64() * 1e3
         );
     }

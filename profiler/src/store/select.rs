@@ -10,8 +10,9 @@ use crate::results::{files_named, Results};
 
 /// What the help and errors list.
 pub const SYNTAX: &str = "label:L, kernel:RELEASE, machine:ID, host:NAME, lsm:LIST, \
-command:run|stat|ab|add, version:V, meta:KEY=VALUE, baseline:NAME, run:ID, last:N (values take \
-* and ?; terms joined by commas must all match)";
+command:run|stat|ab|add, version:V, meta:KEY=VALUE, baseline:NAME, run:ID, older-than:AGE \
+(30d, 12h, 2weeks: started that long ago or more), last:N (values take * and ?; terms joined by \
+commas must all match)";
 
 /// A column a term matches.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +50,8 @@ pub enum Term {
     Meta(String, String),
     /// The run is in this baseline.
     Baseline(String),
+    /// The run started at least this long before now.
+    OlderThan(std::time::Duration),
 }
 
 /// The runs a selector picks: all its terms hold; with `last`, only the newest N of those.
@@ -79,6 +82,7 @@ fn key_known(key: &str) -> bool {
             | "meta"
             | "baseline"
             | "run"
+            | "older-than"
             | "last"
     )
 }
@@ -104,6 +108,9 @@ fn parse_terms(text: &str) -> Result<Selector> {
             "version" => column(Column::Version),
             "run" => Term::Run(value.to_string()),
             "baseline" => Term::Baseline(value.to_string()),
+            "older-than" => Term::OlderThan(humantime::parse_duration(value).map_err(|e| {
+                anyhow::anyhow!("selector {text}: older-than:{value}: {e}; give an age, e.g. 30d")
+            })?),
             "meta" => match value.split_once('=') {
                 Some((k, v)) if !k.is_empty() => Term::Meta(k.to_string(), v.to_string()),
                 _ => bail!("selector {text}: meta:{value}: give meta:KEY=VALUE"),
@@ -158,10 +165,13 @@ pub fn load(spec: &Path, store: &StoreArgs) -> Result<Vec<(PathBuf, Results)>> {
 pub fn select(selector: &Selector, store: &StoreArgs) -> Result<Vec<(String, Results)>> {
     let url = store.required()?;
     block_on(async {
+        let started = std::time::Instant::now();
         let mut db = open_for_reading(&url)
             .await
             .map_err(|e| e.context(format!("results store {}", url.shown())))?;
-        db.select(selector).await
+        let runs = db.select(selector).await?;
+        super::timing("read", started, runs.len());
+        Ok(runs)
     })
 }
 
@@ -192,6 +202,16 @@ mod tests {
             Selector::parse("baseline:main").unwrap().unwrap().terms,
             [Term::Baseline("main".into())]
         );
+        assert_eq!(
+            Selector::parse("older-than:30d,label:ci")
+                .unwrap()
+                .unwrap()
+                .terms,
+            [
+                Term::OlderThan(std::time::Duration::from_secs(30 * 86400)),
+                Term::Column(Column::Label, "ci".into())
+            ]
+        );
     }
 
     #[test]
@@ -206,6 +226,8 @@ mod tests {
             ("last:2,last:3", "given twice"),
             ("meta:commit", "meta:KEY=VALUE"),
             ("label:", "gives no value"),
+            ("older-than:30", "give an age"),
+            ("older-than:soon", "give an age"),
         ] {
             let e = Selector::parse(bad).unwrap().unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
