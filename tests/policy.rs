@@ -270,7 +270,7 @@ fn bad_policies_are_one_line_and_exit_2() {
     let cases = [
         ("landlock", "expected KIND:SPEC"),
         ("smack:x", "unknown kind 'smack'"),
-        ("landlock:/nonexistent/r.json", "cannot read the file"),
+        ("landlock:/nonexistent/r.json", "cannot read"),
         (bad_json.as_str(), "not a ruleset"),
         (bad_call.as_str(), "unknown syscall 'no_such_call'"),
         (missing_path.as_str(), "/nonexistent/dir"),
