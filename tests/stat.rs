@@ -79,10 +79,13 @@ fn stat_of_a_failing_or_missing_command_is_one_line_and_exit_2() {
         let o = hookprof(&args);
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{command:?}: {e}");
-        assert!(
-            e.contains(&format!("workload {} failed", command[0])),
-            "{command:?}: {e}"
-        );
+        // A command that is not there is refused before anything runs; one that fails, when
+        // it has run.
+        let expected = match command[0] {
+            "/nonexistent/command" => "name the program to measure".to_string(),
+            first => format!("workload {first} failed"),
+        };
+        assert!(e.contains(&expected), "{command:?}: {e}");
         assert!(
             e.lines().all(|l| l.starts_with("hookprof: ")),
             "{command:?}: {e}"
