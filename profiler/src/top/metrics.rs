@@ -179,7 +179,7 @@ impl Totals {
     /// The Prometheus text format (0.0.4): the same series, counters named with `_total`.
     fn text(&self) -> Result<String> {
         use prometheus::proto::{
-            Bucket, Counter, Gauge, Histogram, LabelPair, Metric, MetricFamily, MetricType as Type,
+            Bucket, Counter, Gauge, Histogram, Metric, MetricFamily, MetricType as Type,
         };
         let family = |name: &str, help: &str, kind: Type, value: &dyn Fn(&Total) -> Metric| {
             let mut f = MetricFamily::default();
@@ -191,17 +191,7 @@ impl Totals {
                     .iter()
                     .map(|(labels, t)| {
                         let mut m = value(t);
-                        m.set_label(
-                            self.labels(labels)
-                                .into_iter()
-                                .map(|(k, v)| {
-                                    let mut pair = LabelPair::default();
-                                    pair.set_name(k.into());
-                                    pair.set_value(v);
-                                    pair
-                                })
-                                .collect(),
-                        );
+                        m.set_label(label_pairs(self.labels(labels)));
                         m
                     })
                     .collect(),
@@ -270,17 +260,10 @@ impl Totals {
                     g.set_value(ns / 1e9);
                     let mut m = Metric::default();
                     m.set_gauge(g);
-                    m.set_label(
-                        [("probe", probe), ("part", part)]
-                            .into_iter()
-                            .map(|(k, v)| {
-                                let mut pair = LabelPair::default();
-                                pair.set_name(k.into());
-                                pair.set_value(v.into());
-                                pair
-                            })
-                            .collect(),
-                    );
+                    m.set_label(label_pairs(vec![
+                        ("probe", probe.into()),
+                        ("part", part.into()),
+                    ]));
                     m
                 })
                 .collect(),
@@ -299,17 +282,7 @@ impl Totals {
                         .into_iter()
                         .map(|(labels, seconds)| {
                             let mut m = counter(seconds);
-                            m.set_label(
-                                labels
-                                    .into_iter()
-                                    .map(|(k, v)| {
-                                        let mut pair = LabelPair::default();
-                                        pair.set_name(k.into());
-                                        pair.set_value(v);
-                                        pair
-                                    })
-                                    .collect(),
-                            );
+                            m.set_label(label_pairs(labels));
                             m
                         })
                         .collect(),
@@ -347,6 +320,19 @@ impl Totals {
 
 /// Log2 bucket b holds durations with 2^(b-1) <= ns < 2^b: in whole ns, at most 2^b - 1,
 /// given in seconds; the last bucket takes everything longer (+Inf).
+/// Labels as the prometheus crate's text encoder takes them.
+fn label_pairs(labels: Vec<(&str, String)>) -> Vec<prometheus::proto::LabelPair> {
+    labels
+        .into_iter()
+        .map(|(k, v)| {
+            let mut pair = prometheus::proto::LabelPair::default();
+            pair.set_name(k.into());
+            pair.set_value(v);
+            pair
+        })
+        .collect()
+}
+
 /// A path kind as its label value (as the JSON lines spell it).
 fn kind_label(kind: PathKind) -> String {
     serde_json::to_value(kind)
@@ -635,6 +621,53 @@ mod tests {
                 "{format}"
             );
             assert!(!format.contains(r#"probe="function""#), "{format}");
+        }
+    }
+
+    #[test]
+    fn sampled_seconds_accumulate_by_path_and_mode_in_both_formats() {
+        use crate::top::sampled::{SampledInterval, SampledRow};
+        let interval = |hook: u64| SampledInterval {
+            hz: 1000.0,
+            samples: 100,
+            user_samples: 40,
+            probe_samples: 10,
+            lost_stacks: 0,
+            cpu_share: 0.1,
+            rows: vec![SampledRow {
+                kind: PathKind::Lsm,
+                path: "hook_file_open".into(),
+                parent: Some("security_file_open".into()),
+                lsm: Some("landlock".into()),
+                inclusive_samples: hook,
+                self_samples: hook / 2,
+                share: 0.0,
+                share_low: 0.0,
+                share_high: 0.0,
+                self_share: 0.0,
+                cpu_share: 0.0,
+            }],
+        };
+        let mut totals = Totals::new(GroupBy::Cgroup, None);
+        totals.add_sampled(&interval(20));
+        totals.add_sampled(&interval(10));
+        let rendered = totals.render().unwrap();
+        let series =
+            r#"{kind="lsm",path="hook_file_open",parent="security_file_open",lsm="landlock"}"#;
+        let value = |text: &str, name: &str| -> f64 {
+            text.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+        };
+        for text in [&rendered.open_metrics, &rendered.text] {
+            // 30 samples of 1 ms, 15 of them innermost; the scope's kernel mode 2 x 50.
+            let inclusive = format!("hookprof_sampled_path_cpu_seconds_total{series}");
+            let own = format!("hookprof_sampled_path_self_cpu_seconds_total{series}");
+            let kernel = r#"hookprof_sampled_cpu_seconds_total{mode="kernel"}"#;
+            assert!((value(text, &inclusive) - 0.030).abs() < 1e-12, "{text}");
+            assert!((value(text, &own) - 0.015).abs() < 1e-12, "{text}");
+            assert!((value(text, kernel) - 0.100).abs() < 1e-12, "{text}");
         }
     }
 
