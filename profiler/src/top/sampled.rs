@@ -2,16 +2,22 @@
 //! hook's, LSM function's, task path's and syscall's share of the scope's CPU time and the
 //! CPU it took (as a fraction of one CPU), so the security stack's cost shows where the kernel
 //! refuses trampolines too. The shares are over the whole scope (not per group): the sample
-//! program keys stacks, not groups. Symbols are named once and kept, so an interval reads
-//! /proc/kallsyms only when new addresses appear.
-use std::collections::HashMap;
+//! program keys stacks, not groups. Symbols come from a table of kallsyms read at the first
+//! interval and again at most once a minute.
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::{
     attribution::{profile, SampledStacks},
-    probes::{kallsyms, kallsyms::Symbol, RawSample},
+    probes::{
+        kallsyms::{Symbol, SymbolTable},
+        RawSample,
+    },
     results::PathKind,
 };
 
@@ -51,20 +57,24 @@ pub struct SampledRow {
     pub cpu_share: f64,
 }
 
-/// Names kept across intervals; past this many the cache starts again, so a long `top` whose
-/// BPF programs or modules come and go never holds stale names or grows without bound.
-const NAMES_KEPT: usize = 100_000;
+/// How long the symbol table serves before an address not seen since it was read has it read
+/// again (BPF programs and modules come and go): at most one pass over kallsyms a minute,
+/// where reading it for every interval with a new address cost top ~65 ms of CPU an interval.
+const TABLE_KEPT: Duration = Duration::from_secs(60);
 
 pub struct Sampler {
     period_ns: u64,
-    names: HashMap<u64, Symbol>,
+    table: Option<(SymbolTable, Instant)>,
+    /// Addresses named since the table was read.
+    seen: HashSet<u64>,
 }
 
 impl Sampler {
     pub fn new(period_ns: u64) -> Sampler {
         Sampler {
             period_ns,
-            names: HashMap::new(),
+            table: None,
+            seen: HashSet::new(),
         }
     }
 
@@ -72,18 +82,21 @@ impl Sampler {
     pub fn interval(&mut self, samples: Vec<RawSample>, seconds: f64) -> Result<SampledInterval> {
         let mut stacks = SampledStacks::default();
         stacks.add(samples);
-        let new: Vec<u64> = stacks
-            .addresses()
-            .into_iter()
-            .filter(|a| !self.names.contains_key(a))
-            .collect();
-        if !new.is_empty() {
-            if self.names.len() + new.len() > NAMES_KEPT {
-                self.names.clear();
+        let addresses = stacks.addresses();
+        let stale = match &self.table {
+            None => true,
+            Some((_, read)) => {
+                read.elapsed() > TABLE_KEPT && addresses.iter().any(|a| !self.seen.contains(a))
             }
-            self.names.extend(kallsyms::resolve(&new)?);
+        };
+        if stale {
+            self.table = Some((SymbolTable::load()?, Instant::now()));
+            self.seen.clear();
         }
-        Ok(summarise(&stacks, &self.names, self.period_ns, seconds))
+        let (table, _) = self.table.as_ref().expect("loaded above");
+        self.seen.extend(&addresses);
+        let names: HashMap<u64, Symbol> = addresses.iter().map(|&a| (a, table.name(a))).collect();
+        Ok(summarise(&stacks, &names, self.period_ns, seconds))
     }
 }
 
