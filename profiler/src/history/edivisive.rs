@@ -78,8 +78,9 @@ pub fn detectable_step(n: usize, alpha: f64, permutations: usize) -> Detectable 
                 .map(|(i, z)| if i < n / 2 { *z } else { z + step })
                 .collect();
             let mut rng = StdRng::seed_from_u64(SEED ^ s as u64);
-            let significant = best_split(&x)
-                .is_some_and(|(_, q)| permutation_p_below(&x, q, alpha, permutations, &mut rng));
+            let significant = best_split(&x).is_some_and(|(_, q)| {
+                permutation_p_below(&x, q, alpha, permutations, &mut rng).is_some()
+            });
             if significant {
                 found += 1;
             } else {
@@ -119,7 +120,8 @@ pub fn points_needed(alpha: f64, permutations: usize, limit: usize) -> Option<us
 fn step_reaches(n: usize, alpha: f64, permutations: usize) -> bool {
     let x: Vec<f64> = (0..n).map(|i| if i < n / 2 { 0.0 } else { 1.0 }).collect();
     let mut rng = StdRng::seed_from_u64(SEED);
-    best_split(&x).is_some_and(|(_, q)| permutation_p(&x, q, permutations, &mut rng) < alpha)
+    best_split(&x)
+        .is_some_and(|(_, q)| permutation_p_below(&x, q, alpha, permutations, &mut rng).is_some())
 }
 
 /// Box-Muller: a standard normal draw from two uniform ones.
@@ -152,10 +154,11 @@ pub fn change_points(series: &[f64], alpha: f64, permutations: usize) -> Vec<Cha
             break;
         };
         let (a, b) = segments[s];
-        let p_value = permutation_p(&series[a..b], statistic, permutations, &mut rng);
-        if p_value >= alpha {
+        let Some(p_value) =
+            permutation_p_below(&series[a..b], statistic, alpha, permutations, &mut rng)
+        else {
             break;
-        }
+        };
         found.push(ChangePoint {
             index,
             statistic: (statistic * scale).clamp(f64::MIN, f64::MAX),
@@ -204,16 +207,19 @@ pub fn best_split(x: &[f64]) -> Option<(usize, f64)> {
     best
 }
 
-/// Whether [`permutation_p`] would be below `alpha`, stopping the shuffles as soon as it
-/// cannot be.
+/// The permutation p-value of `observed` ((shuffles whose best split reaches it, plus one) /
+/// (shuffles plus one)) when it is below `alpha`; None as soon as the shuffles show it cannot
+/// be. Where there is no step, a few shuffles decide (the search stops there and needs no
+/// exact figure); a history of 1,000 points spent ~30 s on all 999 for each flat metric.
 fn permutation_p_below(
     x: &[f64],
     observed: f64,
     alpha: f64,
     permutations: usize,
     rng: &mut StdRng,
-) -> bool {
+) -> Option<f64> {
     let mut shuffled = x.to_vec();
+    // Relative slack so a shuffle equal to the observed order counts despite rounding.
     let reach = observed - observed.abs() * 1e-12;
     let allowed = alpha * (permutations + 1) as f64;
     let mut at_least = 0;
@@ -222,26 +228,12 @@ fn permutation_p_below(
         if best_split(&shuffled).is_some_and(|(_, q)| q >= reach) {
             at_least += 1;
             if (at_least + 1) as f64 >= allowed {
-                return false;
+                return None;
             }
         }
     }
-    ((at_least + 1) as f64) < allowed
-}
-
-/// (shuffles whose best split reaches `observed`, plus one) / (shuffles plus one).
-fn permutation_p(x: &[f64], observed: f64, permutations: usize, rng: &mut StdRng) -> f64 {
-    let mut shuffled = x.to_vec();
-    // Relative slack so a shuffle equal to the observed order counts despite rounding.
-    let reach = observed - observed.abs() * 1e-12;
-    let mut at_least = 0;
-    for _ in 0..permutations {
-        shuffled.shuffle(rng);
-        if best_split(&shuffled).is_some_and(|(_, q)| q >= reach) {
-            at_least += 1;
-        }
-    }
-    (at_least + 1) as f64 / (permutations + 1) as f64
+    let p = (at_least + 1) as f64 / (permutations + 1) as f64;
+    (p < alpha).then_some(p)
 }
 
 #[cfg(test)]
