@@ -40,23 +40,15 @@ pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, S
     asked.sort_unstable();
     asked.dedup();
     let mut best: Vec<Option<(u64, String)>> = vec![None; asked.len()];
-    let mut reader = BufReader::new(text);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).context("read kallsyms")? == 0 {
-            break;
-        }
-        let Some((start, name)) = text_symbol(&line) else {
-            continue;
-        };
+    for_each_text_symbol(text, |start, name| {
         let first_at_or_after = asked.partition_point(|&a| a < start);
         if let Some(slot) = best.get_mut(first_at_or_after) {
             if slot.as_ref().is_none_or(|(s, _)| start > *s) {
                 *slot = Some((start, name.to_string()));
             }
         }
-    }
+        Ok(())
+    })?;
     let mut names = HashMap::with_capacity(asked.len());
     let mut running: Option<(u64, String)> = None;
     for (address, candidate) in asked.into_iter().zip(best) {
@@ -78,6 +70,24 @@ pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, S
         names.insert(address, symbol);
     }
     Ok(names)
+}
+
+/// Calls `each` with the start and name of every function (text) symbol of kallsyms text.
+fn for_each_text_symbol(
+    text: impl Read,
+    mut each: impl FnMut(u64, &str) -> Result<()>,
+) -> Result<()> {
+    let mut reader = BufReader::new(text);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).context("read kallsyms")? == 0 {
+            return Ok(());
+        }
+        if let Some((start, name)) = text_symbol(&line) {
+            each(start, name)?;
+        }
+    }
 }
 
 /// A kallsyms line's start address and name, when it is a function's (text) symbol.
@@ -115,19 +125,12 @@ impl SymbolTable {
             symbols: Vec::new(),
             names: String::new(),
         };
-        let mut reader = BufReader::new(text);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).context("read kallsyms")? == 0 {
-                break;
-            }
-            if let Some((start, name)) = text_symbol(&line) {
-                let at = u32::try_from(table.names.len()).context("kallsyms too large")?;
-                table.names.push_str(name);
-                table.symbols.push((start, at, name.len() as u32));
-            }
-        }
+        for_each_text_symbol(text, |start, name| {
+            let at = u32::try_from(table.names.len()).context("kallsyms too large")?;
+            table.names.push_str(name);
+            table.symbols.push((start, at, name.len() as u32));
+            Ok(())
+        })?;
         table.symbols.sort_unstable_by_key(|s| s.0);
         Ok(table)
     }
