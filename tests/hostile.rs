@@ -17,17 +17,7 @@ use hookprof_tests::{
 };
 
 /// A run of a fraction of a second.
-const TINY: &[&str] = &[
-    "--workloads",
-    "null_call",
-    "--rounds",
-    "1",
-    "--samples",
-    "2",
-    "--min-sample-ms",
-    "1",
-    "-q",
-];
+const TINY: &[&str] = hookprof_tests::TINY_RUN;
 /// A run long enough to be signalled in the middle (one sample lasts a second).
 const LONG: &[&str] = &[
     "--workloads",

@@ -110,17 +110,8 @@ fn a_quick_run_validates() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("quick.json");
     let f = file.to_str().unwrap();
-    let args = [
-        "run",
-        "--workloads",
-        "null_call",
-        "--rounds",
-        "1",
-        "--samples",
-        "2",
-    ];
     run_and_validate(
-        &[&args[..], &["--min-sample-ms", "1", "-q", "-o", f]].concat(),
+        &[&["run"], hookprof_tests::TINY_RUN, &["-o", f]].concat(),
         &file,
     );
 }

@@ -29,6 +29,20 @@ pub const LONG_RUN: &[&str] = &[
     "1000",
 ];
 
+/// `run` options for a run of a fraction of a second: one workload, one round of two samples
+/// of at least a millisecond, quiet.
+pub const TINY_RUN: &[&str] = &[
+    "--workloads",
+    "null_call",
+    "--rounds",
+    "1",
+    "--samples",
+    "2",
+    "--min-sample-ms",
+    "1",
+    "-q",
+];
+
 /// Held by a test while it runs hookprof, so the tests of one file run one at a time: a test's
 /// timings would otherwise include another's run (a syscall tracepoint attached by one slows
 /// every syscall on the machine), and its leak checks would see another's objects.
