@@ -239,6 +239,23 @@ fn sigkill_leaves_no_destination_and_an_old_one_unchanged() {
             None => assert!(!run.output().exists(), "a file after SIGKILL"),
             Some(old) => assert_eq!(std::fs::read_to_string(run.output()).unwrap(), old),
         }
+        // Nothing beside it either (no lock file), and the next run may write it at once.
+        let out_dir = run.output().parent().unwrap().to_path_buf();
+        let left: Vec<_> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| Some(n.as_os_str()) != run.output().file_name())
+            .collect();
+        assert_eq!(left, Vec::<std::ffi::OsString>::new(), "left beside -o");
+        let out = hookprof(
+            &out_dir,
+            &[&["run", "--probes", "none"], TINY, &["-o"]].concat(),
+        )
+        .arg(run.output())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "after SIGKILL: {}", stderr(&out));
     }
 }
 
@@ -338,6 +355,7 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
         vec!["compare", hostile, hostile],
         vec!["compare", "--format", "markdown", hostile, hostile],
         vec!["history", hostile, hostile],
+        vec!["report", "--format", "openmetrics", hostile],
     ] {
         let out = hookprof(dir.path(), &args).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -399,6 +417,78 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
     }
 }
 
+/// Runs `cmd` to its end: its exit code, its stderr and its peak RSS in KiB.
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also gives its peak RSS"
+)]
+fn measured(cmd: &mut Command) -> (Option<i32>, String, i64) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: zeroed rusage filled by wait4 on the child this function spawned.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, err, usage.ru_maxrss)
+}
+
+#[test]
+fn a_fifo_for_a_kernel_and_files_past_the_bound_are_refused_at_once_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // Sparse: 300 MiB that cost no disk.
+    let big = std::fs::File::create(dir.path().join("big")).unwrap();
+    big.set_len(300 << 20).unwrap();
+    let policy = [
+        &["run", "--probes", "none", "--policy", "landlock:big"],
+        TINY,
+    ]
+    .concat();
+    for (args, names) in [
+        (&["ab", "f", "f"][..], "f is not a regular file"),
+        (
+            &["import", "lmbench", "big", "-o", "d"],
+            "more than 256 MiB",
+        ),
+        (&["import", "time", "big", "-o", "d"], "more than 256 MiB"),
+        (&["report", "big"], "more than 256 MiB"),
+        (&["history", "big", "big"], "more than 256 MiB"),
+        (
+            &["runs", "--store", "sqlite://f"],
+            "f is not a regular file",
+        ),
+        (
+            &["runs", "--store", "sqlite:///dev/zero"],
+            "is not a regular file",
+        ),
+        (&policy, "more than 256 MiB"),
+    ] {
+        let t = Instant::now();
+        let (code, err, rss_kib) = measured(&mut hookprof(dir.path(), args));
+        let case = args.join(" ");
+        assert!(t.elapsed() < REFUSED_WITHIN, "{case}: {:?}", t.elapsed());
+        assert_eq!(code, Some(2), "{case}: {err}");
+        assert_eq!(err.lines().count(), 1, "{case}: {err}");
+        assert!(err.contains(names), "{case}: {err}");
+        assert!(rss_kib < 100 << 10, "{case}: {rss_kib} KiB");
+    }
+}
+
 /// Options for `run`, the environment, and what the refusal must name.
 type OptionCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
@@ -448,6 +538,86 @@ fn options_that_cannot_work_are_refused_before_anything_loads() {
         .output()
         .unwrap();
     assert_one_line("stat -- missing", &out, 2, "stat -- /nonexistent/cmd");
+}
+
+#[test]
+fn every_usage_error_is_one_line_and_exit_2_and_help_still_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, names) in [
+        (&["run", "--jobs", "0"][..], "'0' for '--jobs"),
+        (&["run", "--samples", "0"], "2..=100000"),
+        (&["run", "--sample-hz", "100001"], "10..=100000"),
+        (&["stat", "--runs", "0", "--", "true"], "--runs"),
+        (
+            &["stat", "--samples", "3", "--", "true"],
+            "tip: a `run` option",
+        ),
+        (&["compare"], "required arguments were not provided"),
+        (&["history", "--metric"], "--metric"),
+        (&["report", "--format", "xml", "f.json"], "possible values"),
+        (&["runs", "--baseline-keep", "x"], "--baseline-keep"),
+        (&["import", "lmbench"], "hookprof import lmbench --help"),
+        (&["import", "time", "--bogus"], "'--bogus'"),
+        (&["hooks", "--bogus"], "hookprof hooks --help"),
+        (&["calibrate", "--bogus"], "hookprof calibrate --help"),
+        (&["top", "--sample-hz", "100001"], "hookprof top --help"),
+        (&["ab"], "hookprof ab --help"),
+        (&["nonesuch"], "unrecognized subcommand"),
+    ] {
+        let out = hookprof(dir.path(), args).output().unwrap();
+        assert_one_line(&args.join(" "), &out, 2, names);
+        assert!(
+            !stderr(&out).contains("Usage:"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["run", "--help"],
+        &["top", "-h"],
+    ] {
+        let out = hookprof(dir.path(), args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn forged_results_with_more_samples_or_workloads_than_any_run_are_refused_where_they_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = results_file(dir.path());
+    let samples = forged(&base, &dir.path().join("samples.json"), |doc| {
+        doc["workloads"][0]["clean"] = vec![1.0; 1_000_001].into();
+    });
+    let workloads = forged(&base, &dir.path().join("workloads.json"), |doc| {
+        let one = doc["workloads"][0].clone();
+        doc["workloads"] = (0..1001)
+            .map(|i| {
+                let mut w = one.clone();
+                w["name"] = format!("w{i}").into();
+                w
+            })
+            .collect();
+    });
+    for (file, names) in [
+        (&samples, "more than 1000000 samples in one list"),
+        (&workloads, "more than 1000 workloads"),
+    ] {
+        let file = file.to_str().unwrap();
+        for args in [
+            vec!["report", file],
+            vec!["compare", file, file],
+            vec!["history", file, file],
+            vec!["runs", "--add", file, "--store", "sqlite://T.db"],
+        ] {
+            let t = Instant::now();
+            let out = hookprof(dir.path(), &args).output().unwrap();
+            assert!(t.elapsed() < REFUSED_WITHIN, "{args:?}: {:?}", t.elapsed());
+            assert_one_line(&args.join(" "), &out, 2, names);
+        }
+    }
 }
 
 #[test]

@@ -96,7 +96,10 @@ fn stat_of_a_failing_or_missing_command_is_one_line_and_exit_2() {
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{run_only}: {e}");
         assert!(
-            e.contains("unexpected argument") && e.contains("--runs N") && e.contains("Usage:"),
+            e.contains("unexpected argument")
+                && e.contains("--runs N")
+                && e.contains("see 'hookprof stat --help'")
+                && e.lines().count() == 1,
             "{run_only}: {e}"
         );
     }

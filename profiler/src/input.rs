@@ -74,16 +74,23 @@ fn not_regular(file_type: std::fs::FileType) -> Option<std::io::Error> {
 pub fn read_bounded(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
     let shown = path.display();
     let file = open_regular(path).map_err(|e| anyhow::anyhow!("{shown}: cannot read: {e}"))?;
+    // A file already past the bound is refused before a byte is read; the bounded read below
+    // still holds one that grows while it is read.
+    let size = file.metadata().map_or(0, |m| m.len());
+    anyhow::ensure!(size <= max, "{shown}: {}", too_large(max));
     let mut bytes = Vec::new();
     file.take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| anyhow::anyhow!("{shown}: cannot read: {e}"))?;
-    anyhow::ensure!(
-        bytes.len() as u64 <= max,
-        "{shown}: more than {} MiB, the most hookprof reads of a file: name the right file",
-        max >> 20
-    );
+    anyhow::ensure!(bytes.len() as u64 <= max, "{shown}: {}", too_large(max));
     Ok(bytes)
+}
+
+fn too_large(max: u64) -> String {
+    format!(
+        "more than {} MiB, the most hookprof reads of a file: name the right file",
+        max >> 20
+    )
 }
 
 /// [`read_bounded`] at [`MAX_INPUT_BYTES`], as text (invalid UTF-8 is an error naming the file).

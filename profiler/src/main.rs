@@ -38,15 +38,11 @@ fn main() -> ExitCode {
                 }
             };
         }
-        // clap's own rendering, in full: which arguments are missing, the possible values,
-        // the usage line.
+        // Every other usage error is one line, as every other error is: clap's message with
+        // its tips, then where the usage is, not its multi-line rendering.
         Err(e) => {
-            let mut rendered = e.render().to_string();
-            if let Some(hint) = run_only_hint(&e) {
-                let at = rendered.find("\nUsage:").unwrap_or(rendered.len());
-                rendered.insert_str(at, &format!("\n  tip: {hint}\n"));
-            }
-            stdio::eprint(&rendered);
+            let line = usage_error_line(&e.render().to_string(), run_only_hint(&e));
+            hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&line));
             return ExitCode::from(2);
         }
     };
@@ -55,8 +51,14 @@ fn main() -> ExitCode {
         Command::KernelBtf => return in_child::serve(KernelBtf::load),
         Command::Schema => {
             let schema = hookprof::results::schema::json_schema();
-            println!("{schema:#}");
-            return ExitCode::SUCCESS;
+            return match stdio::print(format!("{schema:#}\n")) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+                Err(failed) => {
+                    hookprof::eprintln!("hookprof: error: {failed}");
+                    ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                }
+            };
         }
         Command::Run(args) => run::run(&args),
         Command::Stat(args) => stat::stat(&args),
@@ -87,6 +89,44 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// clap's rendered usage error (`error: ...`, indented details and tips, `Usage: ...`, `For
+/// more information ...`) as one line: the message and its details joined, the extra `hint`,
+/// and the command whose `--help` tells more.
+fn usage_error_line(rendered: &str, hint: Option<&str>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        // The usage and the pointer to --help are the last paragraphs: --help says it all.
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        match parts.last_mut() {
+            // Details under the message (the missing arguments, the possible values).
+            Some(last) if !line.starts_with("tip:") => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            _ => parts.push(line.strip_prefix("error: ").unwrap_or(line).to_string()),
+        }
+    }
+    parts.extend(hint.map(|h| format!("tip: {h}")));
+    parts.push(format!("see '{} --help'", command_path()));
+    parts.join("; ")
+}
+
+/// `hookprof` and the subcommands the command line names (`hookprof import lmbench`).
+fn command_path() -> String {
+    let mut command = hookprof::cli::command();
+    let mut path = vec!["hookprof".to_string()];
+    for arg in std::env::args().skip(1) {
+        let Some(sub) = command.find_subcommand(&arg).cloned() else {
+            break;
+        };
+        path.push(arg);
+        command = sub;
+    }
+    path.join(" ")
 }
 
 /// For `stat` given one of the options that choose `run`'s workloads: what stat takes instead.

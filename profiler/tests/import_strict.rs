@@ -248,3 +248,165 @@ fn time_logs_are_checked_field_by_field_and_what_import_writes_is_read() {
         &out_dir.join("PATCH_10_10_Task_watchers_v2.json"),
     );
 }
+
+/// `import lmbench TEXT` into a fresh directory of `dir`: its output and that directory.
+fn import_text(dir: &Path, name: &str, text: &str, lenient: bool) -> (Output, PathBuf) {
+    let file = dir.join(format!("{name}.txt"));
+    std::fs::write(&file, text).unwrap();
+    let out_dir = dir.join(format!("{name}-out"));
+    let mut args = vec!["import", "lmbench", path(&file), "-o", path(&out_dir)];
+    if lenient {
+        args.push("--lenient");
+    }
+    (hookprof(&args), out_dir)
+}
+
+/// Every workload's samples in a results file, by name.
+fn all_samples(results: &serde_json::Value) -> Vec<(String, Vec<f64>)> {
+    let mut all: Vec<(String, Vec<f64>)> = results["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            let name = w["name"].as_str().unwrap().to_string();
+            let values = samples(results, &name);
+            (name, values)
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
+}
+
+#[test]
+fn an_os_whose_release_reads_as_a_number_is_placed_by_the_count_of_the_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let posted = std::fs::read_to_string(data("lmbench2-summary-lsm-2.4.9.txt")).unwrap();
+    let (out, original) = import_text(dir.path(), "posted", &posted, false);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The releases of two configurations read as numbers; the third one's does not.
+    let renamed = posted
+        .replace("00-base Linux 2.4.9 ", "00-base SunOS 5.8 ")
+        .replace("01-lsm Linux 2.4.9-l ", "01-lsm Linux 2.4 ");
+    // Alone, the Local Communication table has a blank TCP conn in every row: no row there
+    // is full to show where the OS ends.
+    let local = {
+        let lines: Vec<&str> = renamed.lines().collect();
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with("*Local* Communication latencies"))
+            .unwrap();
+        let end = start
+            + lines[start..]
+                .iter()
+                .position(|l| l.starts_with("File & VM"))
+                .unwrap();
+        lines[start..end].join("\n") + "\n"
+    };
+    // Every configuration with a numeric release, 13 characters wide at most.
+    let all_numeric = renamed.replace("02-cap Linux 2.4.9-c ", "02-cap FreeBSD 4.5 ");
+    for (name, text, workloads) in [
+        ("renamed", &renamed, 42),
+        ("local", &local, 6),
+        ("all-numeric", &all_numeric, 42),
+    ] {
+        let (out, out_dir) = import_text(dir.path(), name, text, false);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{name}: nothing to warn of");
+        for (label, os) in [("00-base", "SunOS 5.8"), ("01-lsm", "Linux 2.4")] {
+            let got = load(&out_dir.join(format!("{label}.json")));
+            assert_eq!(got["options"]["lmbench_os"], os, "{name} {label}");
+            let want = load(&original.join(format!("{label}.json")));
+            let want: Vec<_> = all_samples(&want)
+                .into_iter()
+                .filter(|(w, _)| all_samples(&got).iter().any(|(g, _)| g == w))
+                .collect();
+            assert_eq!(want.len(), workloads, "{name} {label}");
+            assert_eq!(
+                all_samples(&got),
+                want,
+                "{name} {label}: values in their columns"
+            );
+        }
+    }
+    // A row one cell too long is still refused, whatever the OS could take.
+    let long = renamed.replacen(
+        "00-base SunOS 5.8 866 0.41 0.65 3.97",
+        "00-base SunOS 5.8 866 0.41 0.65 0.66 3.97",
+        1,
+    );
+    assert_ne!(long, renamed);
+    let (out, _) = import_text(dir.path(), "long", &long, false);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(":66:") && err.contains("more cells than columns"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_new_hosts_row_of_bad_cells_before_the_next_title_is_named_not_taken_for_prose() {
+    let dir = tempfile::tempdir().unwrap();
+    let posted = std::fs::read_to_string(data("lmbench2-summary-lsm-2.4.9.txt")).unwrap();
+    let lines: Vec<&str> = posted.lines().collect();
+    let title = lines
+        .iter()
+        .position(|l| l.starts_with("Context switching"))
+        .unwrap();
+    let cells = lines[title - 1].split_whitespace().count() - 3;
+    for bad in ["abc", "NaN", "-"] {
+        let row = format!("03-new SunOS 5.8 {}", vec![bad; cells].join(" "));
+        let mut forged = lines.clone();
+        forged.insert(title, &row);
+        let text = forged.join("\n") + "\n";
+        let (out, out_dir) = import_text(dir.path(), "bad-row", &text, false);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // A host and an OS no row before has: the row is line title + 1, and its first value
+        // starts after `03-new SunOS 5.8 `.
+        assert!(
+            err.contains(&format!(
+                "bad-row.txt:{}:18: '{bad}' in column Mhz",
+                title + 1
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!out_dir.exists());
+        let (out, out_dir) = import_text(dir.path(), "bad-row", &text, true);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{bad}: {err}");
+        // One warning per cell, each naming it; the host has nothing to import.
+        assert_eq!(err.lines().count(), cells, "{err}");
+        assert!(err
+            .lines()
+            .all(|l| l.contains(&format!("bad-row.txt:{}:", title + 1))
+                && l.ends_with("the cell is dropped")));
+        assert!(!out_dir.join("03-new.json").exists());
+        assert!(out_dir.join("00-base.json").exists());
+        std::fs::remove_dir_all(&out_dir).unwrap();
+    }
+}
+
+#[test]
+fn a_time_log_cut_inside_its_last_runs_first_field_is_refused_not_taken_for_a_heading() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = std::fs::read_to_string(data("kernbench-series.log")).unwrap();
+    let first = log.lines().position(|l| l.contains("elapsed")).unwrap();
+    let kept: Vec<&str> = log.lines().take(first).collect();
+    let times = log.lines().nth(first).unwrap();
+    for cut in [&times[..3], &times[..6], &times[..8]] {
+        let file = dir.path().join("cut.log");
+        std::fs::write(&file, format!("{}\n{cut}", kept.join("\n"))).unwrap();
+        let out_dir = dir.path().join("out");
+        let out = hookprof(&["import", "time", path(&file), "-o", path(&out_dir)]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cut}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("cut.log:{}:", first + 1)) && err.contains("cut"),
+            "{cut}: {err}"
+        );
+        assert!(!out_dir.exists());
+    }
+}

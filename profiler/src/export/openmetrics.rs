@@ -67,9 +67,12 @@ impl Labels {
     }
 }
 
-/// A label value as the text formats quote it.
+/// A label value as the text formats quote it. The format takes any other character as it is,
+/// so a control character from a name is first shown as `\xNN` (its backslash then quoted like
+/// any other), as in every text hookprof prints: the exposition is often read on a terminal.
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
+    crate::text::escaped_lines(v)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }

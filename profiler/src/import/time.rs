@@ -52,12 +52,24 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
     let mut in_block = false;
     let mut failed: Option<usize> = None;
     let mut time_lines = 0;
+    let last = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, _)| i)
+        .last();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         let fault = |at: usize, problem: String, lenient: &str| {
             Fault::new(number, column_of(line, at), problem, lenient)
         };
-        match kind(line) {
+        let kind = match kind(line) {
+            Line::Heading if Some(index) == last && is_cut_in_first_field(line.trim()) => {
+                Line::Times
+            }
+            kind => kind,
+        };
+        match kind {
             Line::Blank => {}
             Line::Heading => {
                 heading = line.trim().to_string();
@@ -155,6 +167,20 @@ fn kind(line: &str) -> Line {
     } else {
         Line::Heading
     }
+}
+
+/// A file's last line cut inside a time line's first field (`815.4`, `815.35us`): a number
+/// and at most the start of `user`, alone. Taken for a heading, the run would go without a word.
+fn is_cut_in_first_field(trimmed: &str) -> bool {
+    let Some(rest) = trimmed.strip_prefix(|c: char| c.is_ascii_digit()) else {
+        return false;
+    };
+    let unit = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let number = &trimmed[..trimmed.len() - unit.len()];
+    !trimmed.contains(char::is_whitespace)
+        && number.matches('.').count() <= 1
+        && "user".starts_with(unit)
+        && unit != "user"
 }
 
 /// A fault's byte offset in its line and what is wrong.

@@ -4,23 +4,27 @@
 //! replaced; only a regular file is replaced, atomically, at the symlink's target if the path
 //! is one; a directory, block device, socket, dangling symlink, unwritable or full directory is
 //! refused. Nothing is made at the path before the results are complete (a run killed by
-//! SIGKILL leaves no empty file that looks like results); a lock file beside it,
-//! `.NAME.hookprof-lock`, holds an advisory lock for the whole run, so a second run writing the
-//! same file is refused.
+//! SIGKILL leaves no empty file that looks like results), and nothing beside it either: the
+//! run's claim on the path is an abstract unix socket named for it, which the kernel frees when
+//! the run ends however it ends, so a second run writing the same file is refused and a killed
+//! one leaves no lock behind.
 use std::{
     fs::{File, OpenOptions},
     os::{
         fd::AsRawFd,
-        unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt},
+        linux::net::SocketAddrExt,
+        unix::{
+            fs::{FileTypeExt, MetadataExt, OpenOptionsExt},
+            net::{SocketAddr, UnixListener},
+        },
     },
     path::{Path, PathBuf},
 };
 
 use anyhow::{bail, Context};
+use sha2::{Digest, Sha256};
 
-use super::write::{
-    keep_if_unwritten, parent_dir, print_or_keep, replace_atomically, Contents, NEW_FILE_MODE,
-};
+use super::write::{keep_if_unwritten, parent_dir, print_or_keep, replace_atomically, Contents};
 
 /// The least free space a results file's filesystem must have before a run: more than a full
 /// suite's results file (a few hundred KiB) needs.
@@ -42,9 +46,8 @@ enum Kind {
     /// A regular file, or a name not yet taken: replaced atomically.
     Regular {
         target: PathBuf,
-        /// The lock file, which holds the advisory lock for the run, and its path.
-        lock: File,
-        lock_path: PathBuf,
+        /// The claim on the path, held (bound) for the run; see [`claim`].
+        _claim: UnixListener,
     },
 }
 
@@ -91,28 +94,6 @@ impl Destination {
             Kind::Through(file) => contents.write_to(file),
             Kind::Regular { target, .. } => replace_atomically(target, contents),
         })
-    }
-}
-
-impl Drop for Destination {
-    /// The lock file goes, still locked (if it is still the one this run made).
-    fn drop(&mut self) {
-        if let Kind::Regular {
-            lock, lock_path, ..
-        } = &self.kind
-        {
-            if same_file(lock, lock_path) {
-                let _ = std::fs::remove_file(lock_path);
-            }
-        }
-    }
-}
-
-/// True when `path` names the file `file` has open.
-fn same_file(file: &File, path: &Path) -> bool {
-    match (file.metadata(), std::fs::symlink_metadata(path)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
     }
 }
 
@@ -194,35 +175,37 @@ fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
             dir.display()
         );
     }
-    let lock_path = lock_path(&target);
-    let lock = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(NEW_FILE_MODE)
-        .open(&lock_path)
-        .with_context(|| format!("{shown}: cannot create its lock {}", lock_path.display()))?;
-    // SAFETY: flock on an fd this function owns.
-    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    // A lock file another run removed as this one opened it locks nothing: refused the same.
-    if !locked || !same_file(&lock, &lock_path) {
-        bail!(
-            "{shown}: another run is writing it (it holds the lock {}): wait for that run to \
-             end, or name another file",
-            lock_path.display()
-        );
-    }
+    let claim = claim(&target, shown)?;
     Ok(Kind::Regular {
         target,
-        lock,
-        lock_path,
+        _claim: claim,
     })
 }
 
-/// `.NAME.hookprof-lock` beside `target`.
-fn lock_path(target: &Path) -> PathBuf {
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    parent_dir(target).join(format!(".{name}.hookprof-lock"))
+/// Claims `target` for this run: binds the abstract unix socket named for it (its
+/// directory's device and inode, so every spelling of the path is one name, and a digest of
+/// its file name). An abstract name is no file: the kernel frees it when its last descriptor
+/// closes, so a run killed by SIGKILL leaves nothing behind, where a lock file stays (and a
+/// lock file in a read-only parent of a writable file could not be made at all). The socket is
+/// close-on-exec, so a runner or a `stat` command never holds it past the run. Its limit:
+/// abstract names are per network namespace, so two runs in different ones (two containers
+/// sharing a directory) do not see each other's claim.
+fn claim(target: &Path, shown: &str) -> anyhow::Result<UnixListener> {
+    let dir = parent_dir(target);
+    let meta = std::fs::metadata(dir).with_context(|| format!("{shown}: {}", dir.display()))?;
+    let file_name = target.file_name().unwrap_or_default().as_encoded_bytes();
+    let digest = Sha256::digest(file_name);
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!("hookprof-o/{}:{}/{hex}", meta.dev(), meta.ino());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())
+        .with_context(|| format!("{shown}: cannot name its claim"))?;
+    match UnixListener::bind_addr(&addr) {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
+            "{shown}: another run is writing it: wait for that run to end, or name another file"
+        ),
+        Err(e) => bail!("{shown}: cannot claim it for this run: {e}"),
+    }
 }
 
 /// Bytes an unprivileged writer may still use on the filesystem of `dir`.

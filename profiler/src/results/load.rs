@@ -17,6 +17,14 @@ use super::{Results, SCHEMA_VERSION};
 /// device or an endless stream named by mistake ends in an error, not in memory exhaustion.
 pub const MAX_BYTES: u64 = 256 << 20;
 
+/// The most samples one list holds: ten times what `--samples` takes at most, so a forged list
+/// of millions is refused where it passes the bound, not carried into the statistics.
+pub const MAX_SAMPLES: usize = 1_000_000;
+
+/// The most workloads one file holds: many times a full suite's (or an lmbench summary's 42),
+/// so a forged file of thousands is refused, not analysed one workload at a time.
+pub const MAX_WORKLOADS: usize = 1_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
     /// `error`, not `source`: the message shows it, and a source would print it twice.
@@ -50,6 +58,11 @@ impl Results {
             path: shown.clone(),
             error,
         })?;
+        // Past the bound already: refused before parsing (the read stays bounded for a file
+        // that grows meanwhile).
+        if file.metadata().is_ok_and(|m| m.len() > MAX_BYTES) {
+            return Err(ResultsError::TooLarge { path: shown });
+        }
         read(file, &shown, MAX_BYTES)
     }
 
@@ -65,16 +78,50 @@ impl Results {
     }
 }
 
-/// Parses results from `input`, refusing more than `max` bytes.
+/// Parses results from `input`, refusing more than `max` bytes. The text is read whole and
+/// parsed in memory (serde_json's reader takes a byte at a time: a thousand files took seconds
+/// more), but input that cannot be JSON (a device of zeros, a binary) is refused at its first
+/// byte that is not whitespace, before reading on.
 fn read(input: impl Read, shown: &str, max: u64) -> Result<Results, ResultsError> {
-    let mut input = std::io::BufReader::new(input.take(max + 1));
-    let parsed = serde_json::from_reader(&mut input);
-    if input.get_ref().limit() == 0 {
+    let io = |error| ResultsError::Io {
+        path: shown.to_string(),
+        error,
+    };
+    let mut input = input.take(max + 1);
+    let mut bytes = Vec::new();
+    let mut chunk = [0; 64 << 10];
+    loop {
+        let got = match input.read(&mut chunk) {
+            Ok(got) => got,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        let read_before = bytes.len();
+        bytes.extend_from_slice(&chunk[..got]);
+        if let Some(at) = chunk[..got].iter().position(|b| !b" \t\n\r".contains(b)) {
+            let first = read_before + at;
+            if !b"{[\"-0123456789tfn".contains(&bytes[first]) {
+                // Parsed up to that byte, it fails there, with the line and column.
+                return explained(serde_json::from_slice(&bytes[..=first]), shown);
+            }
+            break;
+        }
+        if got == 0 {
+            break;
+        }
+    }
+    input.read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max {
         return Err(ResultsError::TooLarge {
             path: shown.to_string(),
         });
     }
-    explained(parsed, shown)
+    // Valid UTF-8 checked once, not string by string; invalid text is parsed as bytes, for
+    // the error's line and column.
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => explained(serde_json::from_str(text), shown),
+        Err(_) => explained(serde_json::from_slice(&bytes), shown),
+    }
 }
 
 /// A parse's error as a [`ResultsError`] that names the file, line and column.
@@ -153,12 +200,44 @@ pub(super) fn samples<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Er
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
             let mut out = Vec::new();
             while let Some(Sample(v)) = seq.next_element()? {
+                if out.len() == MAX_SAMPLES {
+                    return Err(A::Error::custom(format!(
+                        "more than {MAX_SAMPLES} samples in one list, more than any run takes"
+                    )));
+                }
                 out.push(v);
             }
             Ok(out)
         }
     }
     d.deserialize_seq(Samples)
+}
+
+/// The workloads of a file, at most [`MAX_WORKLOADS`], or the load fails where the list passes
+/// the bound.
+pub(super) fn workloads<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<super::WorkloadResult>, D::Error> {
+    struct Workloads;
+    impl<'de> Visitor<'de> for Workloads {
+        type Value = Vec<super::WorkloadResult>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of workloads")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(w) = seq.next_element()? {
+                if out.len() == MAX_WORKLOADS {
+                    return Err(A::Error::custom(format!(
+                        "more than {MAX_WORKLOADS} workloads, more than any run or import writes"
+                    )));
+                }
+                out.push(w);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Workloads)
 }
 
 /// The results files in `dir` (every `*.json` that is a file), sorted by name; none is no error.
@@ -286,5 +365,24 @@ mod tests {
         // Zeros forever (/dev/zero): refused at the first byte.
         let err = read(std::io::repeat(0), "zeros", MAX_BYTES).unwrap_err();
         assert!(err.to_string().starts_with("zeros:1:1: "), "{err}");
+        // After whitespace too, where it is, without reading on to the cap.
+        let endless = std::io::Read::chain(&b"\n  "[..], std::io::repeat(0));
+        let err = read(endless, "zeros", MAX_BYTES).unwrap_err();
+        assert!(err.to_string().starts_with("zeros:2:3: "), "{err}");
+    }
+
+    #[test]
+    fn a_file_read_whole_parses_as_the_same_text_in_memory_and_its_errors_keep_their_place() {
+        let text = with_samples("2");
+        let from_reader = read(text.as_bytes(), "r.json", MAX_BYTES).unwrap();
+        assert_eq!(from_reader, Results::parse(&text, "r.json").unwrap());
+        let err = read(with_samples("-1").as_bytes(), "r.json", MAX_BYTES).unwrap_err();
+        assert!(err.to_string().starts_with("r.json:4:"), "{err}");
+        // Text that is not UTF-8 is parsed as bytes, for the place: the workload's name, line 3.
+        let mut not_utf8 = text.into_bytes();
+        let name = not_utf8.windows(3).position(|w| w == b"\"w\"").unwrap();
+        not_utf8[name + 1] = 0xff;
+        let err = read(&not_utf8[..], "r.json", MAX_BYTES).unwrap_err();
+        assert!(err.to_string().starts_with("r.json:3:"), "{err}");
     }
 }

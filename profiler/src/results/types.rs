@@ -35,6 +35,7 @@ pub struct Results {
     /// One variant of a paired run (`run --versus`): its rounds pair with the other variant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<Pairing>,
+    #[serde(deserialize_with = "crate::results::load::workloads")]
     pub workloads: Vec<WorkloadResult>,
 }
 

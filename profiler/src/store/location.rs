@@ -32,6 +32,15 @@ impl Url {
                 !path.is_empty(),
                 "store {url}: give the database file, e.g. sqlite:///var/lib/hookprof/store.db"
             );
+            // A database is a regular file: SQLite given a device, FIFO or directory fails
+            // late, after making its journal beside it (in /dev for /dev/zero).
+            let file = path.split('?').next().unwrap_or(path);
+            if let Ok(meta) = std::fs::metadata(file) {
+                anyhow::ensure!(
+                    meta.is_file(),
+                    "store {url}: {file} is not a regular file: name a database file"
+                );
+            }
             let url = if url.contains('?') {
                 url.to_string()
             } else {

@@ -168,7 +168,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     probes.take_samples()?;
     eprintln!(
         "hookprof: top: counting {} every {} s{}",
-        chosen.label,
+        crate::text::escaped(&chosen.label),
         args.interval,
         endpoint.as_ref().map_or_else(String::new, |e| format!(
             ", metrics at http://{}/metrics",

@@ -39,6 +39,7 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut configs = Configs::default();
     let mut faults = Vec::new();
+    let mut systems = table::Systems::default();
     let mut tables = 0;
     let mut summary = 0;
     let mut rows_in_summary = 0;
@@ -75,10 +76,18 @@ pub fn read(text: &str, shown: &str) -> Result<Imported, ImportError> {
             i = rule_at + 1;
             continue;
         };
-        let table = table::read(&lines, rule_at + 1, &spans, &columns, is_title, |row| {
-            rows_in_summary += 1;
-            configs.record(row, &columns, summary);
-        });
+        let table = table::read(
+            &lines,
+            rule_at + 1,
+            &spans,
+            &columns,
+            &mut systems,
+            is_title,
+            |row| {
+                rows_in_summary += 1;
+                configs.record(row, &columns, summary);
+            },
+        );
         faults.extend(table.faults);
         i = table.next;
     }

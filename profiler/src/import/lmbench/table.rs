@@ -1,6 +1,9 @@
 //! One table of an lmbench summary: the lines under its dashed rule, each cell placed in the
 //! column its header names (by the rule's extents where lmbench's fixed-width spacing survives,
 //! by count where a mail archive collapsed the spaces) and read, or named in a fault.
+//! Every line of the block under the rule (up to a blank line or the next title) shaped like
+//! the table's rows is a row, whatever its cells hold, so a row of bad cells is named, not
+//! taken for prose.
 use std::collections::HashSet;
 
 use crate::{
@@ -71,6 +74,7 @@ pub fn read(
     start: usize,
     spans: &[(usize, usize)],
     columns: &[&Column],
+    systems: &mut Systems,
     is_title: impl Fn(&str) -> bool,
     mut on_row: impl FnMut(Row),
 ) -> Table {
@@ -78,15 +82,24 @@ pub fn read(
     let mut body = Vec::new();
     let mut i = start;
     let mut prose_at = None;
+    // Token counts of the rows so far, and whether a blank line has ended the rule's block.
+    let mut shapes = HashSet::new();
+    let mut in_block = true;
     while i < lines.len() && !is_title(lines[i]) {
         let line = lines[i];
-        if !line.trim().is_empty() {
-            // The line right under the rule is a row by its place, whatever its cells hold.
+        if line.trim().is_empty() {
+            in_block = false;
+        } else {
+            // The line right under the rule is a row by its place, and so is a line of the
+            // block shaped like a row (placed under the rule, or as many cells as a row
+            // before it), whatever its cells hold; past the block, by what they hold.
             let under_rule = i == start && line.split_whitespace().nth(2).is_some();
-            if !under_rule && !seen.is_row(line) {
+            let shaped = in_block && has_row_shape(line, spans, &shapes);
+            if !under_rule && !shaped && !seen.is_row(line) {
                 prose_at = Some(i);
                 break;
             }
+            shapes.insert(line.split_whitespace().count());
             seen.add(line);
             body.push(i);
         }
@@ -113,18 +126,36 @@ pub fn read(
         }
     }
     body.retain(|&n| !is_statistic_row(lines[n]));
+    // Where a collapsed row's OS ends is certain in some rows (a full row, a release that is
+    // no number): those teach the host's OS and the table's reach to the rows where it is not.
+    let mut hint = OsHint {
+        known: systems,
+        reach: None,
+    };
+    for &n in &body {
+        let tokens = token_spans(lines[n]);
+        if tokens.len() >= 2 && !is_aligned(lines[n], &tokens, spans) {
+            if let [only] = os_splits(lines[n], &tokens, columns).as_slice() {
+                if only.fits {
+                    let host = lines[n][tokens[0].0..tokens[0].1].to_string();
+                    hint.known.0.insert((host, only.os.clone()));
+                    hint.reach = hint.reach.max(Some(only.cells.len()));
+                }
+            }
+        }
+    }
     // A row that stops short of where the table's other rows go is a cut line; blank columns
     // at the end of every row (Guesses, TCP conn never measured) are not. Rows are placed
-    // twice, first for that reach alone, so a long table is never held placed in memory.
+    // again for that reach alone, so a long table is never held placed in memory.
     let reach = body
         .iter()
-        .filter_map(|&n| place(lines[n], n + 1, spans, columns, &mut Vec::new()))
+        .filter_map(|&n| place(lines[n], n + 1, spans, columns, &hint, &mut Vec::new()))
         .map(|p| p.reach())
         .max()
         .unwrap_or(0);
     for n in body {
         let line = lines[n];
-        let Some(p) = place(line, n + 1, spans, columns, &mut faults) else {
+        let Some(p) = place(line, n + 1, spans, columns, &hint, &mut faults) else {
             continue;
         };
         if p.reach() < reach {
@@ -214,6 +245,25 @@ impl Seen {
     }
 }
 
+/// The (host, OS) pairs of a file's collapsed rows whose OS could be read one way only: they
+/// tell where the OS ends in that host's rows where it could be read two ways.
+#[derive(Default)]
+pub struct Systems(HashSet<(String, String)>);
+
+/// What decides where a collapsed row's OS ends when its cells could be counted two ways.
+struct OsHint<'a> {
+    known: &'a mut Systems,
+    /// How many values the table's rows read one way only hold at most.
+    reach: Option<usize>,
+}
+
+/// A line inside the rule's block that is a row by its shape: three cells or more, either
+/// under the rule's columns as lmbench prints them, or as many cells as a row before it.
+fn has_row_shape(line: &str, spans: &[(usize, usize)], shapes: &HashSet<usize>) -> bool {
+    let tokens = token_spans(line);
+    tokens.len() >= 3 && (shapes.contains(&tokens.len()) || is_aligned(line, &tokens, spans))
+}
+
 fn is_statistic_row(line: &str) -> bool {
     line.split_whitespace().take(2).any(|cell| {
         let word = cell.trim_matches(|c: char| !c.is_ascii_alphanumeric());
@@ -249,13 +299,14 @@ fn place<'a>(
     number: usize,
     spans: &[(usize, usize)],
     columns: &[&Column],
+    hint: &OsHint,
     faults: &mut Vec<Fault>,
 ) -> Option<Placed<'a>> {
     let tokens = token_spans(line);
     if is_aligned(line, &tokens, spans) {
         Some(aligned(line, number, &tokens, spans, columns, faults))
     } else {
-        collapsed(line, number, &tokens, columns, faults)
+        collapsed(line, number, &tokens, columns, hint, faults)
     }
 }
 
@@ -345,62 +396,110 @@ fn aligned<'a>(
     }
 }
 
-/// Cells of a row whose spacing was collapsed: host, then the OS (the words up to the first
-/// number, at most lmbench's 13 characters), then values left to right; by count, a blank cell
-/// can only be told apart at the end of such a row.
+/// Cells of a row whose spacing was collapsed: host, then the OS, then values left to right;
+/// by count, a blank cell can only be told apart at the end of such a row. The OS's release
+/// may read as a number (`SunOS 5.8`): where the row's cells can then be counted two ways
+/// (a row with blank last columns), the host's OS as its other rows show it decides, then the
+/// table's reach, then lmbench's own shape (a name and a release).
 fn collapsed<'a>(
     line: &'a str,
     number: usize,
     tokens: &[(usize, usize)],
     columns: &[&Column],
+    hint: &OsHint,
     faults: &mut Vec<Fault>,
 ) -> Option<Placed<'a>> {
     let text = |&(s, e): &(usize, usize)| &line[s..e];
-    let rest = &tokens[1..];
-    let mut os_words = 1;
-    while os_words < rest.len()
-        && !looks_numeric(text(&rest[os_words]))
-        && rest[..=os_words]
+    let splits = os_splits(line, tokens, columns);
+    let host = text(&tokens[0]);
+    let fitting: Vec<&Split> = splits.iter().filter(|s| s.fits).collect();
+    let chosen = match fitting.as_slice() {
+        [] => None,
+        [only] => Some(*only),
+        many => many
             .iter()
-            .map(|t| t.1 - t.0 + 1)
-            .sum::<usize>()
-            - 1
-            <= OS_WIDTH
-    {
-        os_words += 1;
-    }
-    let mut cells = &rest[os_words..];
-    let n_values = columns.len() - 2;
-    // A last column of words (Guesses) takes what follows the numbers, if it is words.
-    let n_numbers = n_values - usize::from(columns[columns.len() - 1].cell == Cell::Unused);
-    if n_numbers < n_values && cells.len() > n_numbers && !looks_numeric(text(&cells[n_numbers])) {
-        cells = &cells[..n_numbers];
-    }
-    if cells.len() > n_numbers {
+            .find(|s| hint.known.0.contains(&(host.to_string(), s.os.clone())))
+            .or_else(|| many.iter().find(|s| Some(s.cells.len()) == hint.reach))
+            .or_else(|| many.iter().find(|s| s.words >= 2))
+            .or(many.first())
+            .copied(),
+    };
+    let Some(split) = chosen else {
+        // The most words the OS can take still leave more values than columns.
+        let most = splits.last().expect("one OS word at least");
+        let n_numbers = most.cells.len() - most.excess;
         faults.push(Fault::new(
             number,
-            column_of(line, cells[n_numbers].0),
+            column_of(line, most.cells[n_numbers].0),
             format!(
                 "{} values where the table has {n_numbers} columns for them: more cells than \
                  columns, so none can be placed",
-                cells.len()
+                most.cells.len()
             ),
-            format!("the row's {} values are dropped", cells.len()),
+            format!("the row's {} values are dropped", most.cells.len()),
         ));
         return None;
-    }
-    let mut values: Vec<Option<(usize, &str)>> = cells
+    };
+    let mut values: Vec<Option<(usize, &str)>> = split
+        .cells
         .iter()
         .map(|span| Some((span.0, text(span))))
         .collect();
-    values.resize(n_values, None);
-    let os: Vec<&str> = rest[..os_words].iter().map(text).collect();
+    values.resize(columns.len() - 2, None);
     Some(Placed {
-        host: text(&tokens[0]).to_string(),
-        os: os.join(" "),
+        host: host.to_string(),
+        os: split.os.clone(),
         values,
         aligned: false,
     })
+}
+
+/// One way to read a collapsed row: its first `words` cells after the host as the OS, the
+/// rest (less a trailing Guesses of words) as values.
+struct Split<'t> {
+    words: usize,
+    os: String,
+    cells: &'t [(usize, usize)],
+    /// Values beyond the table's columns for them (0 when it fits).
+    excess: usize,
+    fits: bool,
+}
+
+/// Every reading of a collapsed row's OS: its leading words (cells that are no number, within
+/// lmbench's 13 characters), and where that is the name alone, the name and a release that
+/// reads as a number (`SunOS 5.8`).
+fn os_splits<'t>(line: &str, tokens: &'t [(usize, usize)], columns: &[&Column]) -> Vec<Split<'t>> {
+    let text = |&(s, e): &(usize, usize)| &line[s..e];
+    let rest = &tokens[1..];
+    let n_values = columns.len() - 2;
+    // A last column of words (Guesses) takes what follows the numbers, if it is words.
+    let guesses = columns[columns.len() - 1].cell == Cell::Unused;
+    let n_numbers = n_values - usize::from(guesses);
+    let width = |words: usize| rest[..words].iter().map(|t| t.1 - t.0 + 1).sum::<usize>() - 1;
+    let mut least = 1;
+    while least < rest.len() && !looks_numeric(text(&rest[least])) && width(least + 1) <= OS_WIDTH {
+        least += 1;
+    }
+    // lmbench's OS is a name and a release, and only a release reads as a number.
+    let release_is_number =
+        least == 1 && rest.len() > 1 && looks_numeric(text(&rest[1])) && width(2) <= OS_WIDTH;
+    let most = if release_is_number { 2 } else { least };
+    (least..=most)
+        .map(|words| {
+            let mut cells = &rest[words..];
+            if guesses && cells.len() > n_numbers && !looks_numeric(text(&cells[n_numbers])) {
+                cells = &cells[..n_numbers];
+            }
+            let os: Vec<&str> = rest[..words].iter().map(text).collect();
+            Split {
+                words,
+                os: os.join(" "),
+                cells,
+                excess: cells.len().saturating_sub(n_numbers),
+                fits: cells.len() <= n_numbers,
+            }
+        })
+        .collect()
 }
 
 /// A number where lmbench writes words (Guesses): a cell more than the table's numbers.
