@@ -8,8 +8,8 @@
 use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
 use serde::Serialize;
 
-/// A level must hold for this many points to count: one point alone is an outlier, not a step.
-pub const MIN_SEGMENT: usize = 2;
+use super::split::Splits;
+pub use super::split::{best_split, MIN_SEGMENT};
 
 /// Seed of the permutations ("hookprof" in ASCII, truncated): any fixed value would do.
 const SEED: u64 = 0x686f_6f6b_7072_6f66;
@@ -170,43 +170,6 @@ pub fn change_points(series: &[f64], alpha: f64, permutations: usize) -> Vec<Cha
     found
 }
 
-/// The split of `x` into [0, k) and [k, n) that maximises the scaled energy distance
-///   Q = m r / (m + r) * (2/(m r) sum|x_i - y_j| - sum_{i<i'}|x_i - x_i'|/C(m, 2)
-///                                               - sum_{j<j'}|y_j - y_j'|/C(r, 2))
-/// with both parts at least [`MIN_SEGMENT`] long; None when `x` is too short to split.
-pub fn best_split(x: &[f64]) -> Option<(usize, f64)> {
-    let n = x.len();
-    if n < 2 * MIN_SEGMENT {
-        return None;
-    }
-    let d = |i: usize, j: usize| (x[i] - x[j]).abs();
-    let total: f64 = (0..n)
-        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-        .map(|(i, j)| d(i, j))
-        .sum();
-    // Move the points one by one from the right part to the left, updating the three sums.
-    let (mut cross, mut within_left, mut within_right) = (0.0, 0.0, total);
-    let mut best: Option<(usize, f64)> = None;
-    for k in 0..n - MIN_SEGMENT {
-        let to_left: f64 = (0..k).map(|i| d(i, k)).sum();
-        let to_right: f64 = (k + 1..n).map(|j| d(k, j)).sum();
-        within_left += to_left;
-        within_right -= to_right;
-        cross += to_right - to_left;
-        let (m, r) = ((k + 1) as f64, (n - k - 1) as f64);
-        if k + 1 < MIN_SEGMENT {
-            continue;
-        }
-        let pairs = |c: f64| c * (c - 1.0) / 2.0;
-        let energy = 2.0 * cross / (m * r) - within_left / pairs(m) - within_right / pairs(r);
-        let q = m * r / (m + r) * energy;
-        if best.is_none_or(|(_, b)| q > b) {
-            best = Some((k + 1, q));
-        }
-    }
-    best
-}
-
 /// The permutation p-value of `observed` ((shuffles whose best split reaches it, plus one) /
 /// (shuffles plus one)) when it is below `alpha`; None as soon as the shuffles show it cannot
 /// be. Where there is no step, a few shuffles decide (the search stops there and needs no
@@ -218,14 +181,15 @@ fn permutation_p_below(
     permutations: usize,
     rng: &mut StdRng,
 ) -> Option<f64> {
-    let mut shuffled = x.to_vec();
+    // The ranks of the values are shuffled, the same permutation as shuffling the values.
+    let (mut splits, mut shuffled) = Splits::new(x);
     // Relative slack so a shuffle equal to the observed order counts despite rounding.
     let reach = observed - observed.abs() * 1e-12;
     let allowed = alpha * (permutations + 1) as f64;
     let mut at_least = 0;
     for _ in 0..permutations {
         shuffled.shuffle(rng);
-        if best_split(&shuffled).is_some_and(|(_, q)| q >= reach) {
+        if splits.best(&shuffled).is_some_and(|(_, q)| q >= reach) {
             at_least += 1;
             if (at_least + 1) as f64 >= allowed {
                 return None;
@@ -239,36 +203,6 @@ fn permutation_p_below(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A brute-force Q straight from the formula, for checking the incremental sums.
-    fn q_direct(x: &[f64], k: usize) -> f64 {
-        let (l, r) = x.split_at(k);
-        let (m, n) = (l.len() as f64, r.len() as f64);
-        let cross: f64 = l
-            .iter()
-            .flat_map(|a| r.iter().map(move |b| (a - b).abs()))
-            .sum();
-        let within = |s: &[f64]| -> f64 {
-            let c = s.len() as f64;
-            let sum: f64 = (0..s.len())
-                .flat_map(|i| (i + 1..s.len()).map(move |j| (i, j)))
-                .map(|(i, j)| (s[i] - s[j]).abs())
-                .sum();
-            sum / (c * (c - 1.0) / 2.0)
-        };
-        m * n / (m + n) * (2.0 * cross / (m * n) - within(l) - within(r))
-    }
-
-    #[test]
-    fn the_incremental_statistic_is_the_formula() {
-        let x = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0];
-        let (k, q) = best_split(&x).unwrap();
-        let direct: Vec<f64> = (2..=8).map(|k| q_direct(&x, k)).collect();
-        let max = direct.iter().copied().fold(f64::MIN, f64::max);
-        assert!((q - max).abs() < 1e-9, "{q} vs {direct:?}");
-        assert!((q_direct(&x, k) - q).abs() < 1e-9);
-        assert!(best_split(&[1.0, 2.0, 3.0]).is_none());
-    }
 
     /// Noise from a fixed pattern: no randomness in the test itself.
     fn noisy(level: f64, n: usize, offset: usize) -> Vec<f64> {

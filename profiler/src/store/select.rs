@@ -142,12 +142,7 @@ pub fn load(spec: &Path, store: &StoreArgs) -> Result<Vec<(PathBuf, Results)>> {
         .and_then(Selector::parse)
     {
         Some(selector) => selector?,
-        None => {
-            return files_named(spec)?
-                .into_iter()
-                .map(|f| Ok((f.clone(), Results::load(&f)?)))
-                .collect()
-        }
+        None => return load_files(&files_named(spec)?),
     };
     let runs = select(&selector, store)?;
     anyhow::ensure!(
@@ -159,6 +154,37 @@ pub fn load(spec: &Path, store: &StoreArgs) -> Result<Vec<(PathBuf, Results)>> {
         .into_iter()
         .map(|(id, r)| (PathBuf::from(format!("run:{}", short(&id))), r))
         .collect())
+}
+
+/// The results `files`, in that order, parsed on every CPU the process may use (a thousand
+/// files are seconds of parsing on one); the error is the first failing file's, in that order.
+fn load_files(files: &[PathBuf]) -> Result<Vec<(PathBuf, Results)>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = files.len().div_ceil(threads).max(1);
+    let parts: Vec<Result<Vec<(PathBuf, Results)>>> = std::thread::scope(|scope| {
+        let parsing: Vec<_> = files
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|f| Ok((f.clone(), Results::load(f)?)))
+                        .collect()
+                })
+            })
+            .collect();
+        parsing
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut loaded = Vec::with_capacity(files.len());
+    for part in parts {
+        loaded.extend(part?);
+    }
+    Ok(loaded)
 }
 
 /// The stored runs `selector` picks, oldest first, with their ids.
