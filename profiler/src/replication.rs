@@ -12,7 +12,7 @@
 //! mean, not a median. The spread at each level is estimated (one-way ANOVA, method of
 //! moments) and reported, and so is the smallest change the test could detect.
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
 use crate::stats::{self, Summary};
 
@@ -205,6 +205,45 @@ fn median(xs: &[f64]) -> Option<f64> {
 /// The median of each round that has samples.
 pub fn round_medians<R: AsRef<[f64]>>(rounds: &[R]) -> Vec<f64> {
     rounds.iter().filter_map(|r| median(r.as_ref())).collect()
+}
+
+/// How far one run's rounds disagree against how far the rounds of the runs it is judged
+/// against do, as relative standard deviations, and the one-sided F-test's p-value that its
+/// rounds spread no more than theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RoundSpread {
+    pub run: f64,
+    pub others: f64,
+    pub p_value: f64,
+}
+
+/// Whether `run` is like `others` in its rounds' spread. The prediction test takes a single
+/// run as one more draw from the distribution of the other side's runs; a run whose own rounds
+/// disagree far more than theirs was disturbed (two of its four null_call rounds at 2-3x the
+/// others in an A/A series here), and its mean is not such a draw. None with fewer than two
+/// rounds in `run` or no repeated rounds in `others`.
+pub fn round_spread(run: &FileRounds, others: &[FileRounds]) -> Option<RoundSpread> {
+    // Each file's rounds relative to its own mean, so runs at different speeds pool.
+    let relative_variance = |file: &FileRounds| -> Option<(f64, f64)> {
+        let medians = round_medians(file);
+        let s = stats::summarize(&medians)?;
+        (s.n >= 2 && s.mean != 0.0).then(|| ((s.stdev / s.mean).powi(2), (s.n - 1) as f64))
+    };
+    let (run_var, run_df) = relative_variance(run)?;
+    let (sum, df) = others
+        .iter()
+        .filter_map(relative_variance)
+        .fold((0.0, 0.0), |(sum, df), (v, d)| (sum + v * d, df + d));
+    if df == 0.0 || sum == 0.0 {
+        return None;
+    }
+    let others_var = sum / df;
+    let f = FisherSnedecor::new(run_df, df).ok()?;
+    Some(RoundSpread {
+        run: run_var.sqrt(),
+        others: others_var.sqrt(),
+        p_value: f.sf(run_var / others_var),
+    })
 }
 
 /// A side's observations at `unit`: every sample, each round's median, or each file's value

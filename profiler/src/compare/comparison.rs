@@ -73,6 +73,10 @@ pub struct WorkloadComparison {
     /// The verdict is inconclusive because a loop that never enters the kernel moved the same
     /// way (`speed`): the machine's speed changed.
     pub machine_speed_changed: bool,
+    /// The verdict is inconclusive because the single run on one side was disturbed: its
+    /// rounds disagree far more than those of the other side's runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disturbed_run: Option<DisturbedRun>,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
     /// Each path's share of the sampled CPU time on both sides (where both sampled stacks).
@@ -145,4 +149,13 @@ impl Comparison {
             )
         })
     }
+}
+
+/// Which side's single run was disturbed, and its rounds' spread against the other side's.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DisturbedRun {
+    /// "old" or "new".
+    pub side: &'static str,
+    #[serde(flatten)]
+    pub spread: crate::replication::RoundSpread,
 }

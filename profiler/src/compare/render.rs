@@ -150,9 +150,21 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
             "Change within noise threshold.".into()
         }
         Verdict::NoChange => "No change in performance detected.".into(),
+        Verdict::Inconclusive if w.disturbed_run.is_some() => {
+            let d = w.disturbed_run.expect("checked");
+            format!(
+                "Inconclusive: the {} run was disturbed: its rounds spread {} against {} in \
+                 the other side's runs (F-test, p = {:.1e}), so its mean is not one more run \
+                 like them; run it again.",
+                d.side,
+                percent(d.spread.run),
+                percent(d.spread.others),
+                d.spread.p_value
+            )
+        }
         Verdict::Inconclusive if w.machine_speed_changed => {
-            "Inconclusive: the machine's own speed changed the same way (the machine speed line \
-             above); measure both sides on a machine whose speed holds."
+            "Inconclusive: the machine itself changed the same way (its line among the \
+             environment differences above); measure both sides on a machine that holds steady."
                 .into()
         }
         Verdict::Inconclusive if w.test.is_none() => {
@@ -242,6 +254,13 @@ pub(super) fn replication_sentence(c: &Comparison) -> String {
     } else if uses(TestKind::Paired) {
         " Both sides are variants of one run (run --versus): round i of one is paired with \
          round i of the other, and the test is on their differences."
+    } else if used.contains(&Replication::Round) {
+        // A/A on the project's test machine: one run against the next, 3 of 19 compares called
+        // a change (a workload whose rounds all landed in one of its two speeds), against 0 of
+        // 19 for the CI recipe's baseline of up to 10 runs (the manual's Benchmarks page).
+        " One run a side: rounds show that run's own spread, not how far runs differ, so a \
+         verdict here is less sure than its p-value; to gate, compare with a baseline of 3 or \
+         more runs, or variants of one run (run --versus)."
     } else {
         ""
     };

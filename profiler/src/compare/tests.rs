@@ -491,6 +491,82 @@ fn with_reference(open_close: &[f64], mem_l1: &[f64], label: &str) -> Results {
 }
 
 #[test]
+fn a_single_run_whose_rounds_disagree_far_more_than_the_baselines_gets_no_verdict() {
+    let baseline: Vec<Results> = [
+        [5.0, 5.1, 4.95, 5.05],
+        [5.2, 5.1, 5.15, 5.25],
+        [4.9, 5.0, 4.85, 4.95],
+        [5.1, 5.0, 5.05, 5.15],
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, m)| rounds_file(m, &format!("base-{i}")))
+    .collect();
+    // Two of four rounds at 2.5x the others: a disturbed run, not a slower kernel.
+    let disturbed = rounds_file(&[5.1, 12.5, 5.0, 12.8], "new");
+    let c = compare(&baseline, &[disturbed], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert_eq!(w.test, Some(TestKind::Prediction));
+    assert_eq!(w.verdict, Verdict::Inconclusive);
+    let d = w.disturbed_run.expect("the new run is disturbed");
+    assert_eq!(d.side, "new");
+    assert!(d.spread.run > 10.0 * d.spread.others, "{d:?}");
+    assert_eq!(c.exit_code(FailOn::Regression), 0);
+    assert!(render_text(&c).contains("the new run was disturbed"));
+    // As slow on average, but every round alike, as the baseline's are: a regression.
+    let slower = rounds_file(&[8.8, 8.9, 8.75, 8.85], "new");
+    let c = compare(&baseline, &[slower], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    assert!(w.disturbed_run.is_none());
+    assert_eq!(w.verdict, Verdict::Regressed);
+}
+
+/// A file of two bandwidth rows: bw_pipe's and the reference bw_mem_read's round medians.
+fn with_bandwidth(bw_pipe: &[f64], bw_mem_read: &[f64], label: &str) -> Results {
+    let mut r = with_reference(bw_pipe, bw_mem_read, label);
+    for (w, name) in r.workloads.iter_mut().zip(["bw_pipe", "bw_mem_read"]) {
+        w.name = name.into();
+        w.unit = Unit::MegabytesPerSecond;
+    }
+    r
+}
+
+#[test]
+fn memory_bandwidth_that_fell_is_the_machines_not_the_kernels() {
+    let old = with_bandwidth(
+        &[5000.0, 5100.0, 4950.0, 5050.0],
+        &[24e3, 24.5e3, 23.8e3, 24.2e3],
+        "old",
+    );
+    // The loop that only reads memory lost 18%, bw_pipe 25%: the host's memory, not the kernel.
+    let new = with_bandwidth(
+        &[3750.0, 3800.0, 3700.0, 3780.0],
+        &[19.7e3, 20e3, 19.5e3, 19.9e3],
+        "new",
+    );
+    let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+    let verdict =
+        |c: &Comparison, name: &str| c.workloads.iter().find(|w| w.name == name).unwrap().verdict;
+    assert_eq!(verdict(&c, "bw_mem_read"), Verdict::Inconclusive);
+    assert_eq!(verdict(&c, "bw_pipe"), Verdict::Inconclusive);
+    assert_eq!(c.exit_code(FailOn::Regression), 0);
+    assert!(
+        render_text(&c).contains("memory bandwidth fell"),
+        "{}",
+        render_text(&c)
+    );
+    // Memory bandwidth held: bw_pipe's loss is a regression.
+    let new = with_bandwidth(
+        &[3750.0, 3800.0, 3700.0, 3780.0],
+        &[24.1e3, 24e3, 24.3e3, 23.9e3],
+        "new",
+    );
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    assert_eq!(verdict(&c, "bw_pipe"), Verdict::Regressed);
+    assert_eq!(verdict(&c, "bw_mem_read"), Verdict::NoChange);
+}
+
+#[test]
 fn a_slower_machine_is_not_a_slower_kernel() {
     let old = with_reference(&[5.0, 5.1, 4.95, 5.05], &[1.26, 1.27, 1.25, 1.26], "old");
     // The loop that never enters the kernel is 40% slower: so is the machine.
