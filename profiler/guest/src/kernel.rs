@@ -42,10 +42,20 @@ pub fn check_format(spec: &str) -> Result<()> {
     if spec == RUNNING || !(spec.contains('/') || Path::new(spec).exists()) {
         return Ok(());
     }
-    use std::io::Read;
+    use std::{io::Read, os::unix::fs::OpenOptionsExt};
+    // Opened without waiting (a FIFO would block until a writer came), then held to be a file:
+    // a FIFO, device or directory is no kernel image, and /dev/zero would pass for a short one.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(spec)
+        .with_context(|| format!("{spec}: cannot read the kernel image"))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        bail!("{spec} is not a regular file: name a vmlinux, a bzImage or a Debian kernel package");
+    }
     let mut head = Vec::with_capacity(HEAD);
-    std::fs::File::open(spec)
-        .and_then(|f| f.take(HEAD as u64).read_to_end(&mut head))
+    file.take(HEAD as u64)
+        .read_to_end(&mut head)
         .with_context(|| format!("{spec}: cannot read the kernel image"))?;
     if !is_kernel_image(&head) {
         bail!(
