@@ -119,12 +119,6 @@ pub fn of(task: *mut task_struct) -> Option<&'static mut TaskState> {
     lookup(task, 0).filter(|s| s.dormant == 0)
 }
 
-/// The current task's state if it is tracked, dormant or not.
-#[inline(always)]
-pub fn current_even_dormant() -> Option<&'static mut TaskState> {
-    lookup(unsafe { bpf_get_current_task_btf() }, 0)
-}
-
 /// As `current`, on an entry (a syscall or a timed function): in `top`, a task in scope that
 /// has no state yet is admitted here. In `run` this is `current`.
 #[inline(always)]
@@ -132,7 +126,8 @@ pub fn entering() -> Option<&'static mut TaskState> {
     entering_even_dormant().filter(|s| s.dormant == 0)
 }
 
-/// As `current_even_dormant`, admitting a task in `top`'s scope.
+/// The current task's state if it is tracked, dormant or not, admitting a task in `top`'s
+/// scope.
 #[inline(always)]
 pub fn entering_even_dormant() -> Option<&'static mut TaskState> {
     let task = unsafe { bpf_get_current_task_btf() };
