@@ -28,7 +28,13 @@ fn path<'a>(p: &'a StackProfile, name: &str) -> Option<&'a SampledPath> {
 fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() {
     require_root();
     let _serial = one_at_a_time();
-    let r = run_to_results(&[&["--workloads", "open_close"][..], &LONG_SAMPLES].concat());
+    // Two rounds (tests take one unless asked), for the per-round counts: ~1 s more.
+    let args = [
+        &["--workloads", "open_close", "--rounds", "2"][..],
+        &LONG_SAMPLES,
+    ]
+    .concat();
+    let r = run_to_results(&args);
     assert!(
         r.probes.attached.iter().any(|a| a.kind == "perf_event"),
         "the sampling program did not attach: {:?}",
@@ -74,6 +80,24 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
     // The syscalls carry the hooks: openat holds security_file_open's samples.
     let openat = path(p, "openat").expect("openat sampled");
     assert!(openat.inclusive_samples >= path(p, "security_file_open").unwrap().inclusive_samples);
+    // Each round's own samples are kept, and each path's split by round adds up to its count:
+    // compare's round-level interval stands on them.
+    assert_eq!(p.round_samples.len(), 2, "{:?}", p.round_samples);
+    let own = p.samples - p.probe_samples - p.lost_stacks;
+    assert_eq!(p.round_samples.iter().sum::<u64>(), own);
+    assert!(
+        p.round_samples.iter().all(|&n| n > 0),
+        "{:?}",
+        p.round_samples
+    );
+    for r in &p.paths {
+        assert_eq!(r.round_samples.len(), 2, "{r:?}");
+        assert_eq!(
+            r.round_samples.iter().sum::<u64>(),
+            r.inclusive_samples,
+            "{r:?}"
+        );
+    }
     // The folded stacks hold every sample.
     assert_eq!(p.folded.iter().map(|(_, n)| n).sum::<u64>(), p.samples);
     assert!(p
@@ -84,12 +108,12 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
 
 /// Per op: CPU time and time switched out make up the op's wall time for one task; the
 /// samples (x the period) and sched_switch agree on the CPU time; the syscall rows' CPU time
-/// fits inside it, however many tasks share the op. One task's op agrees within 0.99-1.01x
-/// here, loaded or not. A two-process ping-pong agrees as well on a quiet machine (1.00x),
-/// but with the machine's other CPU busy its hops come to wait on an idle vCPU, and this kind
-/// of virtual machine then delivers a cpu-clock tick that fell due while the vCPU was halted
-/// as it wakes, before the woken task runs: its samples undercount it (0.57-0.89x seen),
-/// so those workloads are held to a bound that catches a wrong scale, not that drift.
+/// fits inside it, however many tasks share the op. The run is pinned to one CPU: there the
+/// two-process ping-pongs agree as one task's op does (1.000x in three runs), while with their
+/// ends on two CPUs each hop waits on a halted vCPU, and this kind of virtual machine delivers
+/// a cpu-clock tick that fell due while the vCPU was halted late, around the wake-up: their
+/// samples then read 0.27-1.28x of sched_switch's CPU time, from run to run on a quiet machine
+/// (the manual's Benchmarks page), which says nothing about hookprof's arithmetic.
 #[test]
 fn each_op_s_parts_add_up_to_its_time() {
     require_root();
@@ -99,6 +123,8 @@ fn each_op_s_parts_add_up_to_its_time() {
             &[
                 "--workloads",
                 "null_call,open_close,ctx_2p_0k,exec_proc,lat_pipe",
+                "--pin",
+                "1",
             ][..],
             &LONG_SAMPLES,
         ]
@@ -120,9 +146,8 @@ fn each_op_s_parts_add_up_to_its_time() {
             a.off_cpu_ns_per_op(),
             a.tasks
         );
-        let low = if a.tasks > 1.5 { 0.5 } else { 0.9 };
         assert!(
-            (low..1.1).contains(&ratio),
+            (0.9..1.1).contains(&ratio),
             "{}: samples x period give {sampled_cpu:.0} ns/op of CPU, sched_switch {:.0}",
             w.name,
             a.on_cpu_ns_per_op

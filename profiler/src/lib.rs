@@ -31,6 +31,7 @@ pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scratch;
+pub mod shares;
 pub mod stats;
 pub mod store;
 pub mod text;

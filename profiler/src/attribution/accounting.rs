@@ -96,6 +96,7 @@ mod tests {
             lost_stacks: 0,
             ops: 10,
             on_cpu_ns_per_op: 0.0,
+            round_samples: Vec::new(),
             paths: Vec::new(),
             folded: Vec::new(),
         };

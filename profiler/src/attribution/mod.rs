@@ -3,11 +3,15 @@
 //! `stacks`: sampled kernel stacks, each hook's, LSM function's, syscall's and task path's
 //! share of the op's CPU time; it works where trampolines are refused. `accounting`: the
 //! op's time whole, on a CPU (user, kernel, the probes' own) and off it. Rows of both methods
-//! are keyed by the same path names, so they cross-check where both ran.
+//! are keyed by the same path names, so they cross-check where both ran. `span_correction`:
+//! the probes' cost taken out of exact timing by the samples inside each span, where they are
+//! enough.
 mod accounting;
+mod span_correction;
 mod stacks;
 mod timing;
 
 pub use accounting::account;
+pub use span_correction::{correct_by_samples, MIN_SPANNED_SAMPLES};
 pub use stacks::{is_probe_frame, profile, SampledStacks};
 pub use timing::{attribute, function_kind, syscall_name, Attribution, ProbedSample};

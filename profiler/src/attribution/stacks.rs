@@ -26,26 +26,44 @@ struct StackKey {
     user: bool,
 }
 
-/// One workload's samples over all its rounds.
+/// One workload's samples over all its rounds, each stack's count kept round by round (the
+/// round is the unit of a share's interval: see `shares`).
 #[derive(Debug, Default)]
 pub struct SampledStacks {
-    counts: HashMap<StackKey, u64>,
+    /// Per stack, its count in each round so far (shorter where it was last seen earlier).
+    counts: HashMap<StackKey, Vec<u64>>,
+    rounds: usize,
 }
 
 impl SampledStacks {
+    /// Samples added from now on belong to a new round.
+    pub fn start_round(&mut self) {
+        self.rounds += 1;
+    }
+
     pub fn add(&mut self, samples: Vec<RawSample>) {
+        let round = self.rounds.saturating_sub(1);
         for s in samples {
             let key = StackKey {
                 ips: s.ips,
                 syscall_nr: s.syscall_nr,
                 user: s.user,
             };
-            *self.counts.entry(key).or_default() += s.count;
+            let counts = self.counts.entry(key).or_default();
+            if counts.len() <= round {
+                counts.resize(round + 1, 0);
+            }
+            counts[round] += s.count;
         }
     }
 
     pub fn total(&self) -> u64 {
-        self.counts.values().sum()
+        self.counts.values().flatten().sum()
+    }
+
+    /// Rounds begun (at least one once anything was added).
+    fn rounds(&self) -> usize {
+        self.rounds.max(1)
     }
 
     /// Every address to name: a caller's return address less one, so a call that ends its
@@ -322,16 +340,21 @@ pub fn profile(
     on_cpu_ns_per_op: Option<f64>,
 ) -> StackProfile {
     let total = stacks.total();
+    let rounds = stacks.rounds();
     let on_cpu_ns_per_op =
         on_cpu_ns_per_op.unwrap_or_else(|| total as f64 * period_ns as f64 / ops.max(1) as f64);
     let mut user_samples = 0;
     let mut probe_samples = 0;
     let mut lost_stacks = 0;
+    // The workload's own samples in each round.
+    let mut own_by_round = vec![0u64; rounds];
     // Per path: samples of the workload's own with it on the stack, those with it innermost,
-    // and every sample with it on the stack, the probes' own included.
-    let mut tallies: BTreeMap<PathKey, (u64, u64, u64)> = BTreeMap::new();
+    // and every sample with it on the stack, the probes' own included; and the first, round
+    // by round.
+    let mut tallies: BTreeMap<PathKey, Tally> = BTreeMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
-    for (key, &count) in &stacks.counts {
+    for (key, by_round) in &stacks.counts {
+        let count: u64 = by_round.iter().sum();
         let named = named_frames(&key.ips, names);
         let frames: Vec<&str> = named.iter().map(String::as_str).collect();
         let line = match (key.user, frames.is_empty()) {
@@ -340,7 +363,19 @@ pub fn profile(
             (false, false) => frames.join(";"),
         };
         *folded.entry(line).or_default() += count;
-        match context(key.user, &frames) {
+        let context = context(key.user, &frames);
+        // The shares' denominator, as `own_samples` below: not the probes', not lost.
+        let own_sample = match context {
+            Context::User => true,
+            Context::Kernel => !frames.is_empty(),
+            Context::Probe => false,
+        };
+        if own_sample {
+            for (own, n) in own_by_round.iter_mut().zip(by_round) {
+                *own += n;
+            }
+        }
+        match context {
             Context::User => user_samples += count,
             context => {
                 let workload_s = context == Context::Kernel;
@@ -352,16 +387,21 @@ pub fn profile(
                 }
                 let syscall = syscall_of(key.syscall_nr, &frames);
                 for (path, own) in paths_of(&frames, syscall.as_deref()) {
-                    let t = tallies.entry(path).or_default();
-                    t.2 += count;
+                    let t = tallies.entry(path).or_insert_with(|| Tally::new(rounds));
+                    t.spanned += count;
                     if workload_s {
-                        t.0 += count;
-                        t.1 += u64::from(own) * count;
+                        t.inclusive += count;
+                        t.own += u64::from(own) * count;
+                        for (r, n) in t.by_round.iter_mut().zip(by_round) {
+                            *r += n;
+                        }
                     }
                 }
             }
         }
     }
+    // One round has no spread to keep.
+    let keep_rounds = rounds >= crate::shares::MIN_ROUNDS;
     // Shares are of the workload's own CPU time: the samples less the probes' (which a run
     // without them would not have) and the stacks the kernel lost (taken to be like the rest).
     let own_samples = total - probe_samples - lost_stacks;
@@ -370,8 +410,14 @@ pub fn profile(
     let per_sample_ns = on_cpu_ns_per_op / total.max(1) as f64;
     let paths = tallies
         .into_iter()
-        .filter(|(_, (inclusive, _, _))| *inclusive > 0)
-        .map(|(key, (inclusive, own, spanned))| {
+        .filter(|(_, t)| t.inclusive > 0)
+        .map(|(key, t)| {
+            let Tally {
+                inclusive,
+                own,
+                spanned,
+                by_round,
+            } = t;
             let (low, high) = wilson_interval(inclusive, own_samples);
             SampledPath {
                 kind: key.kind,
@@ -389,6 +435,7 @@ pub fn profile(
                 ns_per_op_high: high * own_ns_per_op,
                 spanned_samples: spanned,
                 spanned_ns_per_op: spanned as f64 * per_sample_ns,
+                round_samples: if keep_rounds { by_round } else { Vec::new() },
             }
         })
         .collect();
@@ -400,8 +447,36 @@ pub fn profile(
         lost_stacks,
         ops,
         on_cpu_ns_per_op,
+        round_samples: if keep_rounds {
+            own_by_round
+        } else {
+            Vec::new()
+        },
         paths,
         folded: bounded(folded),
+    }
+}
+
+/// One path's sample counts.
+#[derive(Debug)]
+struct Tally {
+    /// The workload's own samples with the path on the stack, and those with it innermost.
+    inclusive: u64,
+    own: u64,
+    /// Every sample with the path on the stack, the probes' own included.
+    spanned: u64,
+    /// `inclusive`, round by round.
+    by_round: Vec<u64>,
+}
+
+impl Tally {
+    fn new(rounds: usize) -> Tally {
+        Tally {
+            inclusive: 0,
+            own: 0,
+            spanned: 0,
+            by_round: vec![0; rounds],
+        }
     }
 }
 
@@ -501,6 +576,48 @@ mod tests {
         assert_eq!(p.folded.len(), 4);
         assert_eq!(p.folded[0].1, 40);
         assert!(p.folded[0].0.starts_with("entry_SYSCALL_64;do_syscall_64;"));
+    }
+
+    #[test]
+    fn each_path_keeps_its_samples_round_by_round_beside_each_round_s_own_samples() {
+        let mut names = HashMap::new();
+        let entry = ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_openat"];
+        let open = stack(
+            &[&entry[..], &["security_file_open"]].concat(),
+            257,
+            3,
+            &mut names,
+        );
+        let probe = stack(
+            &[&entry[..], &["bpf_prog_0123456789abcdef_sys_exit"]].concat(),
+            257,
+            2,
+            &mut names,
+        );
+        let user = RawSample {
+            ips: Vec::new(),
+            syscall_nr: -1,
+            user: true,
+            count: 4,
+        };
+        let mut s = SampledStacks::default();
+        s.start_round();
+        s.add(vec![open.clone(), probe]);
+        // Round 2 samples nothing; round 3 sees the open stack again, and user time.
+        s.start_round();
+        s.start_round();
+        s.add(vec![open.clone(), open, user]);
+        let p = profile(&s, &names, 1000, 10, None);
+        // The rounds' own samples leave out the probes', as the shares do.
+        assert_eq!(p.round_samples, [3, 0, 10]);
+        assert_eq!(path(&p, "security_file_open").round_samples, [3, 0, 6]);
+        assert_eq!(path(&p, "openat").round_samples, [3, 0, 6]);
+        assert_eq!(path(&p, "openat").inclusive_samples, 9);
+        // One round has no spread: nothing is kept.
+        let mut one = SampledStacks::default();
+        one.add(vec![stack(&entry, 257, 3, &mut names)]);
+        let p = profile(&one, &names, 1000, 10, None);
+        assert!(p.round_samples.is_empty() && p.paths[0].round_samples.is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use profiler_common::{event, Tally};
 
 use crate::{
     probes::{calibration::Correction, tally_sum, Delta, Target},
-    results::{AttributionRow, PathKind},
+    results::{AttributionRow, CorrectionMethod, PathKind},
 };
 
 /// The counters of one probed sample and how many ops it ran.
@@ -138,9 +138,10 @@ pub fn attribute(
 }
 
 /// A hook with LSM rows under it gets its own dispatch cost: its corrected time less its LSM
-/// functions' (leaves, whose corrected time is all their own).
-fn add_dispatch(rows: &mut [AttributionRow]) {
-    let children_ns: Vec<Option<f64>> = rows
+/// functions' (leaves, whose corrected time is all their own). None where an LSM function was
+/// corrected by another method than its hook: the difference of two methods is neither's.
+pub(super) fn add_dispatch(rows: &mut [AttributionRow]) {
+    let dispatch: Vec<Option<Option<f64>>> = rows
         .iter()
         .map(|outer| {
             let mut children = rows
@@ -148,12 +149,19 @@ fn add_dispatch(rows: &mut [AttributionRow]) {
                 .filter(|r| r.parent.as_deref() == Some(outer.name.as_str()))
                 .peekable();
             children.peek()?;
-            Some(children.map(|c| c.corrected_ns_per_op).sum())
+            let mut ns = outer.corrected_ns_per_op;
+            for c in children {
+                if c.correction.is_some() && c.correction != outer.correction {
+                    return Some(None);
+                }
+                ns -= c.corrected_ns_per_op;
+            }
+            Some(Some(ns))
         })
         .collect();
-    for (row, children_ns) in rows.iter_mut().zip(children_ns) {
-        if let (PathKind::Hook, Some(ns)) = (row.kind, children_ns) {
-            row.dispatch_ns_per_op = Some(row.corrected_ns_per_op - ns);
+    for (row, dispatch) in rows.iter_mut().zip(dispatch) {
+        if let (PathKind::Hook, Some(ns)) = (row.kind, dispatch) {
+            row.dispatch_ns_per_op = ns;
         }
     }
 }
@@ -227,6 +235,9 @@ fn row(
         ns_per_op,
         corrected_ns_per_call: corrected_ns_per_call(&total, kind, correction),
         corrected_ns_per_op: calls_per_op * corrected_ns_per_call(&total, kind, correction),
+        correction: correction
+            .filter(|_| total.timed > 0)
+            .map(|_| CorrectionMethod::Calibrated),
         dispatch_ns_per_op: None,
         share: if clean_ns_per_op > 0.0 {
             ns_per_op / clean_ns_per_op

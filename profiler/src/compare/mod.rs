@@ -34,7 +34,7 @@ pub use decide::compare;
 pub use html::render_html;
 pub use junit::render_junit;
 pub use render::{attribution_lines, render_markdown, render_text, sampled_lines};
-pub use sampled::{SampledChange, SampledPathDelta};
+pub use sampled::{SampledChange, SampledPathDelta, ShareInterval};
 
 #[derive(clap::Args, Debug)]
 #[command(

@@ -1,7 +1,9 @@
 //! The comparison as text (criterion-style change lines) and as markdown (a CI step summary).
 use std::fmt::Write;
 
-use super::{ChangeAttribution, Comparison, PathDelta, SampledChange, WorkloadComparison};
+use super::{
+    ChangeAttribution, Comparison, PathDelta, SampledChange, ShareInterval, WorkloadComparison,
+};
 use crate::{
     replication::{TestKind, Unit as Replication},
     report::figures::Scale,
@@ -106,9 +108,9 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
 
 /// `sampled, share of CPU time (2130 -> 2210 samples): security_file_open 7.5% -> 9.8%
 /// (+2.30 pp [+1.10, +3.50]) +85 ns, ...`: the paths whose share changed most, those whose
-/// interval leaves out zero marked `*`. The interval takes samples as independent draws,
-/// which samples of one round are not: an A/A compare here marked 6 of 57 listed changes, so
-/// a mark is a path to look at, not a verdict.
+/// interval leaves out zero marked `*`. The header names the interval: the rounds' spread, or
+/// samples taken as independent draws (too few rounds), which understates the run-to-run
+/// spread (an A/A compare so marked 6 of 57 listed changes).
 pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     let shown: Vec<String> = s
         .paths
@@ -133,9 +135,25 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     if shown.is_empty() {
         return Vec::new();
     }
+    let interval = match s.interval {
+        ShareInterval::Rounds {
+            old_rounds,
+            new_rounds,
+        } => format!(
+            " in {old_rounds} -> {new_rounds} rounds; * the 95% interval from the rounds' spread \
+             leaves out 0"
+        ),
+        ShareInterval::Binomial {
+            old_rounds,
+            new_rounds,
+        } => format!(
+            "; * the 95% interval, samples taken as independent, leaves out 0: too few rounds \
+             with stack counts ({old_rounds} -> {new_rounds}), so it understates the spread \
+             between rounds"
+        ),
+    };
     let mut lines = vec![format!(
-        "sampled, share of CPU time ({} -> {} samples; * the 95% interval, samples taken as \
-         independent, leaves out 0):",
+        "sampled, share of CPU time ({} -> {} samples{interval}):",
         s.old_samples, s.new_samples
     )];
     lines.extend(shown.into_iter().map(|l| format!("  {l}")));

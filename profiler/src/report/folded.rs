@@ -83,6 +83,7 @@ pub(crate) mod tests {
             lost_stacks: 0,
             ops: 1000,
             on_cpu_ns_per_op: 4000.0,
+            round_samples: Vec::new(),
             paths: Vec::new(),
             folded: vec![
                 (format!("{openat};apparmor_file_open"), 30 * scale),

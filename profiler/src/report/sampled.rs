@@ -173,6 +173,7 @@ mod tests {
             ns_per_op_high: 0.0,
             spanned_samples: 0,
             spanned_ns_per_op: 0.0,
+            round_samples: Vec::new(),
         }
     }
 

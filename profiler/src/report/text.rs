@@ -6,7 +6,7 @@ use super::figures::{incomplete_reason, origin, probe_cost, Residual, Scale};
 pub(crate) use super::figures::{num, percent};
 use super::markup::Markup;
 use crate::{
-    results::{AttributionRow, Environment, PathKind, Results, WorkloadResult},
+    results::{AttributionRow, CorrectionMethod, Environment, PathKind, Results, WorkloadResult},
     stats,
 };
 
@@ -223,14 +223,20 @@ fn attribution_table(w: &WorkloadResult) -> String {
     Markup::Terminal.attribution_table(w, &["corrected ns/op"], |r| vec![corrected(r)])
 }
 
-/// The nested-probe-corrected time, and a hook's own dispatch cost beside its LSM functions.
+/// The probe-corrected time with how it was corrected, and a hook's own dispatch cost beside
+/// its LSM functions.
 fn corrected(r: &AttributionRow) -> String {
     if r.kind == PathKind::Syscall || r.corrected_ns_per_op == r.ns_per_op {
         return String::new();
     }
+    let method = r.correction.map_or("", CorrectionMethod::label);
     match r.dispatch_ns_per_op {
-        Some(d) => format!("{} (dispatch {})", num(r.corrected_ns_per_op), num(d)),
-        None => num(r.corrected_ns_per_op),
+        Some(d) => format!(
+            "{} {method} (dispatch {})",
+            num(r.corrected_ns_per_op),
+            num(d)
+        ),
+        None => format!("{} {method}", num(r.corrected_ns_per_op)),
     }
 }
 
@@ -255,6 +261,7 @@ pub(crate) mod tests {
             lsm: None,
             corrected_ns_per_call: 0.0,
             corrected_ns_per_op: 0.0,
+            correction: None,
             dispatch_ns_per_op: None,
             calls_per_op: calls,
             ns_per_call: ns_call,

@@ -26,6 +26,11 @@ pub struct StackProfile {
     /// CPU ns per op behind the shares: the sched_switch accounting's when it ran, else
     /// samples times the period.
     pub on_cpu_ns_per_op: f64,
+    /// The workload's own samples (all less the probes' and the lost stacks) in each round,
+    /// the unit of a share's round-level interval; empty with one round, and in files written
+    /// before rounds were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_samples: Vec<u64>,
     /// Each hook, LSM function, syscall and task path the samples fell in.
     pub paths: Vec<SampledPath>,
     /// Folded stacks (root first, frames joined by ';') with their sample counts, most
@@ -73,6 +78,10 @@ pub struct SampledPath {
     pub spanned_samples: u64,
     #[serde(default)]
     pub spanned_ns_per_op: f64,
+    /// inclusive_samples round by round (beside the profile's `round_samples`); empty as
+    /// those are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_samples: Vec<u64>,
 }
 
 /// An op's time, whole: on a CPU (user, kernel, the probes' own) and off it (runnable but

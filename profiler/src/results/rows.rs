@@ -135,6 +135,7 @@ mod tests {
             lsm: None,
             corrected_ns_per_call: 0.0,
             corrected_ns_per_op: 0.0,
+            correction: None,
             dispatch_ns_per_op: None,
             calls_per_op: 1.0,
             ns_per_call: ns,

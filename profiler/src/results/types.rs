@@ -490,6 +490,29 @@ pub struct ExtraMetric {
     pub clean: Vec<f64>,
 }
 
+/// How a row's corrected figures took the probes' own cost out of its timed span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CorrectionMethod {
+    /// A pair cost calibrated on getppid's function (`calibration`) per probed call: its own
+    /// pair's part inside the span, and a whole pair per timed call nested in it.
+    Calibrated,
+    /// The span's sampled stacks in the same run: the time less the share of the samples
+    /// inside the span that landed in the probes (their trampolines and programs), which
+    /// prices the probes where they ran rather than in a loop.
+    SampledSpan,
+}
+
+impl CorrectionMethod {
+    /// The short label reports put beside a corrected figure.
+    pub fn label(self) -> &'static str {
+        match self {
+            CorrectionMethod::Calibrated => "calibrated",
+            CorrectionMethod::SampledSpan => "sampled",
+        }
+    }
+}
+
 /// What kind of path an attribution row measures.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
@@ -536,13 +559,16 @@ pub struct AttributionRow {
     pub ns_per_op: f64,
     /// ns_per_op as a fraction of the clean op time (0..1; may exceed 1 for blocking syscalls).
     pub share: f64,
-    /// ns_per_call less the cost of the probes nested inside the call (calibrated); equal to
-    /// ns_per_call when nothing nested was probed or no calibration was possible.
+    /// ns_per_call less the probes' own cost inside the call, by `correction`; equal to
+    /// ns_per_call when nothing nested was probed or no correction was possible.
     #[serde(default)]
     pub corrected_ns_per_call: f64,
     /// calls_per_op * corrected_ns_per_call.
     #[serde(default)]
     pub corrected_ns_per_op: f64,
+    /// How the corrected figures took the probes' cost out (None: nothing was taken out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<CorrectionMethod>,
     /// For a hook with LSM rows under it: its own dispatch cost per op (corrected inclusive
     /// time minus the LSM functions' corrected time).
     #[serde(default)]

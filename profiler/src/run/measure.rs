@@ -156,6 +156,7 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
     match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
         Ok(names) => {
             let profile = attribution::profile(&taken.stacks, &names, period, ops, on_cpu);
+            attribution::correct_by_samples(&mut result.attribution, &profile);
             result.accounting = account(Some(&profile));
             result.profile = Some(profile);
         }
@@ -190,6 +191,7 @@ pub fn measure_round(
     round: Round,
 ) -> bool {
     let before = measured.result.clean.len();
+    measured.taken.stacks.start_round();
     let mut phase = String::from("set-up");
     supervisor.start_clock();
     let sampled = sample(

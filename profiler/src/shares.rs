@@ -1,0 +1,255 @@
+//! A sampled share's 95% interval with the round, not the sample, as the unit: pure
+//! statistics, no I/O.
+//!
+//! Samples of one round are not independent draws: a round's fresh runner, order and CPU
+//! placement move every path's share at once, more than binomial noise says (an A/A compare
+//! with the binomial interval marked 6 of 57 unchanged paths). So each round is one cluster:
+//! a side's share is the ratio estimate (its samples in the path over all its samples) and its
+//! variance comes from how far the rounds' counts stray from that share (the linearised
+//! variance of a ratio over clusters), with Student's t at rounds - 1 degrees of freedom and
+//! Welch-Satterthwaite between the sides.
+//!
+//! Why t on the rounds and not a design-effect adjusted binomial interval with z: with 4
+//! rounds a run's variance estimate has 3 degrees of freedom, and so has a design effect
+//! estimated from it; taking it as known (z = 1.96 instead of t = 3.18) would leave the
+//! interval short about as often as the binomial one. The between-round variance is floored
+//! at the binomial one: rounds cannot agree better than their sampling allows, and with few
+//! rounds a small spread is often luck; a side floored so has its variance known (its
+//! degrees of freedom taken as infinite). For a change, that floor is taken at the share of
+//! both sides pooled (the share if nothing changed, as a two-proportion test takes it): a
+//! side that never sampled a path has no spread and a binomial variance of 0 at its own
+//! share, which would make 0 of 12 samples against 8 of 62 look certain.
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+use crate::stats::CONFIDENCE;
+
+/// Rounds a side needs before its spread can be estimated at all.
+pub const MIN_ROUNDS: usize = 2;
+
+/// One round's counts: samples with the path on the stack, and all the round's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundCount {
+    pub path: u64,
+    pub all: u64,
+}
+
+/// A share with its variance and the degrees of freedom behind that variance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareEstimate {
+    pub share: f64,
+    pub variance: f64,
+    /// Infinite when the binomial floor decided the variance.
+    pub df: f64,
+}
+
+/// A share, or a change of one, with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Interval {
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0
+    }
+}
+
+/// The share of all the rounds' samples together.
+fn pooled_share(rounds: &[RoundCount]) -> f64 {
+    let (path, all) = rounds
+        .iter()
+        .fold((0u64, 0u64), |(p, a), c| (p + c.path, a + c.all));
+    path as f64 / all.max(1) as f64
+}
+
+/// One side's share from its rounds, its variance floored at the binomial one at
+/// `floor_share`; None with fewer than `MIN_ROUNDS` rounds that have samples (rounds without
+/// samples, a workload that failed early, carry no share).
+pub fn estimate(rounds: &[RoundCount], floor_share: f64) -> Option<ShareEstimate> {
+    let rounds: Vec<RoundCount> = rounds.iter().copied().filter(|r| r.all > 0).collect();
+    if rounds.len() < MIN_ROUNDS {
+        return None;
+    }
+    let r = rounds.len() as f64;
+    let (path, all) = rounds
+        .iter()
+        .fold((0u64, 0u64), |(p, a), c| (p + c.path, a + c.all));
+    let (path, all) = (path as f64, all as f64);
+    let share = path / all;
+    let mean_all = all / r;
+    // Each round's residual from the common share, in units of a mean round's samples.
+    let spread: f64 = rounds
+        .iter()
+        .map(|c| ((c.path as f64 - share * c.all as f64) / mean_all).powi(2))
+        .sum::<f64>()
+        / (r * (r - 1.0));
+    let binomial = floor_share * (1.0 - floor_share) / all;
+    Some(if spread > binomial {
+        ShareEstimate {
+            share,
+            variance: spread,
+            df: r - 1.0,
+        }
+    } else {
+        ShareEstimate {
+            share,
+            variance: binomial,
+            df: f64::INFINITY,
+        }
+    })
+}
+
+/// One side's share with its 95% interval (clamped to 0..1), None as `estimate`.
+pub fn share_interval(rounds: &[RoundCount]) -> Option<Interval> {
+    let e = estimate(rounds, pooled_share(rounds))?;
+    let half = critical_value(e.df) * e.variance.sqrt();
+    Some(Interval {
+        value: e.share,
+        low: (e.share - half).max(0.0),
+        high: (e.share + half).min(1.0),
+    })
+}
+
+/// The change of a share from `old` to `new` with its 95% interval (Welch-Satterthwaite
+/// degrees of freedom); None unless both sides have `MIN_ROUNDS` rounds with samples.
+pub fn change_interval(old: &[RoundCount], new: &[RoundCount]) -> Option<Interval> {
+    let both = pooled_share(&[old, new].concat());
+    let (o, n) = (estimate(old, both)?, estimate(new, both)?);
+    let variance = o.variance + n.variance;
+    let change = n.share - o.share;
+    // A side with infinite df adds nothing to the denominator; both so: the normal.
+    let denominator = o.variance.powi(2) / o.df + n.variance.powi(2) / n.df;
+    let df = if denominator > 0.0 {
+        variance.powi(2) / denominator
+    } else {
+        f64::INFINITY
+    };
+    let half = critical_value(df) * variance.sqrt();
+    Some(within_shares(change, half))
+}
+
+/// A change of a share with its interval, the ends kept where a change of a share can be.
+fn within_shares(change: f64, half: f64) -> Interval {
+    Interval {
+        value: change,
+        low: (change - half).max(-1.0),
+        high: (change + half).min(1.0),
+    }
+}
+
+/// The change of a share with its 95% interval from the pooled counts, samples taken as
+/// independent draws (for sides with too few rounds): the two-proportion normal interval,
+/// its variance at the share of both sides pooled, as in `change_interval`.
+pub fn binomial_change_interval(old: RoundCount, new: RoundCount) -> Interval {
+    let both = pooled_share(&[old, new]);
+    let variance =
+        both * (1.0 - both) * (1.0 / old.all.max(1) as f64 + 1.0 / new.all.max(1) as f64);
+    let change = pooled_share(&[new]) - pooled_share(&[old]);
+    let half = critical_value(f64::INFINITY) * variance.sqrt();
+    within_shares(change, half)
+}
+
+/// The two-sided critical value for [`CONFIDENCE`]: Student's t at `df`, the normal's past
+/// the point where the two agree to four digits.
+fn critical_value(df: f64) -> f64 {
+    let p = 0.5 + CONFIDENCE / 2.0;
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) if df.is_finite() && df < 1e5 => t.inverse_cdf(p),
+        _ => Normal::standard().inverse_cdf(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rounds(counts: &[(u64, u64)]) -> Vec<RoundCount> {
+        counts
+            .iter()
+            .map(|&(path, all)| RoundCount { path, all })
+            .collect()
+    }
+
+    #[test]
+    fn equal_shares_on_both_sides_give_an_interval_around_zero() {
+        let side = rounds(&[(50, 1000), (60, 1000), (40, 1000), (55, 1000)]);
+        let c = change_interval(&side, &side).unwrap();
+        assert_eq!(c.value, 0.0);
+        assert!(c.low < 0.0 && c.high > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn a_side_shifted_by_much_more_than_the_rounds_spread_is_marked() {
+        let old = rounds(&[(50, 1000), (60, 1000), (40, 1000), (55, 1000)]);
+        let new = rounds(&[(120, 1000), (130, 1000), (110, 1000), (125, 1000)]);
+        let c = change_interval(&old, &new).unwrap();
+        assert!((c.value - 0.07).abs() < 1e-12);
+        assert!(c.low > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn rounds_that_disagree_widen_the_interval_past_the_binomial_one() {
+        // Same pooled counts (200 of 4000); the second side's rounds stray far apart.
+        let steady = rounds(&[(50, 1000), (50, 1000), (50, 1000), (50, 1000)]);
+        let wild = rounds(&[(10, 1000), (90, 1000), (20, 1000), (80, 1000)]);
+        let (s, w) = (
+            estimate(&steady, 0.05).unwrap(),
+            estimate(&wild, 0.05).unwrap(),
+        );
+        assert_eq!(s.share, w.share);
+        // Rounds that agree exactly fall back on the binomial variance, known.
+        assert!((s.variance - 0.05 * 0.95 / 4000.0).abs() < 1e-15);
+        assert!(s.df.is_infinite());
+        assert!(w.variance > 10.0 * s.variance && w.df == 3.0, "{w:?}");
+        let (si, wi) = (
+            share_interval(&steady).unwrap(),
+            share_interval(&wild).unwrap(),
+        );
+        assert!(wi.half_width() > 3.0 * si.half_width(), "{si:?} {wi:?}");
+        // A shift the binomial interval would call real is inside the wild rounds' spread.
+        let shifted = rounds(&[(70, 1000), (70, 1000), (70, 1000), (70, 1000)]);
+        assert!(change_interval(&steady, &shifted).unwrap().low > 0.0);
+        assert!(change_interval(&wild, &shifted).unwrap().low < 0.0);
+    }
+
+    #[test]
+    fn a_side_that_never_sampled_a_path_is_not_taken_as_knowing_its_share_exactly() {
+        // 0 of 12 samples against 8 of 62: a 6% share misses 12 samples half the time.
+        let never = rounds(&[(0, 3), (0, 3), (0, 3), (0, 3)]);
+        let some = rounds(&[(2, 15), (2, 16), (2, 15), (2, 16)]);
+        let c = change_interval(&never, &some).unwrap();
+        assert!(c.low < 0.0 && c.high > 0.0, "{c:?}");
+        // Many samples that never hit it are evidence: the same shift is then marked.
+        let never = rounds(&[(0, 300), (0, 300), (0, 300), (0, 300)]);
+        assert!(change_interval(&never, &some).unwrap().low > 0.0);
+    }
+
+    #[test]
+    fn too_few_rounds_with_samples_give_no_round_level_interval() {
+        let one = rounds(&[(50, 1000)]);
+        let two = rounds(&[(50, 1000), (55, 1000)]);
+        assert!(estimate(&one, 0.05).is_none());
+        assert!(estimate(&rounds(&[(50, 1000), (0, 0)]), 0.05).is_none());
+        assert!(change_interval(&one, &two).is_none());
+        assert!(change_interval(&two, &two).is_some());
+    }
+
+    #[test]
+    fn with_many_rounds_of_pure_binomial_noise_the_interval_is_the_binomial_one() {
+        // Rounds that stray by about binomial noise: the variance is within reach of p(1-p)/N.
+        let side: Vec<RoundCount> = (0..40)
+            .map(|i| RoundCount {
+                path: (50 + [-7i64, 7, -3, 3, 0][i % 5]) as u64,
+                all: 1000,
+            })
+            .collect();
+        let e = estimate(&side, pooled_share(&side)).unwrap();
+        let binomial = 0.05 * 0.95 / 40_000.0;
+        assert!(
+            e.variance >= binomial && e.variance < 1.2 * binomial,
+            "{e:?}"
+        );
+    }
+}
