@@ -289,3 +289,52 @@ fn a_landlock_ruleset_s_cost_is_found_in_its_file_open_hook_by_sampling() {
         (Some("landlock"), Some("security_file_open"))
     );
 }
+
+/// `--stack-samples N`: where the timed probed samples hold fewer of the workload's own stacks
+/// (a quick run's hold 20-100), each round runs more probed passes for the stacks until it holds
+/// its part; the probed samples that pair with the clean ones stay as many, and the report
+/// says how well a run without it knows a share.
+#[test]
+fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
+    require_root();
+    let _serial = one_at_a_time();
+    let short = [
+        "--workloads",
+        "open_close",
+        "--rounds",
+        "2",
+        "--samples",
+        "2",
+    ];
+    let r = run_to_results(&[&short[..], &["--stack-samples", "1000"]].concat());
+    let w = workload(&r, "open_close");
+    let p = profile(w);
+    let own = p.samples - p.probe_samples - p.lost_stacks;
+    // Each round's passes are sized from its samples per op so far, with 10% to spare.
+    assert!((1000..2500).contains(&own), "{own} own samples: {p:?}");
+    assert!(
+        p.round_samples.iter().all(|&n| n >= 450),
+        "every round holds about its half: {:?}",
+        p.round_samples
+    );
+    assert_eq!(w.probed.len(), w.clean.len());
+    assert_eq!(w.clean.len(), 4);
+
+    // Without the budget the same run holds a few dozen, and the text says what that knows.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = hookprof(&[&["run", "-q", "-o", out.to_str().unwrap()][..], &short].concat());
+    assert!(run.status.success(), "{run:?}");
+    let own = {
+        let r = Results::load(&out).unwrap();
+        let p = profile(workload(&r, "open_close")).clone();
+        p.samples - p.probe_samples - p.lost_stacks
+    };
+    assert!(own < 1000, "{own} own samples with no budget");
+    let report = hookprof(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(&format!("{own} own samples know a 5% share within")),
+        "{text}"
+    );
+}

@@ -137,6 +137,7 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
         "--suite",
         "--list",
         "--min-sample-ms",
+        "--stack-samples",
         "--jobs",
         "--build-units",
     ];

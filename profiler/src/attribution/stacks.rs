@@ -61,6 +61,28 @@ impl SampledStacks {
         self.counts.values().flatten().sum()
     }
 
+    /// Samples added since the current round began.
+    pub fn round_total(&self) -> u64 {
+        let round = self.rounds.saturating_sub(1);
+        self.counts.values().filter_map(|c| c.get(round)).sum()
+    }
+
+    /// The part of all samples so far that are the workload's own (not the probes', not
+    /// lost), as `profile` counts them; None before any.
+    pub fn own_fraction(&self, names: &HashMap<u64, Symbol>) -> Option<f64> {
+        let (mut own, mut all) = (0, 0);
+        for (key, by_round) in &self.counts {
+            let count: u64 = by_round.iter().sum();
+            let named = named_frames(&key.ips, names);
+            let frames: Vec<&str> = named.iter().map(String::as_str).collect();
+            all += count;
+            if is_own(context(key.user, &frames), &frames) {
+                own += count;
+            }
+        }
+        (all > 0).then(|| own as f64 / all as f64)
+    }
+
     /// Rounds begun (at least one once anything was added).
     fn rounds(&self) -> usize {
         self.rounds.max(1)
@@ -176,6 +198,16 @@ fn context(user: bool, frames: &[&str]) -> Context {
         }
         Some((i, f)) if f.starts_with(TRAMPOLINE) => trampoline_context(frames, i),
         Some(_) => Context::Probe,
+    }
+}
+
+/// Whether a sample counts in the shares' denominator (`own_samples`): neither the probes'
+/// nor a stack the kernel lost.
+fn is_own(context: Context, frames: &[&str]) -> bool {
+    match context {
+        Context::User => true,
+        Context::Kernel => !frames.is_empty(),
+        Context::Probe => false,
     }
 }
 
@@ -364,13 +396,7 @@ pub fn profile(
         };
         *folded.entry(line).or_default() += count;
         let context = context(key.user, &frames);
-        // The shares' denominator, as `own_samples` below: not the probes', not lost.
-        let own_sample = match context {
-            Context::User => true,
-            Context::Kernel => !frames.is_empty(),
-            Context::Probe => false,
-        };
-        if own_sample {
+        if is_own(context, &frames) {
             for (own, n) in own_by_round.iter_mut().zip(by_round) {
                 *own += n;
             }

@@ -58,6 +58,21 @@ fn pct(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 
+/// How well these samples know a 5% share, and how to know it better, when they know it worse
+/// than +-1 percentage point.
+fn precision_line(p: &StackProfile) -> String {
+    let own = p.samples.saturating_sub(p.probe_samples + p.lost_stacks);
+    if own == 0 || own >= crate::run::PRECISE_STACK_SAMPLES {
+        return String::new();
+    }
+    let half = 1.96 * (0.05 * 0.95 / own as f64).sqrt();
+    format!(
+        "  {own} own samples know a 5% share within +-{:.1} percentage points (95%); about +-1 \
+         takes 2,000: run --stack-samples 2000, or more stat --runs\n",
+        half * 100.0
+    )
+}
+
 /// The profile's heading and table: each path's inclusive share of the CPU samples with its
 /// 95% interval, self share, ns per op and the samples behind it.
 pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
@@ -71,6 +86,7 @@ pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
         p.probe_samples,
         Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op)
     );
+    out.push_str(&precision_line(p));
     if markup == Markup::Markdown {
         out.push('\n'); // a table does not interrupt a paragraph
     }

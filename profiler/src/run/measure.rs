@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::{
     attribution::{self, attribute, ProbedSample, SampledStacks},
-    probes::Probes,
+    probes::{Probes, Snapshot},
     results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
     runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
     workloads::{whole_rounds, Extra, Metric, WorkloadSetup, WorkloadSpec},
@@ -25,7 +25,14 @@ pub struct Sampling {
     pub warmup: usize,
     /// The least time one sample lasts (lmbench's ENOUGH).
     pub min_sample: Duration,
+    /// Stack samples each round's probed passes should hold (`run --stack-samples` over the
+    /// rounds); 0 takes what the timed passes give.
+    pub stacks_per_round: u64,
 }
+
+/// The most wall time a round's extra sampling passes may take: a workload mostly off its CPU
+/// gathers samples slowly, and its count (shown beside every share) then says how far it got.
+pub const MAX_STACK_PASSES_TIME: Duration = Duration::from_secs(2);
 
 /// What the engine measures every workload of a run with.
 #[derive(Clone, Copy)]
@@ -88,6 +95,9 @@ struct Taken {
     /// Each copy's probed op time, ns.
     probed_ns_per_op: Vec<f64>,
     stacks: SampledStacks,
+    /// The workload's own part of its samples (the rest the probes' or lost), and over how
+    /// many samples it was found.
+    own_fraction: Option<(f64, u64)>,
 }
 
 /// One workload's samples over the rounds measured so far.
@@ -281,6 +291,11 @@ fn sample(
     if let Some(p) = probes.as_deref_mut() {
         p.take_samples()?;
     }
+    let context = PassContext {
+        spec,
+        overhead,
+        copies,
+    };
     let total = sampling.samples;
     for i in 0..total {
         // Alternate which pass goes first, so neither always follows the other.
@@ -305,29 +320,21 @@ fn sample(
                 }
                 (true, Some(p)) => {
                     *phase = format!("sample {} (probed)", i + 1);
-                    let Wait::Done(runs) =
-                        attached(Some(&mut *p), &pids, || workload.run(ops, true))?
+                    let Wait::Done((runs, values)) = probed_pass(
+                        p,
+                        &mut workload,
+                        &pids,
+                        (&context, ops),
+                        (&mut *taken, &mut last),
+                    )?
                     else {
                         return Ok(Wait::Interrupted);
                     };
-                    let values =
-                        copy_values(spec, overhead, ops, &runs, &mut taken.probed_ns_per_op);
                     result.probed.push(over_copies(spec.metric, &values));
                     for ((copy, run), value) in result.copies.iter_mut().zip(&runs).zip(values) {
                         copy.probed.push(value);
                         copy.probed_spans.push([run.start_ns, run.end_ns]);
                     }
-                    let now = p.snapshot()?;
-                    let delta = now
-                        .since(last.as_ref().expect("snapshot taken with probes"))
-                        .into();
-                    // The counters hold every copy's calls: per op is over all copies' ops.
-                    taken.probed.push(ProbedSample {
-                        delta,
-                        ops: ops * copies as u64,
-                    });
-                    last = Some(now);
-                    taken.stacks.add(p.take_samples()?);
                     assert!(
                         std::env::var_os(PANIC_FOR_TEST).is_none(),
                         "{PANIC_FOR_TEST} is set"
@@ -338,10 +345,125 @@ fn sample(
         }
         progress(i + 1, total);
     }
+    if let Some(p) = probes {
+        *phase = "stack samples".into();
+        let timed_ops = ops * total as u64;
+        let want = sampling.stacks_per_round;
+        let more = more_stacks(
+            p,
+            &mut workload,
+            &pids,
+            &context,
+            (&mut *taken, &mut last),
+            (want, timed_ops),
+        )?;
+        if let Wait::Interrupted = more {
+            return Ok(Wait::Interrupted);
+        }
+    }
     *phase = "tear-down".into();
     let peak = workload.finish()?;
     result.runner_peak_rss_kib = result.runner_peak_rss_kib.max(peak);
     Ok(Wait::Done(()))
+}
+
+/// Probed passes for the stacks alone, after a round's timed ones (`timed_ops` ops), until the
+/// round holds `want` of the workload's own samples or has spent [`MAX_STACK_PASSES_TIME`]
+/// on them. Each pass is sized from the round's samples per op so far, so the probes attach
+/// once or twice, not once per short sample.
+fn more_stacks(
+    p: &mut Probes,
+    workload: &mut RemoteWorkload,
+    pids: &[u32],
+    context: &PassContext,
+    (taken, last): (&mut Taken, &mut Option<Snapshot>),
+    (want, timed_ops): (u64, u64),
+) -> Result<Wait<()>> {
+    if want == 0 || p.sample_period_ns().is_none() {
+        return Ok(Wait::Done(()));
+    }
+    let per_round = workload.ops_per_round();
+    let started = Instant::now();
+    let mut round_ops = timed_ops;
+    loop {
+        // The probes' own part of the samples differs by workload (over half of null_call's
+        // probed loop is the syscall probes'): named again whenever the samples have doubled
+        // since, so the few dozen of a first round's timed passes do not set it for good.
+        let total = taken.stacks.total();
+        if taken.own_fraction.is_none_or(|(_, of)| total >= 2 * of) {
+            let names = crate::probes::kallsyms::resolve(&taken.stacks.addresses())?;
+            taken.own_fraction = taken.stacks.own_fraction(&names).map(|f| (f, total));
+        }
+        let own = taken.own_fraction.map_or(1.0, |(f, _)| f).max(0.05);
+        let target = (want as f64 / own).ceil() as u64;
+        let have = taken.stacks.round_total();
+        if have >= target {
+            return Ok(Wait::Done(()));
+        }
+        // A pass lasts about ops x the last pass's time per op: none starts that would end
+        // past the bound (a one-op workload such as build lasts a minute a pass).
+        let ns_per_op = taken
+            .probed_ns_per_op
+            .last()
+            .copied()
+            .unwrap_or(0.0)
+            .max(1.0);
+        let left = MAX_STACK_PASSES_TIME.saturating_sub(started.elapsed());
+        let fits = (left.as_nanos() as f64 / ns_per_op) as u64;
+        let per_op = have.max(1) as f64 / round_ops.max(1) as f64;
+        let wanted = ((target - have) as f64 / per_op * 1.1).ceil() as u64;
+        let ops = whole_rounds(wanted.min(fits), per_round);
+        if ops > fits {
+            return Ok(Wait::Done(()));
+        }
+        if let Wait::Interrupted =
+            probed_pass(p, workload, pids, (context, ops), (&mut *taken, &mut *last))?
+        {
+            return Ok(Wait::Interrupted);
+        }
+        round_ops += ops;
+    }
+}
+
+/// What every probed pass of one workload's round shares.
+struct PassContext {
+    spec: &'static WorkloadSpec,
+    overhead: Overhead,
+    copies: usize,
+}
+
+/// One probed pass of `ops` ops: its counters' change since `last` and its stacks into
+/// `taken`; its runs and each copy's metric back. The timed passes put its runs into the results; a pass run only for its stacks
+/// (the round's samples short of `--stack-samples`) adds to the attribution alone, so the
+/// clean and probed samples stay paired.
+fn probed_pass(
+    p: &mut Probes,
+    workload: &mut RemoteWorkload,
+    pids: &[u32],
+    (context, ops): (&PassContext, u64),
+    (taken, last): (&mut Taken, &mut Option<Snapshot>),
+) -> Result<Wait<(Vec<CopyRun>, Vec<f64>)>> {
+    let PassContext {
+        spec,
+        overhead,
+        copies,
+    } = *context;
+    let Wait::Done(runs) = attached(Some(&mut *p), pids, || workload.run(ops, true))? else {
+        return Ok(Wait::Interrupted);
+    };
+    let values = copy_values(spec, overhead, ops, &runs, &mut taken.probed_ns_per_op);
+    let now = p.snapshot()?;
+    let delta = now
+        .since(last.as_ref().expect("snapshot taken with probes"))
+        .into();
+    // The counters hold every copy's calls: per op is over all copies' ops.
+    taken.probed.push(ProbedSample {
+        delta,
+        ops: ops * copies as u64,
+    });
+    *last = Some(now);
+    taken.stacks.add(p.take_samples()?);
+    Ok(Wait::Done((runs, values)))
 }
 
 /// Each copy's metric of one sample, the timing overhead taken out; each copy's ns per op

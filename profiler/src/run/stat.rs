@@ -44,6 +44,8 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             samples: args.runs as usize,
             warmup: args.warmup as usize,
             min_sample: Duration::ZERO,
+            // Each sample is a whole run of the command: the user sets how many.
+            stacks_per_round: 0,
         },
         recorded: vec![
             ("command", json!(command.argv)),
