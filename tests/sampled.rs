@@ -319,6 +319,17 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     );
     assert_eq!(w.probed.len(), w.clean.len());
     assert_eq!(w.clean.len(), 4);
+    // The passes for the stacks count in the accounting, which still adds up for one task: the
+    // wall time is over the same ops as the counters (a plain mean of the passes' op times
+    // read 0.97-1.05 here).
+    let a = w.accounting.clone().expect("accounting");
+    assert!(
+        (0.98..1.02).contains(&a.tasks),
+        "on {:.0} + off {:.0} ns/op against a wall time of {:.0}",
+        a.on_cpu_ns_per_op,
+        a.off_cpu_ns_per_op(),
+        a.wall_ns_per_op
+    );
 
     // Without the budget the same run holds a few dozen, and the text says what that knows.
     let dir = tempfile::tempdir().unwrap();

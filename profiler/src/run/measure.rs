@@ -92,8 +92,12 @@ pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
 struct Taken {
     clean_ns_per_op: Vec<f64>,
     probed: Vec<ProbedSample>,
-    /// Each copy's probed op time, ns.
+    /// Each copy's probed op time, ns, pass by pass.
     probed_ns_per_op: Vec<f64>,
+    /// The probed passes' time and ops over all copies: the wall time per op the counters'
+    /// sums are over (passes for the stacks alone are longer than timed ones, so a plain mean
+    /// of the passes' op times would not be).
+    probed_wall: (f64, u64),
     stacks: SampledStacks,
     /// The workload's own part of its samples (the rest the probes' or lost), and over how
     /// many samples it was found.
@@ -149,7 +153,8 @@ impl Measured {
 /// The probed samples' accounting (on and off CPU, where sched_switch was probed) and their
 /// stack profile, into `result`.
 fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
-    let wall = mean(&taken.probed_ns_per_op);
+    let (wall_ns, wall_ops) = taken.probed_wall;
+    let wall = wall_ns / wall_ops.max(1) as f64;
     // Without sched_switch the CPU counters hold only what the gate added: no accounting.
     let measured = probes.waits_measured();
     let account = |profile| {
@@ -451,7 +456,12 @@ fn probed_pass(
     let Wait::Done(runs) = attached(Some(&mut *p), pids, || workload.run(ops, true))? else {
         return Ok(Wait::Interrupted);
     };
+    let before = taken.probed_ns_per_op.len();
     let values = copy_values(spec, overhead, ops, &runs, &mut taken.probed_ns_per_op);
+    for ns_per_op in &taken.probed_ns_per_op[before..] {
+        taken.probed_wall.0 += ns_per_op * ops as f64;
+        taken.probed_wall.1 += ops;
+    }
     let now = p.snapshot()?;
     let delta = now
         .since(last.as_ref().expect("snapshot taken with probes"))
