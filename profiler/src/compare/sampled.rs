@@ -382,6 +382,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_text_says_how_to_narrow_intervals_of_few_samples() {
+        let many = rounds_profile(&[(50, 1000), (60, 1000), (40, 1000), (55, 1000)]);
+        let few = profile(400, 20, 3000.0);
+        let hint = |c: &SampledChange| {
+            crate::compare::sampled_lines(c)
+                .iter()
+                .any(|l| l.contains("run --stack-samples 2000 on both sides"))
+        };
+        assert!(!hint(&sampled_change(&[&many], &[&many]).unwrap()));
+        let c = sampled_change(&[&many], &[&few]).unwrap();
+        assert!(hint(&c), "{:?}", crate::compare::sampled_lines(&c));
+        assert!(crate::compare::sampled_lines(&c)
+            .last()
+            .unwrap()
+            .contains("(400 samples on the smaller side"));
+    }
+
+    #[test]
     fn files_of_a_side_are_pooled_by_their_samples() {
         let (a, b) = (profile(1000, 50, 2000.0), profile(3000, 450, 2000.0));
         let c = sampled_change(&[&a, &b], &[&a]).unwrap();
