@@ -92,12 +92,12 @@ pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
 struct Taken {
     clean_ns_per_op: Vec<f64>,
     probed: Vec<ProbedSample>,
-    /// Each copy's probed op time, ns, pass by pass.
-    probed_ns_per_op: Vec<f64>,
     /// The probed passes' time and ops over all copies: the wall time per op the counters'
     /// sums are over (passes for the stacks alone are longer than timed ones, so a plain mean
     /// of the passes' op times would not be).
     probed_wall: (f64, u64),
+    /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
+    last_pass_ns_per_op: f64,
     stacks: SampledStacks,
     /// The workload's own part of its samples (the rest the probes' or lost), and over how
     /// many samples it was found.
@@ -407,12 +407,7 @@ fn more_stacks(
         }
         // A pass lasts about ops x the last pass's time per op: none starts that would end
         // past the bound (a one-op workload such as build lasts a minute a pass).
-        let ns_per_op = taken
-            .probed_ns_per_op
-            .last()
-            .copied()
-            .unwrap_or(0.0)
-            .max(1.0);
+        let ns_per_op = taken.last_pass_ns_per_op.max(1.0);
         let left = MAX_STACK_PASSES_TIME.saturating_sub(started.elapsed());
         let fits = (left.as_nanos() as f64 / ns_per_op) as u64;
         let per_op = have.max(1) as f64 / round_ops.max(1) as f64;
@@ -438,9 +433,9 @@ struct PassContext {
 }
 
 /// One probed pass of `ops` ops: its counters' change since `last` and its stacks into
-/// `taken`; its runs and each copy's metric back. The timed passes put its runs into the results; a pass run only for its stacks
-/// (the round's samples short of `--stack-samples`) adds to the attribution alone, so the
-/// clean and probed samples stay paired.
+/// `taken`; its runs and each copy's metric back. The timed passes put its runs into the
+/// results; a pass run only for its stacks (the round's samples short of `--stack-samples`)
+/// adds to the attribution alone, so the clean and probed samples stay paired.
 fn probed_pass(
     p: &mut Probes,
     workload: &mut RemoteWorkload,
@@ -456,12 +451,13 @@ fn probed_pass(
     let Wait::Done(runs) = attached(Some(&mut *p), pids, || workload.run(ops, true))? else {
         return Ok(Wait::Interrupted);
     };
-    let before = taken.probed_ns_per_op.len();
-    let values = copy_values(spec, overhead, ops, &runs, &mut taken.probed_ns_per_op);
-    for ns_per_op in &taken.probed_ns_per_op[before..] {
-        taken.probed_wall.0 += ns_per_op * ops as f64;
+    let mut ns_per_op = Vec::with_capacity(runs.len());
+    let values = copy_values(spec, overhead, ops, &runs, &mut ns_per_op);
+    for copy in &ns_per_op {
+        taken.probed_wall.0 += copy * ops as f64;
         taken.probed_wall.1 += ops;
     }
+    taken.last_pass_ns_per_op = ns_per_op.iter().copied().fold(0.0, f64::max);
     let now = p.snapshot()?;
     let delta = now
         .since(last.as_ref().expect("snapshot taken with probes"))
