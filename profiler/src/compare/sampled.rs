@@ -95,7 +95,7 @@ impl Side {
             ..Side::default()
         };
         for p in profiles {
-            side.samples += own_samples(p);
+            side.samples += p.own_samples();
             side.cpu_ns += p.on_cpu_ns_per_op * p.ops as f64;
             side.ops += p.ops;
             for path in &p.paths {
@@ -171,11 +171,6 @@ impl Side {
 
 fn key(path: &crate::results::SampledPath) -> PathKey {
     (path.kind, path.name.clone(), path.parent.clone())
-}
-
-/// The samples a profile's shares are of: its own, without the probes' and the lost stacks.
-fn own_samples(p: &StackProfile) -> u64 {
-    p.samples.saturating_sub(p.probe_samples + p.lost_stacks)
 }
 
 /// The change of every path's share, None unless both sides have samples.

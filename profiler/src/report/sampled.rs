@@ -61,7 +61,7 @@ fn pct(v: f64) -> String {
 /// How well these samples know a 5% share, and how to know it better, when they know it worse
 /// than +-1 percentage point.
 fn precision_line(p: &StackProfile) -> String {
-    let own = p.samples.saturating_sub(p.probe_samples + p.lost_stacks);
+    let own = p.own_samples();
     if own == 0 || own >= crate::run::PRECISE_STACK_SAMPLES {
         return String::new();
     }

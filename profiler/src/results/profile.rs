@@ -39,6 +39,14 @@ pub struct StackProfile {
     pub folded: Vec<(String, u64)>,
 }
 
+impl StackProfile {
+    /// The samples its shares are of: its own, without the probes' and the lost stacks.
+    pub fn own_samples(&self) -> u64 {
+        self.samples
+            .saturating_sub(self.probe_samples + self.lost_stacks)
+    }
+}
+
 /// Folded stacks a workload keeps in its results (the rest are summed into one line).
 pub const FOLDED_LIMIT: usize = 400;
 /// The folded line that sums the stacks past the limit.
