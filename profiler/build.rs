@@ -11,6 +11,7 @@ fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-env-changed=HOOKPROF_EBPF_TOOLCHAIN");
     let toolchain = std::env::var("HOOKPROF_EBPF_TOOLCHAIN").unwrap_or_else(|_| "debian".into());
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../profiler-ebpf");
+    share_ebpf_target_dir();
     aya_build::build_ebpf(
         [aya_build::Package {
             name: "profiler-ebpf",
@@ -31,6 +32,40 @@ fn main() -> anyhow::Result<()> {
         "profiler-ebpf-calibration-slot",
         rewrite(&object, Slots::CalibrationOnly)?,
     )
+}
+
+/// aya-build compiles the eBPF crate in a target directory under OUT_DIR, which is new for
+/// every build of this crate that differs in profile, features or host target (clippy, the
+/// release binary, the tests, the static package, the fuzz targets): each compiled it from
+/// scratch (~2 min on two CPUs). That directory is made a link to one under the workspace's
+/// target directory, so cargo finds the bpfel build it made before up to date.
+fn share_ebpf_target_dir() {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return;
+    };
+    let parent = Path::new(&out_dir).join("aya-build/target");
+    let link = parent.join("profiler-ebpf");
+    if link.exists() {
+        return;
+    }
+    // A relative CARGO_TARGET_DIR is relative to where cargo ran, which a build script
+    // cannot know: the workspace's own target directory then.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("ebpf");
+    let linked = std::fs::create_dir_all(&target)
+        .and_then(|()| std::fs::create_dir_all(&parent))
+        .and_then(|()| std::os::unix::fs::symlink(&target, &link));
+    if let Err(e) = linked {
+        // Not fatal: aya-build then builds in a directory of its own, as it would.
+        println!(
+            "cargo:warning=the eBPF build is not shared ({} -> {}: {e})",
+            link.display(),
+            target.display()
+        );
+    }
 }
 
 /// Which hook slots (`hook_enter_N`/`hook_exit_N` program pairs) an object keeps.
