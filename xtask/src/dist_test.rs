@@ -303,8 +303,10 @@ impl Drop for UnmountedDir {
 }
 
 /// target/dist-test/SUITE-minbase-INCLUDE.tar: the root as debootstrap left it, made on the
-/// first call.
-fn cached_root_tar() -> Result<PathBuf> {
+/// first call. `cargo xtask test` calls it beside the build, where its ~5 min (mostly
+/// waiting on the mirror) cost little: debootstrap's output then goes to a log under
+/// target/dist-test, named if it fails.
+pub fn cached_root_tar() -> Result<PathBuf> {
     let cache_dir = target_dir().join("dist-test");
     let tar = cache_dir.join(format!("{SUITE}-minbase-{INCLUDE}.tar"));
     if tar.is_file() {
@@ -313,13 +315,23 @@ fn cached_root_tar() -> Result<PathBuf> {
     std::fs::create_dir_all(&cache_dir)
         .with_context(|| format!("create {}", cache_dir.display()))?;
     let work = UnmountedDir::new_in(&cache_dir, "debootstrap-")?;
-    println!("xtask dist-test: debootstrap {SUITE} (minbase, {INCLUDE}) once, ~5 min");
+    let log_path = cache_dir.join("debootstrap.log");
+    println!(
+        "xtask dist-test: debootstrap {SUITE} (minbase, {INCLUDE}) once, ~5 min; its output \
+         goes to {}",
+        log_path.display()
+    );
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("create {}", log_path.display()))?;
     run_checked(
         Command::new("debootstrap")
             .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
             .arg(work.path())
-            .arg(MIRROR),
-    )?;
+            .arg(MIRROR)
+            .stdout(log.try_clone()?)
+            .stderr(log),
+    )
+    .with_context(|| format!("debootstrap's output is in {}", log_path.display()))?;
     let partial = tar.with_extension("tar.partial");
     run_checked(
         Command::new("tar")
