@@ -85,14 +85,19 @@ fn top_shows_landlocks_file_open_under_security_file_open_for_the_confined_cgrou
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .collect();
     // top priced its own fentry/fexit pair at its start, here where fentry loads: a pair costs
-    // something, and the part inside a timed span is part of it.
+    // something, and what it reads inside a span lies within the probed syscall. The span
+    // holds the near-empty function's own body too, which under TCG can outweigh the pair
+    // (1,051 ns in the span against a 554 ns pair, one CI run), so it is bounded by the
+    // whole probed call, not by the pair.
     let cost = &intervals.first().expect("an interval")["probe_cost"];
-    let (pair, in_span) = (
+    let (pair, in_span, bare) = (
         cost["function_pair_ns"].as_f64(),
         cost["function_in_span_ns"].as_f64(),
+        cost["bare_ns"].as_f64(),
     );
     assert!(
-        pair.is_some_and(|p| p > 0.0) && in_span.is_some_and(|s| s >= 0.0 && s <= pair.unwrap()),
+        pair.is_some_and(|p| p > 0.0)
+            && in_span.is_some_and(|s| s >= 0.0 && s <= bare.unwrap_or(0.0) + pair.unwrap()),
         "top's calibration of its function pair: {cost}"
     );
     let rows: Vec<serde_json::Value> = intervals
