@@ -85,16 +85,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Test { no_vm } => {
             setup::ensure()?;
             // The package test's clean root is made while the build runs (debootstrap mostly
-            // waits on the mirror) and is ready before anything is timed.
+            // waits on the mirror) and is ready before anything is timed; a failure to make
+            // it fails the package test, not the tests before it.
             let clean_root = std::thread::spawn(dist_test::cached_root_tar);
             let built = lint_and_build();
             let root = clean_root
                 .join()
                 .map_err(|_| anyhow::anyhow!("making the clean root panicked"))?;
             built?;
-            root?;
             test_host()?;
             fuzz::run_all()?;
+            root.context("the package test's clean root")?;
             dist_test::run()?;
             if !no_vm {
                 let code = vm::vm_test(&vm::VmTestArgs::default())?;
