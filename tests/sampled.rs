@@ -20,6 +20,20 @@ fn profile(w: &WorkloadResult) -> &StackProfile {
         .unwrap_or_else(|| panic!("{}: no sampled profile; notes: {:?}", w.name, w.notes))
 }
 
+/// A one-task workload's time on and off CPU per op over its wall time per op (`tasks`)
+/// lies in `range`.
+fn assert_one_task(w: &WorkloadResult, range: std::ops::Range<f64>) {
+    let a = w.accounting.as_ref().expect("accounting");
+    assert!(
+        range.contains(&a.tasks),
+        "{}: on {:.0} + off {:.0} ns/op against a wall time of {:.0}",
+        w.name,
+        a.on_cpu_ns_per_op,
+        a.off_cpu_ns_per_op(),
+        a.wall_ns_per_op
+    );
+}
+
 fn path<'a>(p: &'a StackProfile, name: &str) -> Option<&'a SampledPath> {
     p.paths.iter().find(|r| r.name == name)
 }
@@ -169,14 +183,7 @@ fn each_op_s_parts_add_up_to_its_time() {
         assert!((split - a.on_cpu_ns_per_op).abs() < 1e-6 * a.on_cpu_ns_per_op.max(1.0));
     }
     for single in ["null_call", "open_close"] {
-        let a = workload(&r, single).accounting.clone().unwrap();
-        assert!(
-            (0.95..1.05).contains(&a.tasks),
-            "{single}: on {:.0} + off {:.0} ns/op against a wall time of {:.0}",
-            a.on_cpu_ns_per_op,
-            a.off_cpu_ns_per_op(),
-            a.wall_ns_per_op
-        );
+        assert_one_task(workload(&r, single), 0.95..1.05);
     }
     // A pipe's reader waits blocked for its writer: that wait is read's, and not its cost.
     let pipe = workload(&r, "lat_pipe");
@@ -322,14 +329,7 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     // The passes for the stacks count in the accounting, which still adds up for one task: the
     // wall time is over the same ops as the counters (a plain mean of the passes' op times
     // read 0.97-1.05 here).
-    let a = w.accounting.clone().expect("accounting");
-    assert!(
-        (0.98..1.02).contains(&a.tasks),
-        "on {:.0} + off {:.0} ns/op against a wall time of {:.0}",
-        a.on_cpu_ns_per_op,
-        a.off_cpu_ns_per_op(),
-        a.wall_ns_per_op
-    );
+    assert_one_task(w, 0.98..1.02);
 
     // Without the budget the same run holds a few dozen, and the text says what that knows.
     let dir = tempfile::tempdir().unwrap();
