@@ -150,7 +150,10 @@ fn each_op_s_parts_add_up_to_its_time() {
             .as_ref()
             .unwrap_or_else(|| panic!("{}: no accounting", w.name));
         let p = profile(w);
-        let sampled_cpu = p.samples as f64 * p.period_ns as f64 / p.ops as f64;
+        // The CPU time per op is the timed passes': their samples alone (the passes for the
+        // stacks alone sample at their own rate).
+        let timed = p.samples - p.stack_passes.map_or(0, |s| s.samples);
+        let sampled_cpu = timed as f64 * p.period_ns as f64 / p.ops as f64;
         let ratio = sampled_cpu / a.on_cpu_ns_per_op;
         eprintln!(
             "{}: wall {:.0} on {:.0} off {:.0} tasks {:.2}; sampled CPU {sampled_cpu:.0} ({ratio:.3}x)",
@@ -297,10 +300,11 @@ fn a_landlock_ruleset_s_cost_is_found_in_its_file_open_hook_by_sampling() {
     );
 }
 
-/// `--stack-samples N`: where the timed probed samples hold fewer of the workload's own stacks
-/// (a quick run's hold 20-100), each round runs more probed passes for the stacks until it holds
-/// its part; the probed samples that pair with the clean ones stay as many, and the report
-/// says how well a run without it knows a share.
+/// `--stack-samples` (2,000 by default): where the timed probed samples hold fewer of the
+/// workload's own stacks (a quick run's hold a few dozen), each round runs probed passes for
+/// the stacks alone, at `--stack-sample-hz`, until it holds its part; the probed samples that
+/// pair with the clean ones stay as many, the CPU time per op stays the timed passes', and the
+/// report says how well a run without them knows a share.
 #[test]
 fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     require_root();
@@ -313,32 +317,52 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
         "--samples",
         "2",
     ];
-    let r = run_to_results(&[&short[..], &["--stack-samples", "1000"]].concat());
+    let r = run_to_results(&short);
     let w = workload(&r, "open_close");
     let p = profile(w);
     let own = p.samples - p.probe_samples - p.lost_stacks;
     // Each round's passes are sized from its samples per op so far, with 10% to spare.
-    assert!((1000..2500).contains(&own), "{own} own samples: {p:?}");
+    assert!((2000..3500).contains(&own), "{own} own samples: {p:?}");
     assert!(
-        p.round_samples.iter().all(|&n| n >= 450),
+        p.round_samples.iter().all(|&n| n >= 900),
         "every round holds about its half: {:?}",
         p.round_samples
     );
+    let passes = p.stack_passes.expect("passes for the stacks alone ran");
+    assert_eq!(passes.period_ns, 1_000_000_000 / 4_999);
+    assert!(
+        passes.samples > 10 * (p.samples - passes.samples),
+        "the stack passes, at 20x the timed rate, hold most samples: {passes:?} of {}",
+        p.samples
+    );
     assert_eq!(w.probed.len(), w.clean.len());
     assert_eq!(w.clean.len(), 4);
-    // The passes for the stacks count in the accounting, which still adds up for one task: the
-    // wall time is over the same ops as the counters (a plain mean of the passes' op times
-    // read 0.97-1.05 here).
+    // The accounting is the timed passes' alone (wall time, counters, CPU time), and adds up
+    // for one task.
     assert_one_task(w, 0.98..1.02);
 
     // Without the budget the same run holds a few dozen, and the text says what that knows.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let run = hookprof(&[&["run", "-q", "-o", out.to_str().unwrap()][..], &short].concat());
+    let run = hookprof(
+        &[
+            &[
+                "run",
+                "-q",
+                "-o",
+                out.to_str().unwrap(),
+                "--stack-samples",
+                "0",
+            ][..],
+            &short,
+        ]
+        .concat(),
+    );
     assert!(run.status.success(), "{run:?}");
     let own = {
         let r = Results::load(&out).unwrap();
         let p = profile(workload(&r, "open_close")).clone();
+        assert_eq!(p.stack_passes, None);
         p.samples - p.probe_samples - p.lost_stacks
     };
     assert!(own < 1000, "{own} own samples with no budget");

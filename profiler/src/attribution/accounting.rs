@@ -90,6 +90,7 @@ mod tests {
     fn the_samples_split_the_cpu_time() {
         let profile = StackProfile {
             period_ns: 1000,
+            stack_passes: None,
             samples: 100,
             user_samples: 25,
             probe_samples: 5,

@@ -99,6 +99,7 @@ mod tests {
     fn profile(paths: Vec<SampledPath>) -> StackProfile {
         StackProfile {
             period_ns: 1000,
+            stack_passes: None,
             samples: 1000,
             user_samples: 0,
             probe_samples: 0,

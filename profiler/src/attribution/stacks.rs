@@ -467,6 +467,7 @@ pub fn profile(
         .collect();
     StackProfile {
         period_ns,
+        stack_passes: None,
         samples: total,
         user_samples,
         probe_samples,

@@ -160,8 +160,9 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     let fewest = s.old_samples.min(s.new_samples);
     if fewest < crate::run::PRECISE_STACK_SAMPLES {
         lines.push(format!(
-            "  ({fewest} samples on the smaller side: run --stack-samples 2000 on both sides \
-             narrows these intervals, to about +-1.4 pp for a 5% share)"
+            "  ({fewest} samples on the smaller side: 2,000 on both sides (run --stack-samples; \
+             more --rounds where its passes stop at 2 s a round) narrows these intervals, to \
+             about +-1.4 pp for a 5% share)"
         ));
     }
     lines

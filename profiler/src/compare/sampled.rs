@@ -252,6 +252,7 @@ pub(crate) mod tests {
         let share = hook_samples as f64 / samples as f64;
         StackProfile {
             period_ns: 200_000,
+            stack_passes: None,
             samples,
             user_samples: 0,
             probe_samples: 0,
@@ -383,7 +384,7 @@ pub(crate) mod tests {
         let hint = |c: &SampledChange| {
             crate::compare::sampled_lines(c)
                 .iter()
-                .any(|l| l.contains("run --stack-samples 2000 on both sides"))
+                .any(|l| l.contains("2,000 on both sides (run --stack-samples"))
         };
         assert!(!hint(&sampled_change(&[&many], &[&many]).unwrap()));
         let c = sampled_change(&[&many], &[&few]).unwrap();

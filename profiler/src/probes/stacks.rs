@@ -67,6 +67,12 @@ impl Probes {
             .then_some(self.sample_period_ns)
     }
 
+    /// Samples one every `period_ns` of CPU time from the next attach on (the perf events
+    /// are opened at each attach).
+    pub fn set_sample_period_ns(&mut self, period_ns: u64) {
+        self.sample_period_ns = period_ns;
+    }
+
     /// The samples counted since the last call, and what was read emptied from both maps.
     /// `run` calls it with the programs detached. `top` reads while they run: a stack the
     /// kernel stores during the read is left for the next one, and only a sample of a stack

@@ -77,6 +77,7 @@ pub(crate) mod tests {
                       security_file_open";
         StackProfile {
             period_ns: 1_000_000,
+            stack_passes: None,
             samples: 100 * scale,
             user_samples: 20 * scale,
             probe_samples: 5 * scale,

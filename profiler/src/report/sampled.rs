@@ -68,7 +68,8 @@ fn precision_line(p: &StackProfile) -> String {
     let half = 1.96 * (0.05 * 0.95 / own as f64).sqrt();
     format!(
         "  {own} own samples know a 5% share within +-{:.1} percentage points (95%); about +-1 \
-         takes 2,000: run --stack-samples 2000, or more stat --runs\n",
+         takes 2,000 (run --stack-samples, whose passes stop at 2 s a round: more --rounds \
+         for a workload mostly off its CPU; or more stat --runs)\n",
         half * 100.0
     )
 }
@@ -76,12 +77,11 @@ fn precision_line(p: &StackProfile) -> String {
 /// The profile's heading and table: each path's inclusive share of the CPU samples with its
 /// 95% interval, self share, ns per op and the samples behind it.
 pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
-    let hz = 1e9 / p.period_ns.max(1) as f64;
     let mut out = format!(
-        "Sampled kernel stacks: {} samples at {:.0} Hz of CPU time ({} user, {} in the probes), \
+        "Sampled kernel stacks: {} samples of CPU time ({}; {} user, {} in the probes), \
          shares of the op's CPU time {}\n",
         p.samples,
-        hz,
+        p.rates(),
         p.user_samples,
         p.probe_samples,
         Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op)

@@ -10,7 +10,8 @@ use super::PathKind;
 /// fell in. A share is a ratio inside one run, so machine-speed drift cancels in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StackProfile {
-    /// The sampling period, ns of CPU time per sample (the software cpu-clock event).
+    /// The sampling period of the timed probed passes, ns of CPU time per sample (the
+    /// software cpu-clock event).
     pub period_ns: u64,
     /// Samples that interrupted the workload's tasks, in user and kernel mode.
     pub samples: u64,
@@ -21,10 +22,14 @@ pub struct StackProfile {
     /// Kernel-mode samples whose stack the kernel could not keep (counted, without frames).
     #[serde(default)]
     pub lost_stacks: u64,
-    /// Ops the probed samples ran, over all copies.
+    /// Of `samples`, those taken in passes for the stacks alone (`run --stack-samples`), at
+    /// their own rate; absent when every sample came from the timed passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_passes: Option<StackPasses>,
+    /// Ops the timed probed samples ran, over all copies.
     pub ops: u64,
-    /// CPU ns per op behind the shares: the sched_switch accounting's when it ran, else
-    /// samples times the period.
+    /// CPU ns per op behind the shares, from the timed probed samples alone: the sched_switch
+    /// accounting's when it ran, else their samples times the period.
     pub on_cpu_ns_per_op: f64,
     /// The workload's own samples (all less the probes' and the lost stacks) in each round,
     /// the unit of a share's round-level interval; empty with one round, and in files written
@@ -39,11 +44,36 @@ pub struct StackProfile {
     pub folded: Vec<(String, u64)>,
 }
 
+/// The samples a run took in passes for the stacks alone: nothing in those passes is timed, so
+/// they sample at a rate of their own and add to the shares, not to the CPU time per op.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StackPasses {
+    /// Their sampling period, ns of CPU time per sample.
+    pub period_ns: u64,
+    pub samples: u64,
+}
+
 impl StackProfile {
     /// The samples its shares are of: its own, without the probes' and the lost stacks.
     pub fn own_samples(&self) -> u64 {
         self.samples
             .saturating_sub(self.probe_samples + self.lost_stacks)
+    }
+
+    /// Where the samples came from, for a heading: the timed passes' rate, and the passes'
+    /// for the stacks alone where some ran.
+    pub fn rates(&self) -> String {
+        let hz = |period_ns: u64| format!("{:.0}", 1e9 / period_ns.max(1) as f64);
+        match self.stack_passes {
+            Some(s) => format!(
+                "{} at {} Hz in passes for the stacks alone, {} at {} Hz in the timed passes",
+                s.samples,
+                hz(s.period_ns),
+                self.samples - s.samples.min(self.samples),
+                hz(self.period_ns)
+            ),
+            None => format!("at {} Hz", hz(self.period_ns)),
+        }
     }
 }
 

@@ -108,13 +108,19 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub min_sample_ms: u64,
     /// The workload's own stack samples (`--probes stacks`) each workload should hold over its
-    /// rounds: where its timed probed samples hold fewer, each round runs more probed passes
-    /// until it holds its part or has spent 2 s on them. 2000 knows a 5% share within about
-    /// +-1 percentage point (95%), at several times the run's length; 0 (the default) takes
-    /// what the timed samples give, 20-100 a workload in the quick suite.
+    /// rounds: where its timed probed samples hold fewer, each round runs probed passes for
+    /// the stacks alone (at --stack-sample-hz) until it holds its part or has spent 2 s on
+    /// them. 2000 (the default) knows a 5% share within about +-1 percentage point (95%);
+    /// 0 takes what the timed samples give.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_STACK_SAMPLES,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub stack_samples: u64,
+    /// Stack samples per second of a task's CPU time in the passes for the stacks alone
+    /// (--stack-samples): none of their time is measured, so they sample faster than the
+    /// timed passes' --sample-hz.
+    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_STACK_SAMPLE_HZ,
+          value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub stack_sample_hz: u64,
     /// Parallel jobs for the `build` workload (1 to 4096; default: 4 x CPUs, as kernbench's
     /// "optimal").
     #[arg(long, value_parser = parse_jobs)]
@@ -142,7 +148,8 @@ pub struct CommonMeasureArgs {
     /// tasks among them (stat's command is one).
     #[arg(long, value_delimiter = ',', default_value = "auto")]
     pub probes: Vec<String>,
-    /// Stack samples per second of a task's CPU time (`--probes stacks`).
+    /// Stack samples per second of a task's CPU time in the timed probed passes (`--probes
+    /// stacks`): each sample is a timer interrupt whose cost lands in the timed op.
     #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_SAMPLE_HZ,
           value_parser = clap::value_parser!(u64).range(10..=100_000))]
     pub sample_hz: u64,
@@ -219,6 +226,7 @@ impl MeasureArgs {
             samples,
             min_sample_ms,
             stack_samples,
+            stack_sample_hz,
             jobs,
             build_units,
         } = self;
@@ -232,6 +240,7 @@ impl MeasureArgs {
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
             format!("--stack-samples={stack_samples}"),
+            format!("--stack-sample-hz={stack_sample_hz}"),
             format!("--parallel={parallel}"),
             format!("--rounds={rounds}"),
             format!("--timeout-per-workload={timeout_per_workload}"),
@@ -310,6 +319,7 @@ mod tests {
             samples: 5,
             min_sample_ms: 2,
             stack_samples: 500,
+            stack_sample_hz: 1999,
             jobs: Some(3),
             build_units: Some(30),
         };

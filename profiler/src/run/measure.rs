@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use crate::{
     attribution::{self, attribute, ProbedSample, SampledStacks},
     probes::{Probes, Snapshot},
-    results::{CopySamples, ExtraMetric, WorkloadFailure, WorkloadResult},
+    results::{CopySamples, ExtraMetric, StackPasses, WorkloadFailure, WorkloadResult},
     runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
     workloads::{whole_rounds, Extra, Metric, WorkloadSetup, WorkloadSpec},
 };
@@ -28,6 +28,8 @@ pub struct Sampling {
     /// Stack samples each round's probed passes should hold (`run --stack-samples` over the
     /// rounds); 0 takes what the timed passes give.
     pub stacks_per_round: u64,
+    /// The sampling period of the passes for the stacks alone (`--stack-sample-hz`).
+    pub stack_pass_period_ns: u64,
 }
 
 /// The most wall time a round's extra sampling passes may take: a workload mostly off its CPU
@@ -92,10 +94,14 @@ pub const PANIC_FOR_TEST: &str = "HOOKPROF_TEST_PANIC";
 struct Taken {
     clean_ns_per_op: Vec<f64>,
     probed: Vec<ProbedSample>,
-    /// The probed passes' time and ops over all copies: the wall time per op the counters'
-    /// sums are over (passes for the stacks alone are longer than timed ones, so a plain mean
-    /// of the passes' op times would not be).
+    /// The timed probed passes' time and ops over all copies: the wall time per op the
+    /// counters' sums are over.
     probed_wall: (f64, u64),
+    /// Samples taken in the timed probed passes (the rest in passes for the stacks alone, at
+    /// their own rate).
+    timed_samples: u64,
+    /// The sampling period of the passes for the stacks alone, once one ran.
+    stack_pass_period_ns: Option<u64>,
     /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
     last_pass_ns_per_op: f64,
     stacks: SampledStacks,
@@ -166,11 +172,21 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
         result.accounting = account(None);
         return;
     };
-    let ops = taken.probed.iter().map(|s| s.ops).sum();
-    let on_cpu = account(None).map(|a| a.on_cpu_ns_per_op);
+    // The CPU time per op is the timed passes' alone: the passes for the stacks alone sample
+    // faster, and their interrupts would inflate it.
+    let ops: u64 = taken.probed.iter().map(|s| s.ops).sum();
+    let on_cpu = account(None).map_or_else(
+        || taken.timed_samples as f64 * period as f64 / ops.max(1) as f64,
+        |a| a.on_cpu_ns_per_op,
+    );
     match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
         Ok(names) => {
-            let profile = attribution::profile(&taken.stacks, &names, period, ops, on_cpu);
+            let mut profile =
+                attribution::profile(&taken.stacks, &names, period, ops, Some(on_cpu));
+            profile.stack_passes = taken.stack_pass_period_ns.map(|period_ns| StackPasses {
+                period_ns,
+                samples: profile.samples - taken.timed_samples,
+            });
             attribution::correct_by_samples(&mut result.attribution, &profile);
             result.accounting = account(Some(&profile));
             result.profile = Some(profile);
@@ -329,7 +345,7 @@ fn sample(
                         p,
                         &mut workload,
                         &pids,
-                        (&context, ops),
+                        (&context, Pass::Timed, ops),
                         (&mut *taken, &mut last),
                     )?
                     else {
@@ -353,14 +369,13 @@ fn sample(
     if let Some(p) = probes {
         *phase = "stack samples".into();
         let timed_ops = ops * total as u64;
-        let want = sampling.stacks_per_round;
         let more = more_stacks(
             p,
             &mut workload,
             &pids,
-            &context,
+            (&context, sampling),
             (&mut *taken, &mut last),
-            (want, timed_ops),
+            timed_ops,
         )?;
         if let Wait::Interrupted = more {
             return Ok(Wait::Interrupted);
@@ -373,23 +388,28 @@ fn sample(
 }
 
 /// Probed passes for the stacks alone, after a round's timed ones (`timed_ops` ops), until the
-/// round holds `want` of the workload's own samples or has spent [`MAX_STACK_PASSES_TIME`]
-/// on them. Each pass is sized from the round's samples per op so far, so the probes attach
-/// once or twice, not once per short sample.
+/// round holds `sampling.stacks_per_round` of the workload's own samples or has spent
+/// [`MAX_STACK_PASSES_TIME`] on them. Each pass is sized from the samples per op seen so far,
+/// so the probes attach once or twice, not once per short sample.
 fn more_stacks(
     p: &mut Probes,
     workload: &mut RemoteWorkload,
     pids: &[u32],
-    context: &PassContext,
+    (context, sampling): (&PassContext, Sampling),
     (taken, last): (&mut Taken, &mut Option<Snapshot>),
-    (want, timed_ops): (u64, u64),
+    timed_ops: u64,
 ) -> Result<Wait<()>> {
-    if want == 0 || p.sample_period_ns().is_none() {
+    let want = sampling.stacks_per_round;
+    let Some(timed_period_ns) = p.sample_period_ns().filter(|_| want > 0) else {
         return Ok(Wait::Done(()));
-    }
+    };
+    let pass = Pass::StacksOnly {
+        period_ns: sampling.stack_pass_period_ns,
+    };
     let per_round = workload.ops_per_round();
     let started = Instant::now();
-    let mut round_ops = timed_ops;
+    let timed_samples = taken.stacks.round_total();
+    let mut stack_ops = 0;
     loop {
         // The probes' own part of the samples differs by workload (over half of null_call's
         // probed loop is the syscall probes'): named again whenever the samples have doubled
@@ -408,20 +428,33 @@ fn more_stacks(
         // A pass lasts about ops x the last pass's time per op: none starts that would end
         // past the bound (a one-op workload such as build lasts a minute a pass).
         let ns_per_op = taken.last_pass_ns_per_op.max(1.0);
+        // Samples per op at the passes' own rate: their own once one ran; before, the larger
+        // of the timed passes' few scaled by the rates and the op's wall time taken as all
+        // CPU, so a first pass errs short rather than long.
+        let per_op = if stack_ops > 0 {
+            (have - timed_samples).max(1) as f64 / stack_ops as f64
+        } else {
+            let period = sampling.stack_pass_period_ns.max(1) as f64;
+            let scaled = timed_samples as f64 / timed_ops.max(1) as f64 * timed_period_ns as f64;
+            (scaled / period).max(ns_per_op * context.copies as f64 / period)
+        };
         let left = MAX_STACK_PASSES_TIME.saturating_sub(started.elapsed());
         let fits = (left.as_nanos() as f64 / ns_per_op) as u64;
-        let per_op = have.max(1) as f64 / round_ops.max(1) as f64;
         let wanted = ((target - have) as f64 / per_op * 1.1).ceil() as u64;
         let ops = whole_rounds(wanted.min(fits), per_round);
         if ops > fits {
             return Ok(Wait::Done(()));
         }
-        if let Wait::Interrupted =
-            probed_pass(p, workload, pids, (context, ops), (&mut *taken, &mut *last))?
-        {
+        if let Wait::Interrupted = probed_pass(
+            p,
+            workload,
+            pids,
+            (context, pass, ops),
+            (&mut *taken, &mut *last),
+        )? {
             return Ok(Wait::Interrupted);
         }
-        round_ops += ops;
+        stack_ops += ops;
     }
 }
 
@@ -432,15 +465,25 @@ struct PassContext {
     copies: usize,
 }
 
-/// One probed pass of `ops` ops: its counters' change since `last` and its stacks into
-/// `taken`; its runs and each copy's metric back. The timed passes put its runs into the
-/// results; a pass run only for its stacks (the round's samples short of `--stack-samples`)
-/// adds to the attribution alone, so the clean and probed samples stay paired.
+/// What a probed pass is for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pass {
+    /// A timed sample: its counters, time and stacks all count.
+    Timed,
+    /// Stacks alone, one every `period_ns` of CPU time: its counters and time are left out,
+    /// its faster sampling's interrupts being in them.
+    StacksOnly { period_ns: u64 },
+}
+
+/// One probed pass of `ops` ops: its stacks into `taken`, with (a timed pass) its counters'
+/// change since `last`; its runs and each copy's metric back. The timed passes put their runs
+/// into the results; a pass for the stacks alone adds its samples alone, so the clean and
+/// probed samples stay paired and the CPU time per op stays the timed passes'.
 fn probed_pass(
     p: &mut Probes,
     workload: &mut RemoteWorkload,
     pids: &[u32],
-    (context, ops): (&PassContext, u64),
+    (context, pass, ops): (&PassContext, Pass, u64),
     (taken, last): (&mut Taken, &mut Option<Snapshot>),
 ) -> Result<Wait<(Vec<CopyRun>, Vec<f64>)>> {
     let PassContext {
@@ -448,27 +491,40 @@ fn probed_pass(
         overhead,
         copies,
     } = *context;
-    let Wait::Done(runs) = attached(Some(&mut *p), pids, || workload.run(ops, true))? else {
+    let timed_period_ns = p.sample_period_ns();
+    if let Pass::StacksOnly { period_ns } = pass {
+        p.set_sample_period_ns(period_ns);
+        taken.stack_pass_period_ns = Some(period_ns);
+    }
+    let ran = attached(Some(&mut *p), pids, || workload.run(ops, true));
+    if let Some(period_ns) = timed_period_ns {
+        p.set_sample_period_ns(period_ns);
+    }
+    let Wait::Done(runs) = ran? else {
         return Ok(Wait::Interrupted);
     };
     let mut ns_per_op = Vec::with_capacity(runs.len());
     let values = copy_values(spec, overhead, ops, &runs, &mut ns_per_op);
-    for copy in &ns_per_op {
-        taken.probed_wall.0 += copy * ops as f64;
-        taken.probed_wall.1 += ops;
-    }
     taken.last_pass_ns_per_op = ns_per_op.iter().copied().fold(0.0, f64::max);
     let now = p.snapshot()?;
-    let delta = now
-        .since(last.as_ref().expect("snapshot taken with probes"))
-        .into();
-    // The counters hold every copy's calls: per op is over all copies' ops.
-    taken.probed.push(ProbedSample {
-        delta,
-        ops: ops * copies as u64,
-    });
+    let samples = p.take_samples()?;
+    if pass == Pass::Timed {
+        for copy in &ns_per_op {
+            taken.probed_wall.0 += copy * ops as f64;
+            taken.probed_wall.1 += ops;
+        }
+        let delta = now
+            .since(last.as_ref().expect("snapshot taken with probes"))
+            .into();
+        // The counters hold every copy's calls: per op is over all copies' ops.
+        taken.probed.push(ProbedSample {
+            delta,
+            ops: ops * copies as u64,
+        });
+        taken.timed_samples += samples.iter().map(|s| s.count).sum::<u64>();
+    }
     *last = Some(now);
-    taken.stacks.add(p.take_samples()?);
+    taken.stacks.add(samples);
     Ok(Wait::Done((runs, values)))
 }
 

@@ -37,10 +37,10 @@ use crate::{
 /// samples.
 pub const DEFAULT_ROUNDS: u32 = 4;
 pub const DEFAULT_SAMPLES: u32 = 3;
-/// Stack samples a workload holds over its rounds by default: what the timed probed samples
-/// give. Precision is bought with time: 2,000 (a 5% share within about +-1 percentage point)
-/// made the quick suite 4.9x as long here, so a run asks for it.
-pub const DEFAULT_STACK_SAMPLES: u64 = 0;
+/// Stack samples a workload holds over its rounds by default: a 5% share within about +-1
+/// percentage point. Bought with passes for the stacks alone at --stack-sample-hz: the quick
+/// suite took 2.0x as long here (72 s against 37 s; at the timed passes' rate, 4.9x).
+pub const DEFAULT_STACK_SAMPLES: u64 = 2_000;
 /// The own samples behind a 5% share known within +-1 percentage point (95%, samples taken as
 /// independent): 1.96^2 * 0.05 * 0.95 / 0.01^2.
 pub const PRECISE_STACK_SAMPLES: u64 = 1_825;
@@ -70,6 +70,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             warmup: 1,
             min_sample: Duration::from_millis(args.min_sample_ms),
             stacks_per_round: args.stack_samples.div_ceil(u64::from(args.common.rounds)),
+            stack_pass_period_ns: 1_000_000_000 / args.stack_sample_hz,
         },
         setup: WorkloadSetup {
             jobs: args.jobs,
@@ -81,6 +82,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             ("workloads", json!(args.workloads)),
             ("min_sample_ms", json!(args.min_sample_ms)),
             ("stack_samples", json!(args.stack_samples)),
+            ("stack_sample_hz", json!(args.stack_sample_hz)),
             ("jobs", json!(args.jobs)),
             ("build_units", json!(args.build_units)),
         ],

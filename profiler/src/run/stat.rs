@@ -46,6 +46,7 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             min_sample: Duration::ZERO,
             // Each sample is a whole run of the command: the user sets how many.
             stacks_per_round: 0,
+            stack_pass_period_ns: 0,
         },
         recorded: vec![
             ("command", json!(command.argv)),

@@ -83,7 +83,7 @@ pub struct TopArgs {
     /// Kernel stack samples per second of a task's CPU time, on every CPU (each hook's and LSM
     /// function's share of the scope's CPU, where the kernel refuses fentry too); 0 samples
     /// nothing.
-    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_SAMPLE_HZ,
+    #[arg(long, value_name = "HZ", default_value_t = DEFAULT_SAMPLE_HZ,
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub sample_hz: u64,
     /// Serve the totals as OpenMetrics at http://ADDR:PORT/metrics for Prometheus.
@@ -224,6 +224,10 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
 }
 
 /// Generous: the calibration's loops last well under a second in all, even under emulation.
+/// top's sampling rate: a live view wants a profile within one interval, so it samples at
+/// 4x `run`'s timed rate (each sample a ~20 us interrupt here: ~2% of a busy CPU).
+const DEFAULT_SAMPLE_HZ: u64 = 999;
+
 const CALIBRATION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The probes' own cost, measured in a runner of its own before anything is counted; None,

@@ -23,9 +23,9 @@ pub fn figure(w: &WorkloadResult) -> String {
     };
     let title = format!("{}: sampled kernel stacks", w.name);
     let subtitle = format!(
-        "{} samples, one per {:.0} us of CPU time: {} in user mode, {} in hookprof's probes",
+        "{} samples of CPU time ({}): {} in user mode, {} in hookprof's probes",
         p.samples,
-        p.period_ns as f64 / 1000.0,
+        p.rates(),
         p.user_samples,
         p.probe_samples
     );
