@@ -138,6 +138,7 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
         "--list",
         "--min-sample-ms",
         "--stack-samples",
+        "--stack-sample-hz",
         "--jobs",
         "--build-units",
     ];
