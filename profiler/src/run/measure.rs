@@ -430,7 +430,8 @@ fn more_stacks(
         let ns_per_op = taken.last_pass_ns_per_op.max(1.0);
         // Samples per op at the passes' own rate: their own once one ran; before, the larger
         // of the timed passes' few scaled by the rates and the op's wall time taken as all
-        // CPU, so a first pass errs short rather than long.
+        // CPU (the most a copy's tasks taking turns on a CPU hold), so a first pass errs
+        // short rather than long.
         let per_op = if stack_ops > 0 {
             (have - timed_samples).max(1) as f64 / stack_ops as f64
         } else {
