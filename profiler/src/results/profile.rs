@@ -149,3 +149,23 @@ impl Accounting {
         self.off_cpu_runnable_ns_per_op + self.off_cpu_blocked_ns_per_op
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StackPasses;
+
+    #[test]
+    fn the_heading_names_each_pass_kinds_rate_and_samples() {
+        let mut p = crate::report::folded::tests::profile(1);
+        p.period_ns = 1_000_000_000 / 249;
+        assert_eq!(p.rates(), "at 249 Hz");
+        p.stack_passes = Some(StackPasses {
+            period_ns: 1_000_000_000 / 4_999,
+            samples: 90,
+        });
+        assert_eq!(
+            p.rates(),
+            "90 at 4999 Hz in passes for the stacks alone, 10 at 249 Hz in the timed passes"
+        );
+    }
+}
