@@ -93,8 +93,9 @@ pub struct ProbePlan {
 /// The default sampling rate of timed probed passes: 249 Hz of CPU time (off any timer tick's
 /// multiple, so the samples do not fall in step with periodic work). Each sample is a timer
 /// interrupt on the sampled CPU and its cost lands in the timed op: on this kind of virtual
-/// machine 40-90 us of fork_proc's time per sample, so 999 Hz slowed it by 5-9% and 249 Hz
-/// keeps every probed loop within 3% (Benchmarks: the sampling cost).
+/// machine 40-90 us of fork_proc's time per sample, so 999 Hz slowed it by 5-9%; at 249 Hz
+/// each probed loop's median over the sessions is within 3% (fork_proc +3.3% and +1.5%:
+/// Benchmarks, the sampling cost).
 pub const DEFAULT_SAMPLE_HZ: u64 = 249;
 /// The default rate of `run`'s passes for the stacks alone (`--stack-sample-hz`): nothing in
 /// them is timed, so their interrupts cost only their length, and 20x the timed rate gathers

@@ -223,11 +223,11 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     }
 }
 
-/// Generous: the calibration's loops last well under a second in all, even under emulation.
 /// top's sampling rate: a live view wants a profile within one interval, so it samples at
 /// 4x `run`'s timed rate (each sample a ~20 us interrupt here: ~2% of a busy CPU).
 const DEFAULT_SAMPLE_HZ: u64 = 999;
 
+/// Generous: the calibration's loops last well under a second in all, even under emulation.
 const CALIBRATION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The probes' own cost, measured in a runner of its own before anything is counted; None,
