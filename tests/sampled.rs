@@ -337,8 +337,13 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     );
     assert_eq!(w.probed.len(), w.clean.len());
     assert_eq!(w.clean.len(), 4);
-    // The accounting is the timed passes' alone (wall time, counters, CPU time), and adds up
-    // for one task.
+    // The accounting is the timed passes' alone (wall time, counters, CPU time): its ops are
+    // theirs, not the stack passes' too, and it adds up for one task.
+    assert_eq!(
+        p.ops,
+        w.iterations * w.probed.len() as u64,
+        "the profile's ops are the timed probed samples'"
+    );
     assert_one_task(w, 0.98..1.02);
 
     // Without the budget the same run holds a few dozen, and the text says what that knows.
