@@ -408,7 +408,7 @@ fn more_stacks(
     };
     let per_round = workload.ops_per_round();
     let started = Instant::now();
-    let timed_samples = taken.stacks.round_total();
+    let round_timed_samples = taken.stacks.round_total();
     let mut stack_ops = 0;
     loop {
         // The probes' own part of the samples differs by workload (over half of null_call's
@@ -433,10 +433,11 @@ fn more_stacks(
         // CPU (the most a copy's tasks taking turns on a CPU hold), so a first pass errs
         // short rather than long.
         let per_op = if stack_ops > 0 {
-            (have - timed_samples).max(1) as f64 / stack_ops as f64
+            (have - round_timed_samples).max(1) as f64 / stack_ops as f64
         } else {
             let period = sampling.stack_pass_period_ns.max(1) as f64;
-            let scaled = timed_samples as f64 / timed_ops.max(1) as f64 * timed_period_ns as f64;
+            let scaled =
+                round_timed_samples as f64 / timed_ops.max(1) as f64 * timed_period_ns as f64;
             (scaled / period).max(ns_per_op * context.copies as f64 / period)
         };
         // The first pass gets a quarter of the time left: its ops may take longer than the
