@@ -52,7 +52,8 @@ fn ab(out_dir: &Path, args: &[&str]) -> (i32, Value) {
 
 /// This host cannot give the guests KVM, as hookprof decides it.
 fn tcg() -> bool {
-    !hookprof_guest::kvm_usable().0
+    let arch = hookprof_guest::Arch::host().expect("hookprof is built for x86_64 and aarch64");
+    !hookprof_guest::kvm_usable(arch).0
 }
 
 fn verdict<'a>(comparison: &'a Value, workload: &str) -> &'a str {

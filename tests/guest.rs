@@ -5,8 +5,8 @@ use aya::{Btf, EbpfLoader};
 use hookprof::results::{PathKind, Results};
 use hookprof::workloads::{self, Suite};
 use hookprof_tests::{
-    assert_family_syscalls, assert_near, assert_parallel_like_one, hookprof, require_guest,
-    require_root, row, run_one_copy_then_two, run_to_results, workload,
+    assert_family_syscalls, assert_near, assert_parallel_like_one, assert_timed, hookprof,
+    require_guest, require_root, row, run_one_copy_then_two, run_to_results, workload,
 };
 
 /// The BPF LSM is active, so `lsm/*` programs can attach.
@@ -76,6 +76,11 @@ mod sampled;
 #[path = "guest_top.rs"]
 mod top;
 
+/// The kernel matrix's smoke, booted alone on each kernel (`cargo xtask vm-matrix`); the whole
+/// suite's boot leaves it out.
+#[path = "guest_kernels.rs"]
+mod kernels;
+
 /// The catalog says fentry, fexit and BPF LSM programs work on this kernel.
 #[test]
 fn hooks_reports_fentry_fexit_and_lsm_available() {
@@ -119,18 +124,8 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         "2",
     ]);
     let open = workload(&r, "open_close");
+    assert_timed(open, "security_file_open", 1.0);
     let file_open = row(open, "security_file_open");
-    assert_near(
-        "security_file_open calls/op",
-        file_open.calls_per_op,
-        1.0,
-        0.1,
-    );
-    assert!(
-        file_open.ns_per_call > 0.0,
-        "security_file_open ns/call {}",
-        file_open.ns_per_call
-    );
     let lsm_rows: Vec<_> = open
         .attribution
         .iter()
@@ -142,9 +137,19 @@ fn run_attributes_hooks_lsms_and_task_paths() {
             .any(|a| a.lsm.as_deref() == Some("bpf") && a.calls_per_op > 0.9),
         "{lsm_rows:?}"
     );
-    assert!(
+    // The hook's own dispatch cost is its corrected time less its LSM functions', made only
+    // where they were corrected alike: a span with fewer samples than the hook's keeps the
+    // calibration (a busy machine's shorter passes for the stacks leave fewer), and the
+    // difference of two methods is neither's.
+    let alike = lsm_rows
+        .iter()
+        .all(|a| a.correction == file_open.correction);
+    assert_eq!(
         file_open.dispatch_ns_per_op.is_some(),
-        "no dispatch cost for security_file_open"
+        alike,
+        "security_file_open {:?}, its LSM functions {:?}",
+        file_open.correction,
+        lsm_rows.iter().map(|a| a.correction).collect::<Vec<_>>()
     );
 
     let getattr = row(workload(&r, "stat"), "security_inode_getattr");

@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use hookprof_guest::{GuestArgs, Log, Machine, Outcome, Payload};
+use hookprof_guest::{Arch, GuestArgs, Log, Machine, Outcome, Payload};
 
 use crate::{
     compare::{self, CompareOptions},
@@ -20,9 +20,11 @@ use crate::{
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Kernels: a Debian kernel package (e.g. linux-image-amd64, \
-linux-image-6.12.73+deb12-amd64; downloaded with apt-get, never installed), the path of a \
-vmlinux or bzImage, or `running` (this host's /boot/vmlinuz).\n\n\
+    after_help = "Kernels: a Debian suite (e.g. sid, trixie, bullseye: its current \
+linux-image-amd64), a kernel package from a suite (e.g. linux-image-amd64@trixie, \
+linux-image-6.12.117+deb13-amd64@trixie; without @SUITE, from bookworm), downloaded with apt \
+lists of hookprof's own (~/.cache/hookprof-vm) and never installed; the path of a vmlinux or \
+bzImage; or `running` (this host's /boot/vmlinuz).\n\n\
 Exit codes: as compare's (0 no regression, inconclusive workloads warn; 1 regression; 2 bad \
 input, an error or a failed boot; 3 inconclusive with --fail-on inconclusive); 130 interrupted."
 )]
@@ -75,9 +77,13 @@ struct Side {
 }
 
 pub fn ab(args: &AbArgs) -> Result<ExitCode> {
+    // The guests run this binary: they have its architecture (which hookprof is built for
+    // x86_64 and aarch64 alone).
+    let arch = Arch::host().context("hookprof ab boots guests of x86_64 and aarch64 only")?;
     // A file that is no kernel fails now, not after an initramfs is built and qemu booted.
     for (name, spec) in [("A", &args.kernel_a), ("B", &args.kernel_b)] {
-        hookprof_guest::check_kernel_format(spec).with_context(|| format!("kernel {name}"))?;
+        hookprof_guest::check_kernel_format(spec, arch)
+            .with_context(|| format!("kernel {name}"))?;
     }
     let criteria = args.compare.criteria()?;
     args.store.location.resolve(args.store.no_store)?; // a bad --store fails before any boot
@@ -93,7 +99,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     let hookprof = SelfCopy::new()?;
     let mut sides = Vec::new();
     for (name, spec, run_args) in [("A", &args.kernel_a, run_a), ("B", &args.kernel_b, run_b)] {
-        let prepared = Machine::prepare(Some(spec), &log);
+        let prepared = Machine::prepare(Some(spec), arch, &log);
         if options.stop.load(Ordering::Relaxed) {
             return Ok(interrupted(&args.out_dir)); // apt-get got the Ctrl-C too
         }
@@ -109,7 +115,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
             dir: std::path::absolute(&dir)?,
         });
     }
-    let (emulated, accel) = args.guest.emulated();
+    let (emulated, accel) = args.guest.emulated(arch);
     log.say(&accel);
     if emulated {
         warn_emulated();
@@ -243,7 +249,7 @@ fn boot_and_run(
             log: Log::new("hookprof ab", log_file),
             ..options.clone()
         };
-        let mut payload = Payload::default();
+        let mut payload = Payload::for_arch(side.machine.kernel.arch);
         let mut command = vec![
             payload.add_file(hookprof)?,
             "run".to_string(),
@@ -322,7 +328,7 @@ fn interrupted(out_dir: &Path) -> ExitCode {
         "hookprof ab: interrupted; the finished boots' results are in {}",
         out_dir.display()
     );
-    ExitCode::from(130)
+    ExitCode::from(crate::exit::INTERRUPTED)
 }
 
 fn warn_emulated() {

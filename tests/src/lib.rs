@@ -174,6 +174,22 @@ pub fn assert_near(what: &str, actual: f64, expected: f64, tolerance: f64) {
     );
 }
 
+/// Asserts `path` ran `per_op` times an op (within 10%) and was timed.
+pub fn assert_timed(w: &WorkloadResult, path: &str, per_op: f64) {
+    let r = row(w, path);
+    let what = format!("{}: {path} calls/op", w.name);
+    assert_near(&what, r.calls_per_op, per_op, 0.1 * per_op);
+    assert!(r.ns_per_call > 0.0, "{}: {path} untimed", w.name);
+}
+
+/// Asserts a command forked, exec'd and ended `n` processes a run (`stat`'s task events).
+pub fn assert_task_events(w: &WorkloadResult, n: f64) {
+    for event in ["fork", "exec", "exit"] {
+        let what = format!("{event} events/run");
+        assert_near(&what, w.events_per_op[event], n, 0.01);
+    }
+}
+
 /// Syscalls per op that lmbench's definition of each op implies, a workload or two per family:
 /// (workload, syscall, calls per op). Two-process workloads count both ends: a server's
 /// syscalls are whole per op only because each run waits for the server to go idle.

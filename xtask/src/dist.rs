@@ -1,72 +1,163 @@
-//! `cargo xtask dist`: what a machine without Rust or LLVM installs. A statically linked
-//! `hookprof` (the eBPF objects are inside it: `hookprof::ebpf_object`), and a Debian package
-//! made by cargo-deb (metadata in profiler/Cargo.toml) that carries it with a man page per
-//! command and completions for bash, zsh and fish.
+//! `cargo xtask dist`: what a machine without Rust or LLVM installs, for x86_64 and arm64. For
+//! each, a statically linked `hookprof` (the eBPF objects, built for that architecture, are
+//! inside it: `hookprof::ebpf_object`), and a Debian package made by cargo-deb (metadata in
+//! profiler/Cargo.toml) that carries it with a man page per command and completions for bash,
+//! zsh and fish. The architecture that is not the host's is cross-built with Debian's
+//! toolchain (its standard library for that architecture and its cross gcc: `cargo xtask
+//! setup` installs them).
 use std::{
     path::{Path, PathBuf},
     process::Command,
 };
 
 use anyhow::{bail, ensure, Context, Result};
+use hookprof_guest::Arch;
 
 use crate::{setup, target_dir, workspace_root};
 
-/// The static binary is built for the host's own triple, named explicitly: with `--target`,
-/// cargo gives the target's rustflags to the binary alone, not to build scripts and proc
-/// macros (which cannot link with a static C runtime).
-pub const TARGET: &str = "x86_64-unknown-linux-gnu";
+/// A machine the release artifacts are built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target(pub Arch);
 
-/// Builds the artifacts into target/dist; returns the package's path.
-pub fn dist() -> Result<PathBuf> {
+impl Target {
+    pub const ALL: [Target; 2] = [Target(Arch::Amd64), Target(Arch::Arm64)];
+
+    /// The Rust target, named explicitly even for the host's own: with `--target`, cargo gives
+    /// the target's rustflags to the binary alone, not to build scripts and proc macros (which
+    /// cannot link with a static C runtime).
+    pub fn triple(self) -> &'static str {
+        match self.0 {
+            Arch::Amd64 => "x86_64-unknown-linux-gnu",
+            Arch::Arm64 => "aarch64-unknown-linux-gnu",
+        }
+    }
+
+    /// The GNU triplet of its C toolchain (`aarch64-linux-gnu-gcc` links a cross build).
+    fn gnu(self) -> &'static str {
+        match self.0 {
+            Arch::Amd64 => "x86_64-linux-gnu",
+            Arch::Arm64 => "aarch64-linux-gnu",
+        }
+    }
+
+    /// `uname -m` of its machines.
+    pub fn machine(self) -> &'static str {
+        self.triple().split('-').next().expect("a triple")
+    }
+
+    pub fn is_host(self) -> bool {
+        Arch::host() == Some(self.0)
+    }
+
+    /// Where cargo builds for it: the workspace's target directory for the host's own
+    /// architecture; for the other, `target/cross`, so that a cross build never waits on the
+    /// lock of the host's builds (`cargo xtask test` runs it beside the guest suite). Its
+    /// build scripts are another toolchain's anyway.
+    pub fn target_dir(self) -> PathBuf {
+        if self.is_host() {
+            target_dir()
+        } else {
+            target_dir().join("cross")
+        }
+    }
+
+    /// The statically linked binary `build_static` makes.
+    pub fn binary(self) -> PathBuf {
+        self.release_dir().join("hookprof")
+    }
+
+    fn release_dir(self) -> PathBuf {
+        self.target_dir().join(self.triple()).join("release")
+    }
+
+    /// cargo for this target: the host's own toolchain for its own architecture; Debian's
+    /// (which has the other architecture's standard library) for the other, linked by that
+    /// architecture's gcc.
+    pub fn cargo(self) -> Command {
+        let mut cargo = if self.is_host() {
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        } else {
+            let mut rustup = Command::new("rustup");
+            rustup.args(["run", "debian", "cargo"]);
+            rustup.env(self.env("LINKER"), format!("{}-gcc", self.gnu()));
+            rustup
+        };
+        cargo
+            .current_dir(workspace_root())
+            .env("CARGO_TARGET_DIR", self.target_dir());
+        cargo
+    }
+
+    /// `cargo` with glibc linked in statically (`+crt-static`) for this target: one set of
+    /// flags for the static binary and what is built beside it (the guest smoke's tests), so
+    /// they share their dependencies' build.
+    pub fn static_cargo(self) -> Command {
+        let mut cargo = self.cargo();
+        cargo.env(self.env("RUSTFLAGS"), "-C target-feature=+crt-static");
+        cargo
+    }
+
+    /// cargo's per-target variable `CARGO_TARGET_<TRIPLE>_<what>`.
+    fn env(self, what: &str) -> String {
+        format!(
+            "CARGO_TARGET_{}_{what}",
+            self.triple().to_uppercase().replace('-', "_")
+        )
+    }
+}
+
+/// Builds the artifacts of `targets` into target/dist; returns each target's package.
+pub fn dist(targets: &[Target]) -> Result<Vec<(Target, PathBuf)>> {
     setup::ensure_cargo_deb()?;
-    let release = target_dir().join(TARGET).join("release");
-    build_static()?;
-    ensure_statically_linked(&release.join("hookprof"))?;
-    // Where the package metadata's "target/release/dist-assets/..." points for this target.
-    write_assets(&release.join("dist-assets"))?;
-
     let out = target_dir().join("dist");
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
-    let deb = package(&out)?;
-    let binary = out.join(format!(
-        "hookprof-{}-x86_64-linux-static",
-        env!("CARGO_PKG_VERSION")
-    ));
-    std::fs::copy(release.join("hookprof"), &binary)
-        .with_context(|| format!("copy the binary to {}", binary.display()))?;
-
-    let sums = sha256sums(&out, &[&binary, &deb])?;
+    let mut debs = Vec::new();
+    let mut artifacts = Vec::new();
+    for &target in targets {
+        build_static(target)?;
+        let deb = package(target, &out)?;
+        let binary = out.join(format!(
+            "hookprof-{}-{}-linux-static",
+            env!("CARGO_PKG_VERSION"),
+            target.machine()
+        ));
+        std::fs::copy(target.binary(), &binary)
+            .with_context(|| format!("copy the binary to {}", binary.display()))?;
+        artifacts.extend([binary, deb.clone()]);
+        debs.push((target, deb));
+    }
+    let artifacts: Vec<&Path> = artifacts.iter().map(PathBuf::as_path).collect();
+    let sums = sha256sums(&out, &artifacts)?;
     std::fs::write(out.join("SHA256SUMS"), &sums).context("write SHA256SUMS")?;
     println!(
         "xtask dist: in {} (sha256sum -c SHA256SUMS there):",
         out.display()
     );
     print!("{sums}");
-    Ok(deb)
+    Ok(debs)
 }
 
-/// `cargo build --release --target TARGET` with glibc linked in statically (`+crt-static`).
-fn build_static() -> Result<()> {
+/// `cargo build --release --target TRIPLE` with glibc linked in statically (`+crt-static`),
+/// checked to need no dynamic loader; returns the binary.
+pub fn build_static(target: Target) -> Result<PathBuf> {
     let args = [
         "build",
         "--release",
         "--bin",
         "hookprof",
         "--target",
-        TARGET,
+        target.triple(),
     ];
     println!("xtask: cargo {} (statically linked)", args.join(" "));
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = target
+        .static_cargo()
         .args(args)
-        .env(
-            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
-            "-C target-feature=+crt-static",
-        )
-        .current_dir(workspace_root())
         .status()
         .context("run cargo build")?;
     ensure!(status.success(), "the static build failed ({status})");
-    Ok(())
+    let binary = target.binary();
+    ensure_statically_linked(&binary)?;
+    Ok(binary)
 }
 
 /// Fails unless the ELF file asks for no program interpreter (no dynamic loader, so no shared
@@ -139,10 +230,18 @@ fn write_assets(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `cargo deb` around the binary built above; returns the package's path.
-fn package(out: &Path) -> Result<PathBuf> {
+/// The Debian package of `target`'s static binary (`build_static` first), in `out`; returns
+/// its path.
+pub fn package(target: Target, out: &Path) -> Result<PathBuf> {
+    // Where the package metadata's "target/release/dist-assets/..." points for this target.
+    write_assets(&target.release_dir().join("dist-assets"))?;
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["deb", "-p", "hookprof", "--no-build", "--target", TARGET])
+        .env("CARGO_TARGET_DIR", target.target_dir())
+        .args(["deb", "-p", "hookprof", "--no-build", "--target"])
+        .arg(target.triple())
+        // gzip rather than xz: the arm64 package is tested with the arm64 guest's dpkg,
+        // busybox's, which reads no xz (and every dpkg reads gzip)
+        .args(["--compress-type", "gz"])
         .arg("--output")
         .arg(out)
         .current_dir(workspace_root())

@@ -1,11 +1,12 @@
-//! The package test (part of `cargo xtask test`): `cargo xtask dist`'s .deb installs with
-//! `dpkg -i` into a clean Debian root with no Rust and no LLVM, and there, chrooted as root on
-//! this machine's kernel, `hookprof run --suite quick`, `report`, `compare`, `man hookprof-run`
+//! The package test (part of `cargo xtask test`): `cargo xtask dist`'s .deb for this host's
+//! architecture installs with `dpkg -i` into a clean Debian root with no Rust and no LLVM, and
+//! there, chrooted as root on this machine's kernel, `hookprof run --suite quick`, `report`, `compare`, `man hookprof-run`
 //! and the bash completion work. It also times the package's install to its first result.
 //!
 //! The root is Debian bookworm's minbase with man-db, made by debootstrap once (it downloads
 //! ~46 MB of packages and installs them: ~5 min) and kept as a tar under target/; each test
-//! unpacks a fresh copy of it (seconds).
+//! unpacks a fresh copy of it (seconds). The arm64 package is installed into an arm64 root of
+//! the same kind in the arm64 guest (`vm-test --arch arm64`), by that root's own dpkg.
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
@@ -22,9 +23,13 @@ const MIRROR: &str = "http://deb.debian.org/debian";
 const INCLUDE: &str = "man-db";
 
 pub fn run() -> Result<()> {
-    let deb = dist::dist()?;
+    let host = dist::Target::ALL
+        .into_iter()
+        .find(|t| t.is_host())
+        .context("the package test runs on x86_64 and aarch64 hosts")?;
+    let (_, deb) = dist::dist(&[host])?.remove(0);
     let root = CleanRoot::unpack()?;
-    root.ensure_no_toolchain()?;
+    ensure_no_toolchain(root.path())?;
 
     let deb_name = deb
         .file_name()
@@ -185,45 +190,12 @@ impl CleanRoot {
     fn unpack() -> Result<Self> {
         let cache = cached_root_tar()?;
         let dir = UnmountedDir::new_in(cache.parent().context("the cache's directory")?, "root-")?;
-        run_checked(
-            Command::new("tar")
-                .arg("--numeric-owner")
-                .arg("-C")
-                .arg(dir.path())
-                .arg("-xf")
-                .arg(&cache),
-        )?;
+        unpack_root(&cache, dir.path())?;
         Ok(CleanRoot { dir })
     }
 
     fn path(&self) -> &Path {
         self.dir.path()
-    }
-
-    /// The point of the test: nothing of a Rust or LLVM toolchain in the root.
-    fn ensure_no_toolchain(&self) -> Result<()> {
-        for tool in [
-            "usr/bin/rustc",
-            "usr/bin/cargo",
-            "usr/bin/clang",
-            "root/.cargo",
-        ] {
-            ensure!(
-                !self.path().join(tool).exists(),
-                "the clean root has {tool}"
-            );
-        }
-        let lib =
-            std::fs::read_dir(self.path().join("usr/lib")).context("read the root's usr/lib")?;
-        for entry in lib {
-            let name = entry?.file_name();
-            ensure!(
-                !name.to_string_lossy().starts_with("llvm"),
-                "the clean root has usr/lib/{}",
-                name.to_string_lossy()
-            );
-        }
-        Ok(())
     }
 
     /// `args` run in the root as root, with a plain environment (none of this shell's
@@ -267,6 +239,40 @@ exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/roo
     }
 }
 
+/// Unpacks a cached root's tar into `dir`, owners as they were.
+pub fn unpack_root(tar: &Path, dir: &Path) -> Result<()> {
+    run_checked(
+        Command::new("tar")
+            .arg("--numeric-owner")
+            .arg("-C")
+            .arg(dir)
+            .arg("-xf")
+            .arg(tar),
+    )
+}
+
+/// The point of the package tests: nothing of a Rust or LLVM toolchain in the root.
+pub fn ensure_no_toolchain(root: &Path) -> Result<()> {
+    for tool in [
+        "usr/bin/rustc",
+        "usr/bin/cargo",
+        "usr/bin/clang",
+        "root/.cargo",
+    ] {
+        ensure!(!root.join(tool).exists(), "the clean root has {tool}");
+    }
+    let lib = std::fs::read_dir(root.join("usr/lib")).context("read the root's usr/lib")?;
+    for entry in lib {
+        let name = entry?.file_name();
+        ensure!(
+            !name.to_string_lossy().starts_with("llvm"),
+            "the clean root has usr/lib/{}",
+            name.to_string_lossy()
+        );
+    }
+    Ok(())
+}
+
 /// A directory under target/ that is removed when dropped, unless something is still mounted
 /// under it: deleting through a bound /sys or /proc would reach the host's.
 struct UnmountedDir {
@@ -307,25 +313,48 @@ impl Drop for UnmountedDir {
 /// waiting on the mirror) cost little: debootstrap's output then goes to a log under
 /// target/dist-test, named if it fails.
 pub fn cached_root_tar() -> Result<PathBuf> {
+    cached_root(
+        &format!("{SUITE}-minbase-{INCLUDE}"),
+        &["--variant=minbase", &format!("--include={INCLUDE}")],
+        "~5 min",
+    )
+}
+
+/// target/dist-test/SUITE-minbase-ARCH.tar: a root of another architecture than the host's,
+/// debootstrap's first stage alone (`--foreign`: its packages unpacked, none configured, since
+/// this host runs none of its code; ~20 s). Its dpkg, run in a guest of that architecture,
+/// installs that architecture's package; a package without dependencies needs nothing
+/// configured.
+pub fn cached_foreign_root_tar(arch: hookprof_guest::Arch) -> Result<PathBuf> {
+    cached_root(
+        &format!("{SUITE}-minbase-{arch}"),
+        &["--variant=minbase", "--foreign", &format!("--arch={arch}")],
+        "~20 s",
+    )
+}
+
+/// target/dist-test/NAME.tar, made once by debootstrap with `args`.
+fn cached_root(name: &str, args: &[&str], takes: &str) -> Result<PathBuf> {
     let cache_dir = target_dir().join("dist-test");
-    let tar = cache_dir.join(format!("{SUITE}-minbase-{INCLUDE}.tar"));
+    let tar = cache_dir.join(format!("{name}.tar"));
     if tar.is_file() {
         return Ok(tar);
     }
     std::fs::create_dir_all(&cache_dir)
         .with_context(|| format!("create {}", cache_dir.display()))?;
     let work = UnmountedDir::new_in(&cache_dir, "debootstrap-")?;
-    let log_path = cache_dir.join("debootstrap.log");
+    let log_path = cache_dir.join(format!("debootstrap-{name}.log"));
     println!(
-        "xtask dist-test: debootstrap {SUITE} (minbase, {INCLUDE}) once, ~5 min; its output \
-         goes to {}",
+        "xtask dist-test: debootstrap {SUITE} ({}) once, {takes}; its output goes to {}",
+        args.join(" "),
         log_path.display()
     );
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("create {}", log_path.display()))?;
     run_checked(
         Command::new("debootstrap")
-            .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
+            .args(args)
+            .arg(SUITE)
             .arg(work.path())
             .arg(MIRROR)
             .stdout(log.try_clone()?)

@@ -24,16 +24,22 @@ enum Cmd {
     /// Install whatever is missing of the toolchain (apt packages, the `debian` toolchain link,
     /// bpf-linker). Idempotent; needs root.
     Setup,
-    /// Set-up if needed, then a release build (target/release/hookprof).
-    Build,
+    /// Set-up if needed, then a release build (target/release/hookprof); with `--arch` of the
+    /// other architecture, a statically linked cross build (target/cross/TRIPLE/release/hookprof).
+    Build {
+        /// amd64 (x86_64) or arm64 (aarch64) [default: this host's].
+        #[arg(long, value_enum, value_name = "ARCH")]
+        arch: Option<hookprof_guest::Arch>,
+    },
     /// Set-up and build, then run hookprof as root: `cargo xtask run -- run --workloads stat`.
     Run {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Set-up, fmt check, clippy, unit tests, integration tests on this kernel, a short fuzz run
-    /// of the parsers, the package test (`dist-test`), then the VM tests and the `hookprof ab`
-    /// tests (which boot guests).
+    /// of the parsers, the package test (`dist-test`, which builds both architectures'
+    /// packages), then the VM tests, the other architecture's guest smoke (`vm-test --arch`)
+    /// and the `hookprof ab` tests (which boot guests).
     Test {
         /// Skip the tests that boot qemu guests.
         #[arg(long)]
@@ -44,8 +50,9 @@ enum Cmd {
     /// Build the manual (docs/, mdBook) into target/book, with the results schema it
     /// publishes written from the binary; installs mdBook first if it is missing.
     Docs,
-    /// Build the release artifacts into target/dist: a statically linked hookprof and a Debian
-    /// package with its man pages and shell completions; prints their sha256.
+    /// Build the release artifacts into target/dist, for x86_64 and arm64 each: a statically
+    /// linked hookprof and a Debian package with its man pages and shell completions; prints
+    /// their sha256.
     Dist,
     /// `dist`, then install the package into a clean Debian root (no Rust, no LLVM) and run
     /// hookprof there, chrooted (part of `test`; needs root).
@@ -54,6 +61,9 @@ enum Cmd {
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
     VmTest(vm::VmTestArgs),
+    /// The kernel matrix: the guest smoke (`kernels::` tests) on 5.10, 6.1, 6.12 and sid's
+    /// newest kernel, one boot each, and a table of what each kernel took.
+    VmMatrix(vm::VmMatrixArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,9 +79,15 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Cmd::Setup => setup::ensure()?,
-        Cmd::Build => {
+        Cmd::Build { arch } => {
             setup::ensure()?;
-            build_release()?;
+            match arch.filter(|a| Some(*a) != hookprof_guest::Arch::host()) {
+                None => build_release()?,
+                Some(arch) => {
+                    let binary = dist::build_static(dist::Target(arch))?;
+                    println!("xtask build: {}", binary.display());
+                }
+            }
         }
         Cmd::Run { args } => {
             setup::ensure()?;
@@ -98,9 +114,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             root.context("the package test's clean root")?;
             dist_test::run()?;
             if !no_vm {
+                // The other architecture's smoke is built on one CPU while the guest suite
+                // and the kernel matrix run their TCG guests; it boots once both are done.
+                let other = hookprof_guest::Arch::host().map(hookprof_guest::Arch::other);
+                let prebuild = other.map(vm::Prebuild::start).transpose()?;
                 let code = vm::vm_test(&vm::VmTestArgs::default())?;
                 if code != 0 {
                     bail!("tests in the guest failed (exit code {code})");
+                }
+                kernel_matrix()?;
+                if let (Some(other), Some(prebuild)) = (other, prebuild) {
+                    prebuild.wait()?;
+                    let code = vm::vm_test(&vm::VmTestArgs::of_arch(other))?;
+                    if code != 0 {
+                        bail!("the {other} guest's smoke failed (exit code {code})");
+                    }
                 }
                 test_ab()?;
             }
@@ -110,7 +138,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Docs => docs::build()?,
         Cmd::Dist => {
             setup::ensure()?;
-            dist::dist()?;
+            dist::dist(&dist::Target::ALL)?;
         }
         Cmd::DistTest => {
             setup::ensure()?;
@@ -123,6 +151,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::VmTest(args) => {
             setup::ensure()?;
             return Ok(exit_code(vm::vm_test(&args)?));
+        }
+        Cmd::VmMatrix(args) => {
+            setup::ensure()?;
+            return Ok(exit_code(vm::vm_matrix(&args)?));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -174,7 +206,7 @@ fn lint_and_build() -> Result<()> {
     licenses::check()?;
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
-    // --all-targets leaves out `test = false` targets: lint the guest and ab tests explicitly.
+    // --all-targets leaves out `test = false` targets: lint the guest tests explicitly.
     cargo(&[
         "clippy",
         "-p",
@@ -183,6 +215,8 @@ fn lint_and_build() -> Result<()> {
         "guest",
         "--test",
         "ab",
+        "--test",
+        "guest_smoke",
         "--",
         "-D",
         "warnings",
@@ -201,6 +235,26 @@ fn test_host() -> Result<()> {
         "--exclude",
         "profiler-ebpf",
     ])
+}
+
+/// The kernel matrix's smokes: each kernel of the matrix but the full suite's boots with the
+/// smoke alone (the full suite, which passed, checks all the smoke does on its kernel). Prints the
+/// table, then fails if any smoke did.
+fn kernel_matrix() -> Result<()> {
+    let tests = vm::build_guest_tests()?;
+    let mut smokes = Vec::new();
+    for &(label, kernel) in vm::matrix::MATRIX {
+        smokes.push(if kernel == vm::matrix::FULL_SUITE_KERNEL {
+            vm::matrix::Smoke::in_full_suite(label)
+        } else {
+            vm::matrix::smoke(label, kernel, &tests)?
+        });
+    }
+    vm::matrix::print_table(&smokes);
+    match vm::matrix::first_failure(&smokes) {
+        0 => Ok(()),
+        code => bail!("the kernel matrix's smoke failed (exit code {code})"),
+    }
 }
 
 /// `hookprof ab` end to end: each test boots guests in turn, so one at a time.

@@ -1,9 +1,12 @@
 //! Installs what is missing of the toolchain described in the README: Debian packages, the
 //! Debian Rust toolchain linked as `debian` (it ships a prebuilt `core` for bpfel), and
-//! bpf-linker built against LLVM 22. Every step checks first, so running it again is cheap.
+//! bpf-linker built against LLVM 22; for the other architecture's build (x86_64 and arm64),
+//! Debian's standard library of that architecture (multiarch) and its cross gcc. Every step
+//! checks first, so running it again is cheap.
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
+use hookprof_guest::Arch;
 
 const APT_PACKAGES: &[&str] = &[
     // bpf-linker's LLVM and the C toolchain
@@ -18,8 +21,9 @@ const APT_PACKAGES: &[&str] = &[
     "rustc-web",
     "cargo-web",
     "libstd-rust-web-dev-bpf",
-    // the test VM
+    // the test VMs of both architectures
     "qemu-system-x86",
+    "qemu-system-arm",
     "busybox-static",
     "cpio",
     "lz4",
@@ -47,9 +51,29 @@ const CARGO_DEB_VERSION: &str = "3.8.0";
 /// KernelCI's schema package (PyPI), whose validator the KCIDB export tests run.
 const KCIDB_IO_VERSION: &str = "141";
 
+/// The `other` architecture's build: its Rust standard library for Debian's toolchain (same
+/// version as rustc-web: multiarch), its C library and cross gcc (the linker).
+fn cross_packages(other: Arch) -> &'static [&'static str] {
+    match other {
+        Arch::Arm64 => &[
+            "libstd-rust-web-dev:arm64",
+            "gcc-aarch64-linux-gnu",
+            "libc6-dev-arm64-cross",
+        ],
+        Arch::Amd64 => &[
+            "libstd-rust-web-dev:amd64",
+            "gcc-x86-64-linux-gnu",
+            "libc6-dev-amd64-cross",
+        ],
+    }
+}
+
 pub fn ensure() -> Result<()> {
+    let foreign = Arch::host().map(Arch::other);
+    let cross = foreign.map_or(&[][..], cross_packages);
     let missing: Vec<&str> = APT_PACKAGES
         .iter()
+        .chain(cross)
         .copied()
         .filter(|p| !dpkg_installed(p))
         .collect();
@@ -62,6 +86,10 @@ pub fn ensure() -> Result<()> {
             .is_err()
         {
             bail!("apt-get not found: install {} by hand", missing.join(" "));
+        }
+        if let Some(arch) = foreign.filter(|a| !dpkg_has_architecture(*a)) {
+            println!("xtask setup: dpkg --add-architecture {arch}");
+            run(Command::new("dpkg").args(["--add-architecture", arch.name()]))?;
         }
         println!("xtask setup: apt-get install {}", missing.join(" "));
         run(Command::new("apt-get").args(["update", "-qq"]))?;
@@ -149,6 +177,25 @@ fn ensure_kcidb_io() -> Result<()> {
         "--disable-pip-version-check",
         &format!("kcidb-io=={KCIDB_IO_VERSION}"),
     ]))
+}
+
+/// dpkg installs packages of `arch` (the host's own, or a foreign one it was given).
+fn dpkg_has_architecture(arch: Arch) -> bool {
+    let list = |flag: &str| {
+        Command::new("dpkg")
+            .arg(flag)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let (native, foreign) = (
+        list("--print-architecture"),
+        list("--print-foreign-architectures"),
+    );
+    native
+        .split_whitespace()
+        .chain(foreign.split_whitespace())
+        .any(|a| a == arch.name())
 }
 
 fn dpkg_installed(package: &str) -> bool {

@@ -9,28 +9,41 @@ use anyhow::{bail, Context, Result};
 use flate2::{write::GzEncoder, Compression};
 
 use crate::archive::Archive;
-use crate::kernel::Kernel;
+use crate::debian::{AptLists, Arch};
+use crate::kernel::{Kernel, DEFAULT_SUITE};
 use crate::Log;
 
 const INIT: &str = include_str!("init.sh");
+/// Where the guest has busybox; for the host's own architecture, the host's (busybox-static).
 const BUSYBOX: &str = "/bin/busybox";
-/// glibc's runtime, in the base so that binaries reached through the share also run.
-const GLIBC: &[&str] = &[
-    "/lib64/ld-linux-x86-64.so.2",
-    "/lib/x86_64-linux-gnu/libc.so.6",
-    "/lib/x86_64-linux-gnu/libm.so.6",
-    "/lib/x86_64-linux-gnu/libgcc_s.so.1",
-    "/lib/x86_64-linux-gnu/libpthread.so.0",
-    "/lib/x86_64-linux-gnu/libdl.so.2",
-    "/lib/x86_64-linux-gnu/librt.so.1",
-];
+/// glibc's runtime, in the base so that binaries reached through the share also run: the
+/// host's own, or for arm64 on another host the arm64 libc6 of multiarch (`cargo xtask setup`
+/// installs it with the arm64 Rust standard library); what is missing stays out, and a static
+/// payload needs none.
+fn glibc(arch: Arch) -> [String; 7] {
+    let (loader, triplet) = match arch {
+        Arch::Amd64 => ("/lib64/ld-linux-x86-64.so.2", "x86_64-linux-gnu"),
+        Arch::Arm64 => ("/lib/ld-linux-aarch64.so.1", "aarch64-linux-gnu"),
+    };
+    let lib = |name: &str| format!("/lib/{triplet}/{name}");
+    [
+        loader.to_string(),
+        lib("libc.so.6"),
+        lib("libm.so.6"),
+        lib("libgcc_s.so.1"),
+        lib("libpthread.so.0"),
+        lib("libdl.so.2"),
+        lib("librt.so.1"),
+    ]
+}
 /// Where init runs the payload from.
 const RUN_SCRIPT: &str = "/payload/run.sh";
 
 /// The gzip'd base archive for this kernel, built once per distinct content: the file name is a
 /// hash of everything in it (init script, busybox, libraries, modules).
 pub fn base(kernel: &Kernel, cache: &Path, log: &Log) -> Result<PathBuf> {
-    let archive = base_archive(kernel)?;
+    let busybox = busybox(kernel.arch, cache, log)?;
+    let archive = base_archive(kernel, &busybox)?;
     let path = cache
         .join("initramfs")
         .join(format!("base-{}.cpio.gz", archive.digest()));
@@ -55,14 +68,41 @@ pub fn base(kernel: &Kernel, cache: &Path, log: &Log) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn base_archive(kernel: &Kernel) -> Result<Archive> {
+/// The static busybox for a guest of `arch`: the host's for its own architecture, else
+/// Debian's busybox-static of that architecture, from the project's apt lists, unpacked once
+/// into the cache (never installed).
+fn busybox(arch: Arch, cache: &Path, log: &Log) -> Result<PathBuf> {
+    if Arch::host() == Some(arch) {
+        return Ok(PathBuf::from(BUSYBOX));
+    }
+    const PACKAGE: &str = "busybox-static";
+    let lists = AptLists::open(cache, DEFAULT_SUITE, arch, log)?;
+    let stanza = lists
+        .show(PACKAGE)?
+        .with_context(|| format!("no {PACKAGE} in Debian {DEFAULT_SUITE} ({arch})"))?;
+    let version = stanza.version().to_string();
+    let dir = cache
+        .join("busybox")
+        .join(format!("{}_{arch}", version.replace(':', "%3a")));
+    let binary = dir.join("root").join(BUSYBOX.trim_start_matches('/'));
+    if !binary.exists() {
+        crate::package::unpack(&lists, &[(PACKAGE.to_string(), version)], &dir, log)?;
+    }
+    Ok(binary)
+}
+
+fn base_archive(kernel: &Kernel, busybox: &Path) -> Result<Archive> {
     let mut a = Archive::default();
+    let libraries_dir = match kernel.arch {
+        Arch::Amd64 => "/usr/lib/x86_64-linux-gnu",
+        Arch::Arm64 => "/usr/lib/aarch64-linux-gnu",
+    };
     for dir in [
         "/sbin",
         "/usr/bin",
         "/usr/sbin",
         "/usr/local/bin",
-        "/usr/lib/x86_64-linux-gnu",
+        libraries_dir,
         "/proc",
         "/sys",
         "/dev",
@@ -79,12 +119,15 @@ fn base_archive(kernel: &Kernel) -> Result<Archive> {
     a.char_dev("/dev/console", 0o600, 5, 1);
     a.file("/init", 0o755, INIT);
 
-    if !libraries(Path::new(BUSYBOX))?.is_empty() {
-        bail!("{BUSYBOX} is dynamically linked: install busybox-static");
+    if !libraries(busybox)?.is_empty() {
+        bail!(
+            "{} is dynamically linked: install busybox-static",
+            busybox.display()
+        );
     }
-    a.host_file(BUSYBOX, Path::new(BUSYBOX))
+    a.host_file(BUSYBOX, busybox)
         .context("busybox not found: install busybox-static")?;
-    for lib in GLIBC.iter().filter(|l| Path::new(l).exists()) {
+    for lib in glibc(kernel.arch).iter().filter(|l| Path::new(l).exists()) {
         a.host_file(lib, Path::new(lib))?;
     }
 
@@ -115,18 +158,38 @@ fn base_archive(kernel: &Kernel) -> Result<Archive> {
 }
 
 /// What one run adds to the base: host binaries at their host paths (so command lines stay
-/// valid), their shared libraries, and the script init runs.
+/// valid), their shared libraries, and the script init runs. Programs must be the guest's
+/// architecture's (`Payload::default()`: amd64).
 #[derive(Default)]
 pub struct Payload {
     archive: Archive,
+    arch: Arch,
 }
 
 impl Payload {
-    /// Copies a host file and the libraries `ldd` lists for it; returns its guest path.
+    /// A payload for a guest of `arch`.
+    pub fn for_arch(arch: Arch) -> Payload {
+        Payload {
+            archive: Archive::default(),
+            arch,
+        }
+    }
+
+    /// Copies a host file and the libraries `ldd` lists for it; returns its guest path. A
+    /// program for another architecture than the guest's is refused.
     pub fn add_file(&mut self, host: &Path) -> Result<String> {
         let abs = std::path::absolute(host)?;
         if !abs.is_file() {
             bail!("{} is not a file on this host", host.display());
+        }
+        if let Some(other) = elf_arch(&abs).filter(|a| *a != self.arch) {
+            bail!(
+                "{} is a program for {other}: the {} guest runs {} programs (build it for that \
+                 architecture)",
+                host.display(),
+                self.arch,
+                self.arch
+            );
         }
         let guest = abs.to_string_lossy().into_owned();
         self.archive.host_file(&guest, &abs)?;
@@ -188,6 +251,21 @@ impl Payload {
         self.archive.write(&mut file)?;
         file.into_inner()?.sync_all()?;
         Ok(())
+    }
+}
+
+/// The architecture an ELF file is for (its e_machine), if it is an ELF file of one a guest has.
+fn elf_arch(path: &Path) -> Option<Arch> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if !head.starts_with(b"\x7fELF") {
+        return None;
+    }
+    match u16::from_le_bytes([head[18], head[19]]) {
+        62 => Some(Arch::Amd64),  // EM_X86_64
+        183 => Some(Arch::Arm64), // EM_AARCH64
+        _ => None,
     }
 }
 
@@ -254,6 +332,29 @@ mod tests {
     fn quoting_survives_sh() {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_program_of_another_architecture_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elf = |machine: u16| {
+            let mut head = b"\x7fELF\x02\x01\x01".to_vec();
+            head.resize(18, 0);
+            head.extend_from_slice(&machine.to_le_bytes());
+            let path = dir.path().join(format!("prog-{machine}"));
+            std::fs::write(&path, head).unwrap();
+            path
+        };
+        let (x86, arm) = (elf(62), elf(183));
+        let mut p = Payload::for_arch(Arch::Arm64);
+        assert!(p.add_file(&arm).is_ok());
+        let err = p.add_file(&x86).unwrap_err().to_string();
+        assert!(
+            err.contains("is a program for amd64: the arm64 guest"),
+            "{err}"
+        );
+        assert!(Payload::default().add_file(&x86).is_ok());
+        assert!(Payload::default().add_file(&arm).is_err());
     }
 
     #[test]

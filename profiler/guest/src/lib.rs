@@ -5,9 +5,11 @@
 //! Used by `cargo xtask vm`/`vm-test` and by `hookprof ab`. It builds no eBPF, so xtask can
 //! depend on it before the eBPF toolchain is installed.
 mod archive;
+pub mod debian;
 mod initramfs;
 mod kernel;
 mod modules;
+pub mod package;
 mod qemu;
 
 use std::fmt::Display;
@@ -19,8 +21,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+pub use debian::Arch;
 pub use initramfs::{which, Payload};
-pub use kernel::{check_format as check_kernel_format, Kernel};
+pub use kernel::{
+    check_format as check_kernel_format, default_spec as default_kernel, Kernel, KernelSpec,
+    DEFAULT_ARM64_SUITE, DEFAULT_SUITE,
+};
 pub use qemu::{check_lsm, kvm_usable, Accel, Outcome, TcgThreads};
 
 /// The guest's LSM stack: the Debian default without tomoyo, with bpf for the BPF LSM.
@@ -96,13 +102,13 @@ impl GuestArgs {
         })
     }
 
-    /// Whether the guests will be emulated (TCG), and why.
-    pub fn emulated(&self) -> (bool, String) {
+    /// Whether guests of `arch` will be emulated (TCG), and why.
+    pub fn emulated(&self, arch: Arch) -> (bool, String) {
         match self.accel {
             Accel::Kvm => (false, "accel kvm (--accel kvm)".into()),
             Accel::Tcg => (true, "accel tcg (--accel tcg)".into()),
             Accel::Auto => {
-                let (kvm, why) = kvm_usable();
+                let (kvm, why) = kvm_usable(arch);
                 (!kvm, why)
             }
         }
@@ -141,11 +147,12 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// `spec`: a Debian kernel package (default: the one linux-image-amd64 depends on), the
-    /// path of a vmlinux or bzImage, or `running` (this host's kernel from /boot).
-    pub fn prepare(spec: Option<&str>, log: &Log) -> Result<Machine> {
+    /// A guest of `arch`. `spec` (see `KernelSpec::parse`): a Debian kernel package or suite
+    /// (default: `default_kernel(arch)`), the path of a kernel image, or `running` (this
+    /// host's kernel from /boot).
+    pub fn prepare(spec: Option<&str>, arch: Arch, log: &Log) -> Result<Machine> {
         let cache = cache_dir()?;
-        let kernel = kernel::resolve(spec, &cache, log)?;
+        let kernel = kernel::resolve(spec, arch, &cache, log)?;
         let base = initramfs::base(&kernel, &cache, log)?;
         Ok(Machine { kernel, base })
     }
@@ -171,6 +178,7 @@ impl Machine {
             self.kernel.image.display()
         ));
         qemu::run(&qemu::Guest {
+            arch: self.kernel.arch,
             image: &self.kernel.image,
             initrd: &initrd,
             share,

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-const QEMU: &str = "qemu-system-x86_64";
 /// The line init prints after the payload, with its exit code.
 const EXIT_MARKER: &str = "HOOKPROF-VM-EXIT=";
 /// The file init writes the exit code to in the share (robust against console noise).
@@ -37,9 +36,19 @@ pub enum TcgThreads {
     Multi,
 }
 
+use crate::debian::Arch;
 use crate::{BootOptions, Log};
 
+/// The qemu that runs a guest of `arch`, and the Debian package that has it.
+fn qemu_for(arch: Arch) -> (&'static str, &'static str) {
+    match arch {
+        Arch::Amd64 => ("qemu-system-x86_64", "qemu-system-x86"),
+        Arch::Arm64 => ("qemu-system-aarch64", "qemu-system-arm"),
+    }
+}
+
 pub struct Guest<'a> {
+    pub arch: Arch,
     pub image: &'a Path,
     pub initrd: &'a Path,
     pub share: &'a Path,
@@ -59,28 +68,48 @@ pub enum Outcome {
 
 pub fn run(g: &Guest) -> Result<Outcome> {
     let (o, log) = (g.options, &g.options.log);
+    let (qemu_binary, qemu_package) = qemu_for(g.arch);
     let kvm = match o.accel {
-        Accel::Kvm => true,
+        Accel::Kvm => {
+            if Arch::host() != Some(g.arch) {
+                bail!(
+                    "--accel kvm: KVM runs guests of the host's own architecture, not {}",
+                    g.arch
+                );
+            }
+            true
+        }
         Accel::Tcg => false,
         Accel::Auto => {
-            let (usable, why) = kvm_usable();
+            let (usable, why) = kvm_usable(g.arch);
             log.say(why);
             usable
         }
     };
+    let console = match g.arch {
+        Arch::Amd64 => "ttyS0",
+        Arch::Arm64 => "ttyAMA0", // the virt machine's PL011
+    };
     // A soft lockup panics the guest instead of hanging it until the timeout: the panic prints
     // the stuck CPUs' stacks even under `quiet`, and panic=-1 ends qemu (-no-reboot) at once.
     let mut append = format!(
-        "console=ttyS0 panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 lsm={}",
+        "console={console} panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 lsm={}",
         o.lsm
     );
     if !o.verbose {
         append += " quiet";
     }
-    let mut qemu = Command::new(QEMU);
+    let mut qemu = Command::new(qemu_binary);
     qemu.args(["-nodefaults", "-no-user-config", "-no-reboot"])
         .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
         .args(["-m", "2G", "-smp", "2"]);
+    if g.arch == Arch::Arm64 {
+        // The generic virtual board: PL011 console, PSCI power-off, PCIe for virtio.
+        qemu.args([
+            "-machine",
+            if kvm { "virt,gic-version=host" } else { "virt" },
+        ]);
+    }
     if kvm {
         qemu.args(["-accel", "kvm", "-cpu", "host"]);
     } else {
@@ -88,9 +117,17 @@ pub fn run(g: &Guest) -> Result<Outcome> {
             TcgThreads::Single => "tcg,thread=single",
             TcgThreads::Multi => "tcg,thread=multi",
         };
-        qemu.args(["-accel", thread, "-cpu", "max"]);
-        // otherwise the guest finds the TSC unstable and falls back to a slow clocksource
-        append += " tsc=reliable";
+        let cpu = match g.arch {
+            Arch::Amd64 => "max",
+            // pointer authentication with qemu's own cipher: the architected one (QARMA) costs
+            // TCG dearly on every signed return
+            Arch::Arm64 => "max,pauth-impdef=on",
+        };
+        qemu.args(["-accel", thread, "-cpu", cpu]);
+        if g.arch == Arch::Amd64 {
+            // otherwise the guest finds the TSC unstable and falls back to a slow clocksource
+            append += " tsc=reliable";
+        }
     }
     qemu.arg("-kernel")
         .arg(g.image)
@@ -116,7 +153,7 @@ pub fn run(g: &Guest) -> Result<Outcome> {
         });
     }
     log.say(format_args!(
-        "{QEMU} ({}), lsm={}, timeout {} s",
+        "{qemu_binary} ({}), lsm={}, timeout {} s",
         if kvm { "kvm" } else { "tcg" },
         o.lsm,
         o.timeout.as_secs()
@@ -124,12 +161,10 @@ pub fn run(g: &Guest) -> Result<Outcome> {
     let _ = std::fs::remove_file(g.share.join(EXIT_FILE));
     let start = Instant::now();
     let mut child = qemu.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            anyhow::anyhow!(
-                "{QEMU} not found: install package qemu-system-x86 (`cargo xtask setup` does)"
-            )
-        }
-        _ => anyhow::Error::new(e).context(format!("start {QEMU}")),
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "{qemu_binary} not found: install package {qemu_package} (`cargo xtask setup` does)"
+        ),
+        _ => anyhow::Error::new(e).context(format!("start {qemu_binary}")),
     })?;
     let console = child.stdout.take().context("qemu stdout")?;
     let console_log = log.clone();
@@ -138,7 +173,7 @@ pub fn run(g: &Guest) -> Result<Outcome> {
     let outcome = loop {
         if let Some(status) = child.try_wait()? {
             if !status.success() {
-                log.say(format_args!("{QEMU} exited with {status}"));
+                log.say(format_args!("{qemu_binary} exited with {status}"));
             }
             break None;
         }
@@ -202,15 +237,25 @@ fn stream_console(console: impl std::io::Read, log: &Log) -> ConsoleEnd {
     }
 }
 
-/// KVM works only with hardware virtualisation behind it: a /dev/kvm that opens is not enough
-/// (e.g. kvm-pvm cannot boot a stock kernel), so the CPU flags must show VMX or SVM too.
-pub fn kvm_usable() -> (bool, String) {
+/// KVM runs guests of the host's own architecture only, and works only with hardware
+/// virtualisation behind it: on x86 a /dev/kvm that opens is not enough (e.g. kvm-pvm cannot
+/// boot a stock kernel), so the CPU flags must show VMX or SVM too.
+pub fn kvm_usable(arch: Arch) -> (bool, String) {
+    if Arch::host() != Some(arch) {
+        return (
+            false,
+            format!(
+                "accel tcg: an {arch} guest on an {} host",
+                std::env::consts::ARCH
+            ),
+        );
+    }
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let hw = cpuinfo
         .lines()
         .filter(|l| l.starts_with("flags"))
         .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
-    if !hw {
+    if arch == Arch::Amd64 && !hw {
         return (false, "accel tcg: the CPU has no vmx/svm flag".into());
     }
     match std::fs::OpenOptions::new()
@@ -218,7 +263,10 @@ pub fn kvm_usable() -> (bool, String) {
         .write(true)
         .open("/dev/kvm")
     {
-        Ok(_) => (true, "accel kvm: vmx/svm present and /dev/kvm opens".into()),
+        Ok(_) => (
+            true,
+            "accel kvm: /dev/kvm opens (and vmx/svm on x86)".into(),
+        ),
         Err(e) => (false, format!("accel tcg: /dev/kvm: {e}")),
     }
 }

@@ -1,15 +1,22 @@
 //! The qemu test guest: `cargo xtask vm -- COMMAND` boots a stock kernel (by default the Debian
-//! kernel `linux-image-amd64` points to) with an initramfs-only root filesystem and runs COMMAND
-//! in it as root; `cargo xtask vm-test` runs the `guest` integration tests that way.
+//! kernel bookworm's `linux-image-amd64` points to; for `--arch arm64`, trixie's
+//! `linux-image-arm64`) with an initramfs-only root filesystem and runs COMMAND in it as root;
+//! `cargo xtask vm-test` runs the `guest` integration tests that way (`smoke`: the short ones,
+//! on either architecture), `cargo xtask vm-matrix` the kernel matrix's smoke.
+pub mod matrix;
+mod smoke;
 mod test;
+mod test_binary;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hookprof_guest::{GuestArgs, Log, Machine, Outcome, Payload};
+use hookprof_guest::{Arch, GuestArgs, Log, Machine, Outcome, Payload};
 
-pub use test::{vm_test, VmTestArgs};
+pub use matrix::{vm_matrix, VmMatrixArgs};
+pub use smoke::Prebuild;
+pub use test::{build_guest_tests, vm_test, VmTestArgs};
 
 const DEFAULT_TIMEOUT_S: u64 = 900;
 /// `boot`'s exit code when the guest kernel panicked (a soft lockup panics it).
@@ -18,9 +25,15 @@ pub const GUEST_PANICKED: i32 = 125;
 /// How to boot the guest (shared by `vm` and `vm-test`).
 #[derive(clap::Args, Default, Clone)]
 pub struct BootArgs {
-    /// Kernel: a Debian package name (default: the one linux-image-amd64 depends on), the
-    /// path of a vmlinux or bzImage, or `running` (this host's kernel, from /boot).
-    #[arg(long, value_name = "PKG|PATH")]
+    /// The guest's architecture: amd64 (x86_64, qemu-system-x86_64) or arm64 (aarch64,
+    /// qemu-system-aarch64; emulated on an x86 host) [default: this host's].
+    #[arg(long, value_enum, value_name = "ARCH")]
+    pub arch: Option<Arch>,
+    /// Kernel: a Debian suite (`sid`, `bullseye`: its current linux-image-ARCH), a package
+    /// from a suite (`linux-image-amd64@trixie`; without `@SUITE`, from bookworm), the path of
+    /// a vmlinux or bzImage (arm64: an Image), or `running` (this host's kernel, from /boot)
+    /// [default: linux-image-amd64@bookworm; arm64: linux-image-arm64@trixie].
+    #[arg(long, value_name = "SUITE|PKG[@SUITE]|PATH")]
     pub kernel: Option<String>,
     /// Kill the guest after this many seconds [default: 900; vm-test: 2400].
     #[arg(long, value_name = "S")]
@@ -31,6 +44,15 @@ pub struct BootArgs {
     pub share: Option<PathBuf>,
     #[command(flatten)]
     pub guest: GuestArgs,
+}
+
+impl BootArgs {
+    /// The guest's architecture: the one asked for, else this host's.
+    pub fn arch(&self) -> Result<Arch> {
+        self.arch
+            .or_else(Arch::host)
+            .context("this host is neither x86_64 nor aarch64: name the guest's --arch")
+    }
 }
 
 #[derive(clap::Args, Default)]
@@ -62,7 +84,7 @@ pub fn vm(args: &VmArgs) -> Result<i32> {
             _ => bail!("--env {e:?}: expected VAR=VALUE"),
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut payload = Payload::default();
+    let mut payload = Payload::for_arch(args.boot.arch()?);
     let command = payload.add_command(&args.command)?;
     for bin in &args.bins {
         payload.add_file(bin)?;
@@ -85,7 +107,7 @@ fn boot(
         log.clone(),
         hookprof_guest::stop_on_signals()?,
     )?;
-    let machine = Machine::prepare(args.kernel.as_deref(), &log)?;
+    let machine = Machine::prepare(args.kernel.as_deref(), args.arch()?, &log)?;
 
     let work = tempfile::Builder::new().prefix("hookprof-vm-").tempdir()?;
     let share = match &args.share {

@@ -1,32 +1,65 @@
 //! `cargo xtask vm-test`: the `guest` integration tests of hookprof-tests, built on the host and
-//! run in one guest boot (they need a kernel that allows fentry/fexit and BPF LSM programs).
+//! run in one guest boot (they need a kernel that allows fentry/fexit and BPF LSM programs);
+//! with `--smoke`, or for a guest of the other architecture, the short `guest_smoke` tests
+//! instead (`smoke`).
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use hookprof_guest::Payload;
 
 use super::BootArgs;
 
+/// The guest tests of the kernel matrix's smoke (`tests/guest_kernels.rs`).
+pub const SMOKE_FILTER: &str = "kernels::";
+
 #[derive(clap::Args, Default)]
 pub struct VmTestArgs {
     #[command(flatten)]
     pub boot: BootArgs,
+    /// Only the short smoke tests (a run of three workloads, `stat`), against the package of
+    /// the guest's architecture installed in the guest: all that runs for a guest of the other
+    /// architecture (the full suite also needs that architecture's bpftool and apparmor_parser).
+    #[arg(long)]
+    pub smoke: bool,
+    /// With the smoke: build what it needs, boot nothing (`cargo xtask test` builds the other
+    /// architecture's beside the guest suite).
+    #[arg(long, hide = true)]
+    pub build_only: bool,
     /// Arguments for the test binary, e.g. a test name filter.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub test_args: Vec<String>,
 }
 
+impl VmTestArgs {
+    /// The defaults, for a guest of `arch`.
+    pub fn of_arch(arch: hookprof_guest::Arch) -> VmTestArgs {
+        let mut args = VmTestArgs::default();
+        args.boot.arch = Some(arch);
+        args
+    }
+}
+
 pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
+    let arch = args.boot.arch()?;
+    if args.smoke || Some(arch) != hookprof_guest::Arch::host() {
+        return super::smoke::run(&args.boot, arch, &args.test_args, args.build_only);
+    }
     let start = Instant::now();
-    crate::cargo(&["build", "--release", "--bin", "hookprof"])?;
-    let tests = guest_test_binary()?;
+    let tests = build_guest_tests()?;
     let mut boot = args.boot.clone();
     boot.timeout = boot.timeout.or(Some(SUITE_TIMEOUT_S));
 
-    let mut code = boot_with_tests(&boot, &tests, &args.test_args)?;
+    // The whole suite checks all the kernel matrix's smoke does, and more: the smoke is for the
+    // matrix's own boots (`cargo xtask vm-matrix`, or `vm-test -- kernels::` by hand).
+    let suite_args = if args.test_args.is_empty() {
+        vec!["--skip".to_string(), SMOKE_FILTER.to_string()]
+    } else {
+        args.test_args.clone()
+    };
+    let mut code = boot_with_tests(&boot, &tests, &suite_args)?;
     if code == 0 && args.test_args.is_empty() {
         // The tests marked `#[ignore]` need a kernel whose active LSMs leave bpf out: a second,
         // short boot runs just those.
@@ -41,6 +74,14 @@ pub fn vm_test(args: &VmTestArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// Builds hookprof and the guest tests; returns the test binary.
+pub fn build_guest_tests() -> Result<PathBuf> {
+    crate::cargo(&["build", "--release", "--bin", "hookprof"])?;
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.current_dir(crate::workspace_root());
+    super::test_binary::test_binary(cargo, "guest", &[])
+}
+
 /// The whole suite's boot is killed after this long. It takes about 500 s on a quiet host and
 /// TCG slows down with the host's load, so the bound is for a stuck guest, not a slow one.
 const SUITE_TIMEOUT_S: u64 = 2400;
@@ -49,8 +90,12 @@ const SUITE_TIMEOUT_S: u64 = 2400;
 const LSM_WITHOUT_BPF: &str = "lockdown,capability,landlock,yama,apparmor";
 
 /// Boots once and runs the guest test binary with `test_args`; returns its exit code.
-fn boot_with_tests(boot: &BootArgs, tests: &std::path::Path, test_args: &[String]) -> Result<i32> {
-    let mut payload = Payload::default();
+pub(super) fn boot_with_tests(
+    boot: &BootArgs,
+    tests: &std::path::Path,
+    test_args: &[String],
+) -> Result<i32> {
+    let mut payload = Payload::for_arch(boot.arch()?);
     let hookprof = payload.add_file(&crate::hookprof_bin())?;
     // The safety tests count BPF objects with bpftool, as on the host.
     let bpftool = hookprof_guest::which("bpftool")
@@ -68,34 +113,4 @@ fn boot_with_tests(boot: &BootArgs, tests: &std::path::Path, test_args: &[String
         ("HOOKPROF_IN_GUEST".to_string(), "1".to_string()),
     ];
     super::boot(boot, payload, &command, &env)
-}
-
-/// Builds the `guest` test target and returns its executable, as cargo reports it.
-fn guest_test_binary() -> Result<PathBuf> {
-    let args = [
-        "test",
-        "--release",
-        "-p",
-        "hookprof-tests",
-        "--test",
-        "guest",
-        "--no-run",
-        "--message-format=json",
-    ];
-    println!("xtask: cargo {}", args.join(" "));
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .current_dir(crate::workspace_root())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("run cargo test --no-run")?;
-    if !out.status.success() {
-        bail!("building the guest tests failed ({})", out.status);
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "guest")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .context("cargo reported no executable for the guest tests")
 }

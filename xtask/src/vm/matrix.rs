@@ -1,0 +1,190 @@
+//! `cargo xtask vm-matrix`: the kernel matrix's smoke (`tests/guest_kernels.rs`, the guest
+//! tests named `kernels::`) booted on each kernel of `MATRIX`, and a table of what each kernel
+//! took: probes attached and refused by kind, hooks, LSM functions and task paths timed, stack
+//! samples, the fallbacks it needed, and the time its boot took. `cargo xtask test` boots all
+//! but `FULL_SUITE_KERNEL`, where the full guest suite has run instead.
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use super::{
+    test::{boot_with_tests, SMOKE_FILTER},
+    BootArgs,
+};
+
+/// What the smoke leaves in the share (see `tests/guest_kernels.rs`).
+const SUMMARY: &str = "kernel-smoke.json";
+
+/// Each kernel of the matrix: the LTS kernels Debian ships, and its newest.
+pub const MATRIX: &[(&str, &str)] = &[
+    ("5.10 (bullseye)", "bullseye"),
+    ("6.1 (bookworm)", FULL_SUITE_KERNEL),
+    ("6.12 (trixie)", "trixie"),
+    ("newest (sid)", "sid"),
+];
+/// The kernel the full guest suite boots (`vm-test`'s default).
+pub const FULL_SUITE_KERNEL: &str = "bookworm";
+
+#[derive(clap::Args, Default)]
+pub struct VmMatrixArgs {
+    /// Boot only these kernels of the matrix (by `--kernel` name, e.g. bullseye,sid).
+    #[arg(long, value_delimiter = ',', value_name = "KERNELS")]
+    pub only: Vec<String>,
+}
+
+/// One kernel's smoke: its summary (None if the smoke failed before writing it, or did not run
+/// because the full suite ran on its kernel).
+pub struct Smoke {
+    label: String,
+    exit_code: i32,
+    /// None where the full suite stood in for the smoke.
+    boot_seconds: Option<f64>,
+    summary: Option<serde_json::Value>,
+}
+
+impl Smoke {
+    /// The row of the kernel whose full guest suite passed: no boot of its own.
+    pub fn in_full_suite(label: &str) -> Smoke {
+        Smoke {
+            label: label.to_string(),
+            exit_code: 0,
+            boot_seconds: None,
+            summary: None,
+        }
+    }
+}
+
+pub fn vm_matrix(args: &VmMatrixArgs) -> Result<i32> {
+    let tests = super::test::build_guest_tests()?;
+    let kernels: Vec<(&str, &str)> = MATRIX
+        .iter()
+        .copied()
+        .filter(|(_, k)| args.only.is_empty() || args.only.iter().any(|o| o == k))
+        .collect();
+    let mut smokes = Vec::new();
+    for (label, kernel) in kernels {
+        smokes.push(smoke(label, kernel, &tests)?);
+    }
+    print_table(&smokes);
+    Ok(first_failure(&smokes))
+}
+
+/// Boots `kernel` with the smoke alone.
+pub fn smoke(label: &str, kernel: &str, tests: &Path) -> Result<Smoke> {
+    let (_share, share) = share_dir()?;
+    let boot = BootArgs {
+        kernel: Some(kernel.to_string()),
+        timeout: Some(SMOKE_TIMEOUT_S),
+        share: Some(share.clone()),
+        ..BootArgs::default()
+    };
+    let started = Instant::now();
+    let exit_code = boot_with_tests(&boot, tests, &[SMOKE_FILTER.to_string()])?;
+    Ok(Smoke {
+        label: label.to_string(),
+        exit_code,
+        boot_seconds: Some(started.elapsed().as_secs_f64()),
+        summary: read_summary(&share),
+    })
+}
+
+/// A stuck guest's bound: a smoke takes 1-3 min under TCG.
+const SMOKE_TIMEOUT_S: u64 = 900;
+
+/// The smoke's summary in a share, if it wrote one.
+fn read_summary(share: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(share.join(SUMMARY)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A fresh share for a boot whose smoke summary is read afterwards.
+fn share_dir() -> Result<(tempfile::TempDir, PathBuf)> {
+    let dir = tempfile::Builder::new()
+        .prefix("hookprof-smoke-")
+        .tempdir()
+        .context("make a share directory")?;
+    let path = dir.path().to_path_buf();
+    Ok((dir, path))
+}
+
+pub fn first_failure(smokes: &[Smoke]) -> i32 {
+    smokes
+        .iter()
+        .map(|s| s.exit_code)
+        .find(|&c| c != 0)
+        .unwrap_or(0)
+}
+
+/// The matrix as a markdown table (it goes into issues and the manual as it is).
+pub fn print_table(smokes: &[Smoke]) {
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN).set_header([
+        "kernel",
+        "release",
+        "attached",
+        "refused",
+        "hooks / LSM fns / task paths timed",
+        "stack samples",
+        "fallbacks",
+        "smoke",
+        "boot",
+    ]);
+    for s in smokes {
+        let field = |key: &str| s.summary.as_ref().map(|v| v[key].clone());
+        let kinds = |key: &str| {
+            field(key)
+                .and_then(|v| v.as_object().cloned())
+                .map(|m| {
+                    let parts: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                    if parts.is_empty() {
+                        "none".into()
+                    } else {
+                        parts.join(", ")
+                    }
+                })
+                .unwrap_or_else(|| "-".into())
+        };
+        let number = |key: &str| field(key).map_or_else(|| "-".into(), |v| v.to_string());
+        let fallbacks = field("fallbacks")
+            .and_then(|v| v.as_array().cloned())
+            .map(|a| {
+                let names: Vec<String> = a
+                    .iter()
+                    .filter_map(|n| n.as_str())
+                    .map(|n| n.split(':').next().unwrap_or(n).to_string())
+                    .collect();
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join("; ")
+                }
+            })
+            .unwrap_or_else(|| "-".into());
+        table.add_row([
+            s.label.clone(),
+            field("kernel")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "-".into()),
+            kinds("attached"),
+            kinds("refused"),
+            format!(
+                "{} / {} / {}",
+                number("hooks_timed"),
+                number("lsm_functions_timed"),
+                number("task_paths_timed")
+            ),
+            number("stack_samples"),
+            fallbacks,
+            match (s.exit_code, s.boot_seconds) {
+                (0, None) => "full guest suite passed".to_string(),
+                (0, Some(_)) => "passed".to_string(),
+                (code, _) => format!("FAILED (exit {code})"),
+            },
+            s.boot_seconds
+                .map_or_else(|| "-".into(), |t| format!("{t:.0} s")),
+        ]);
+    }
+    println!("xtask: the kernel matrix\n{table}");
+}
