@@ -28,11 +28,34 @@ pub const GATE_CLOSE: u64 = 0x686b_0000;
 pub const GATE_SPAWN: u64 = 0x686b_0002;
 /// At most this many processes own the gate at once: the runners of `--parallel N`.
 pub const MAX_GATE_OWNERS: u32 = 64;
-/// x86_64 syscall number of ioctl(2).
-pub const SYS_IOCTL: i64 = 16;
-/// x86_64 syscall numbers of execve(2) and execveat(2).
-pub const SYS_EXECVE: i64 = 59;
-pub const SYS_EXECVEAT: i64 = 322;
+
+/// The numbers of the syscalls the probes single out, in each architecture's table.
+pub mod syscall_numbers {
+    pub mod x86_64 {
+        pub const SYS_IOCTL: i64 = 16;
+        pub const SYS_EXECVE: i64 = 59;
+        pub const SYS_EXECVEAT: i64 = 322;
+    }
+    /// arm64 has the generic table (include/uapi/asm-generic/unistd.h).
+    pub mod aarch64 {
+        pub const SYS_IOCTL: i64 = 29;
+        pub const SYS_EXECVE: i64 = 221;
+        pub const SYS_EXECVEAT: i64 = 281;
+    }
+}
+// The table of the architecture built for: the eBPF object's (`bpf_target_arch`, set by
+// aya-build from the profiler's target), or the user side's own.
+#[cfg(any(bpf_target_arch = "aarch64", target_arch = "aarch64"))]
+pub use syscall_numbers::aarch64::*;
+#[cfg(any(bpf_target_arch = "x86_64", target_arch = "x86_64"))]
+pub use syscall_numbers::x86_64::*;
+#[cfg(not(any(
+    bpf_target_arch = "x86_64",
+    bpf_target_arch = "aarch64",
+    target_arch = "x86_64",
+    target_arch = "aarch64"
+)))]
+compile_error!("hookprof knows the syscall tables of x86_64 and aarch64 only");
 
 /// Indexes into the per-CPU `EVENTS` counter array.
 pub mod event {
@@ -213,6 +236,18 @@ mod pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_architectures_numbers_are_its_tables() {
+        use syscall_numbers::{aarch64, x86_64};
+        use syscalls::{aarch64::Sysno as Arm64, x86_64::Sysno as X86};
+        assert_eq!(x86_64::SYS_IOCTL, X86::ioctl.id() as i64);
+        assert_eq!(x86_64::SYS_EXECVE, X86::execve.id() as i64);
+        assert_eq!(x86_64::SYS_EXECVEAT, X86::execveat.id() as i64);
+        assert_eq!(aarch64::SYS_IOCTL, Arm64::ioctl.id() as i64);
+        assert_eq!(aarch64::SYS_EXECVE, Arm64::execve.id() as i64);
+        assert_eq!(aarch64::SYS_EXECVEAT, Arm64::execveat.id() as i64);
+    }
 
     #[test]
     fn buckets_are_bit_lengths() {

@@ -9,7 +9,7 @@
 //! that one reads the clock, so the wait lands inside the syscall's timed span. Untracked tasks
 //! pay one task-storage lookup, as they do for the timing probes.
 use aya_ebpf::{
-    helpers::{bpf_ktime_get_ns, bpf_loop, bpf_probe_read_kernel},
+    helpers::{bpf_ktime_get_ns, bpf_loop},
     macros::{map, raw_tracepoint},
     maps::Array,
     programs::RawTracePointContext,
@@ -17,6 +17,7 @@ use aya_ebpf::{
 use profiler_common::{SyscallInjectConfig, MAX_SYSCALLS, SYS_IOCTL};
 
 use crate::{
+    arch,
     maps::{add_duration, Path},
     syscalls::{handle_gate, raw_args},
     task_state,
@@ -27,8 +28,6 @@ use crate::{
 #[map]
 pub static SYSCALL_INJECT: Array<SyscallInjectConfig> = Array::with_max_entries(MAX_SYSCALLS, 0);
 
-/// x86_64 struct pt_regs: the syscall number (user space refuses other architectures).
-const PT_REGS_ORIG_AX: usize = 120;
 /// Every gate call fails with EBADF (its fd is invalid).
 const EBADF: i64 = 9;
 /// bpf_loop's own limit: at a clock read per step, far more than user space's longest wait.
@@ -77,7 +76,7 @@ fn try_inject_sys_exit(ctx: &RawTracePointContext) -> Result<i32, i32> {
 
 #[inline(always)]
 fn syscall_nr(regs: *const u8) -> Result<i64, i32> {
-    unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_ORIG_AX) as *const i64) }.map_err(|_| 0)
+    arch::syscall_nr(regs).map_err(|_| 0)
 }
 
 /// One step of the busy-wait: stop (1) once the clock passes the deadline `ctx` points to.

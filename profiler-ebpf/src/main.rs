@@ -5,6 +5,7 @@
 #![no_std]
 #![no_main]
 
+mod arch;
 mod hooks;
 mod inject;
 mod lsm;

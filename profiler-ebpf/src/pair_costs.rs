@@ -4,7 +4,7 @@
 //! part comes as an fentry (the hook pair's kind) and as a raw_tracepoint on sys_enter (the
 //! syscall pair's kind, which also loads on kernels that refuse trampolines).
 use aya_ebpf::{
-    helpers::{bpf_get_current_task_btf, bpf_ktime_get_ns},
+    helpers::bpf_ktime_get_ns,
     macros::{fentry, fexit, raw_tracepoint},
     programs::{FEntryContext, FExitContext, RawTracePointContext},
 };
@@ -12,10 +12,10 @@ use profiler_common::HOOK_SLOTS;
 
 use crate::{maps::HOOKS, task_state};
 
-/// The current task (the owner task storage is looked up on).
+/// The current task (the owner task storage is looked up on, or the hash map's key).
 #[inline(always)]
 fn current_task() {
-    core::hint::black_box(unsafe { bpf_get_current_task_btf() });
+    core::hint::black_box(task_state::identify_current());
 }
 
 /// The current task and its storage: one side's state lookup.

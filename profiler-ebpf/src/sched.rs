@@ -4,8 +4,11 @@
 //! CPU inside an open syscall is also that syscall's wait. An interval that began before the
 //! probes were last attached is dropped: no probe saw its start.
 use aya_ebpf::{
-    bindings::task_struct, helpers::bpf_ktime_get_ns, macros::btf_tracepoint,
+    bindings::task_struct,
+    helpers::{bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::btf_tracepoint,
     programs::BtfTracePointContext,
+    Global,
 };
 use profiler_common::event;
 
@@ -14,28 +17,46 @@ use crate::{
     task_state::{self, TaskState},
 };
 
-/// The state a task leaves a CPU in when it is preempted (or yields): still runnable.
-const TASK_RUNNING: u64 = 0;
+/// The state of a task that is still runnable when it leaves a CPU (it yielded).
+const TASK_RUNNING: u32 = 0;
+
+/// 1 where the tracepoint passes `prev_state` (5.18); before that the state is read from the
+/// task, at `TASK_STATE_FIELD_OFFSET` (`__state` from 5.14, `state` before), from its BTF.
+#[unsafe(no_mangle)]
+static SWITCH_HAS_PREV_STATE: Global<u32> = Global::new(1);
+#[unsafe(no_mangle)]
+static TASK_STATE_FIELD_OFFSET: Global<u32> = Global::new(0);
 
 #[btf_tracepoint(function = "sched_switch")]
 pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
-    // (bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int
-    // prev_state) since 5.18.
+    // (bool preempt, struct task_struct *prev, struct task_struct *next[, unsigned int
+    // prev_state since 5.18])
+    let preempt: u64 = ctx.arg(0);
     let prev: *mut task_struct = ctx.arg(1);
     let next: *mut task_struct = ctx.arg(2);
-    let prev_state: u64 = ctx.arg(3);
     let now = unsafe { bpf_ktime_get_ns() };
     if let Some(state) = task_state::of(prev) {
-        leave_cpu(
-            state,
-            now,
-            u32::from(prev_state & 0xffff_ffff == TASK_RUNNING),
-        );
+        // Preempted, it stays on the run queue whatever its state says; otherwise it is
+        // runnable only in TASK_RUNNING (it yielded), else it went to sleep.
+        let runnable = preempt & 0xff != 0 || prev_state(&ctx, prev) == TASK_RUNNING;
+        leave_cpu(state, now, u32::from(runnable));
     }
     if let Some(state) = task_state::of(next) {
         enter_cpu(state, now);
     }
     0
+}
+
+/// The state `prev` left its CPU in (its low 32 bits: `state` was a long before 5.14).
+#[inline(always)]
+fn prev_state(ctx: &BtfTracePointContext, prev: *mut task_struct) -> u32 {
+    if SWITCH_HAS_PREV_STATE.load() != 0 {
+        let state: u64 = ctx.arg(3);
+        return state as u32;
+    }
+    let field = unsafe { (prev as *const u8).add(TASK_STATE_FIELD_OFFSET.load() as usize) };
+    // Unreadable: taken as asleep, the common case of a switch that is no preemption.
+    unsafe { bpf_probe_read_kernel(field as *const u32) }.unwrap_or(1)
 }
 
 /// Closes the task's on-CPU interval at `now`; it is off a CPU from here, `runnable` or not.

@@ -3,13 +3,24 @@
 //! gate or a tracked parent's fork gave it state, and nothing is admitted here. `top` admits a
 //! task in its scope on the task's first probed entry (a syscall or a timed function).
 use aya_ebpf::{
-    helpers::{bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid},
+    bindings::bpf_pidns_info,
+    helpers::{
+        bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_ns_current_pid_tgid,
+    },
     Global,
 };
 use profiler_common::{scope, COMM_LEN};
 
 #[unsafe(no_mangle)]
 static SCOPE: Global<u32> = Global::new(scope::GATE);
+/// hookprof's pid namespace (the device and inode of its `/proc/self/ns/pid`), set at load
+/// when it is not the initial one (a container): the process ids below, and the gate's owners,
+/// are that namespace's, not the kernel's.
+#[unsafe(no_mangle)]
+static PIDNS_DEV: Global<u64> = Global::new(0);
+#[unsafe(no_mangle)]
+static PIDNS_INO: Global<u64> = Global::new(0);
 /// hookprof's own process: never admitted (its map reads are not the machine's load).
 #[unsafe(no_mangle)]
 static SELF_TGID: Global<u32> = Global::new(0);
@@ -38,13 +49,13 @@ pub fn admits_current() -> bool {
     if mode == scope::GATE {
         return false;
     }
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if tgid == SELF_TGID.load() {
+    let tgid = current_tgid();
+    if tgid == Some(SELF_TGID.load()) {
         return false;
     }
     match mode {
         scope::SYSTEM => true,
-        scope::PID => tgid == SCOPE_TGID.load(),
+        scope::PID => tgid == Some(SCOPE_TGID.load()),
         // The task's ancestor at the cgroup's level is the cgroup itself for every task in
         // its subtree.
         scope::CGROUP => {
@@ -55,6 +66,21 @@ pub fn admits_current() -> bool {
         scope::COMM => has_scope_comm(),
         _ => false,
     }
+}
+
+/// The current task's process id as hookprof sees it (in its pid namespace); None for a task
+/// of another pid namespace, which cannot be one hookprof named.
+#[inline(always)]
+pub fn current_tgid() -> Option<u32> {
+    let ino = PIDNS_INO.load();
+    if ino == 0 {
+        return Some((bpf_get_current_pid_tgid() >> 32) as u32);
+    }
+    let mut ids = bpf_pidns_info { pid: 0, tgid: 0 };
+    let size = core::mem::size_of::<bpf_pidns_info>() as u32;
+    // SAFETY: the helper writes `size` bytes into `ids`, a local of that size.
+    let r = unsafe { bpf_get_ns_current_pid_tgid(PIDNS_DEV.load(), ino, &mut ids, size) };
+    (r == 0).then_some(ids.tgid)
 }
 
 /// Whether a tracked task's children are tracked from their fork: not by command name, where

@@ -5,15 +5,24 @@
 //! allow them. Stacks are deduplicated by the kernel's stack map; user space symbolises them.
 use aya_ebpf::{
     bindings::{task_struct, BPF_NOEXIST},
-    helpers::{bpf_get_current_task_btf, bpf_probe_read_kernel, bpf_task_pt_regs},
+    helpers::{bpf_get_current_task_btf, bpf_task_pt_regs},
     macros::{map, perf_event},
     maps::{PerCpuHashMap, StackTrace},
     programs::{tracing::StackIdContext, PerfEventContext},
-    EbpfContext,
+    EbpfContext, Global,
 };
 use profiler_common::{event, SampleKey, NO_STACK, NO_SYSCALL, SAMPLE_KEYS, STACK_IDS};
 
-use crate::{maps::count_event, task_state};
+use crate::{
+    arch,
+    maps::count_event,
+    task_state::{self, TaskState},
+};
+
+/// 1 where the kernel has bpf_task_pt_regs (5.15): the syscall is read from the task's saved
+/// registers. Before that, from the task's own record of the syscall it entered.
+#[unsafe(no_mangle)]
+static HAS_TASK_PT_REGS: Global<u32> = Global::new(1);
 
 #[map]
 pub static STACKS: StackTrace = StackTrace::with_max_entries(STACK_IDS, 0);
@@ -21,11 +30,6 @@ pub static STACKS: StackTrace = StackTrace::with_max_entries(STACK_IDS, 0);
 /// Samples per key since user space last emptied the map.
 #[map]
 pub static SAMPLES: PerCpuHashMap<SampleKey, u64> = PerCpuHashMap::with_max_entries(SAMPLE_KEYS, 0);
-
-// x86_64 struct pt_regs (the sample's registers begin bpf_perf_event_data): the code segment,
-// whose low bits are the privilege level, and the syscall number saved at entry.
-const PT_REGS_CS: usize = 136;
-const PT_REGS_ORIG_AX: usize = 120;
 
 #[perf_event]
 pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
@@ -35,15 +39,15 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
 
 #[inline(always)]
 fn on_cpu_sample(ctx: &PerfEventContext) {
-    if task_state::current().is_none() {
+    let Some(state) = task_state::current() else {
         return;
-    }
-    let regs = ctx.as_ptr() as *const u8;
-    let cs = unsafe { *(regs.add(PT_REGS_CS) as *const u64) };
+    };
+    // The sample's registers begin its context (bpf_perf_event_data).
+    let user = arch::sampled_user_mode(ctx.as_ptr() as *const u8);
     let mut key = SampleKey {
         stack_id: NO_STACK,
         syscall_nr: NO_SYSCALL,
-        user: u32::from(cs & 3 == 3),
+        user: u32::from(user),
         _pad: 0,
     };
     if key.user == 0 {
@@ -51,21 +55,27 @@ fn on_cpu_sample(ctx: &PerfEventContext) {
         if let Ok(id) = ctx.get_stackid(&STACKS, 0) {
             key.stack_id = id as i32;
         }
-        key.syscall_nr = syscall_nr();
+        key.syscall_nr = syscall_nr(state);
     }
     count(&key);
 }
 
 /// The number of the syscall the current task entered (meaningful while it is in one).
 #[inline(always)]
-fn syscall_nr() -> i32 {
+fn syscall_nr(state: &TaskState) -> i32 {
+    if HAS_TASK_PT_REGS.load() == 0 {
+        return if state.syscall_open != 0 {
+            state.syscall_nr as i32
+        } else {
+            NO_SYSCALL
+        };
+    }
     let task: *mut task_struct = unsafe { bpf_get_current_task_btf() };
     let regs = unsafe { bpf_task_pt_regs(task) } as *const u8;
     if regs.is_null() {
         return NO_SYSCALL;
     }
-    unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_ORIG_AX) as *const i64) }
-        .map_or(NO_SYSCALL, |nr| nr as i32)
+    arch::syscall_nr(regs).map_or(NO_SYSCALL, |nr| nr as i32)
 }
 
 #[inline(always)]

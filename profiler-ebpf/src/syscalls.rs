@@ -1,10 +1,7 @@
 //! raw_syscalls sys_enter/sys_exit: calls and enter-to-exit time per syscall number, and the
 //! scope gate through which the workload thread opens and closes its tracking window.
 use aya_ebpf::{
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
-    macros::raw_tracepoint,
-    programs::RawTracePointContext,
-    EbpfContext,
+    helpers::bpf_ktime_get_ns, macros::raw_tracepoint, programs::RawTracePointContext, EbpfContext,
 };
 use aya_log_ebpf::warn;
 use profiler_common::{
@@ -13,16 +10,13 @@ use profiler_common::{
 };
 
 use crate::{
+    arch,
     maps::{
         add_duration, count_call, count_event, entered_in_an_earlier_window, Path, GATE_OWNERS,
     },
+    scope,
     task_state::{self, MAX_DEPTH},
 };
-
-// x86_64 struct pt_regs: the first two syscall arguments (user space refuses other
-// architectures before loading).
-const PT_REGS_DI: usize = 112;
-const PT_REGS_SI: usize = 104;
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn sys_enter(ctx: RawTracePointContext) -> i32 {
@@ -131,17 +125,20 @@ fn on_sys_exit() {
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
 pub fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // Owners are named by the pids hookprof sees, which a container's namespace renumbers.
+    let Some(tgid) = scope::current_tgid() else {
+        return false;
+    };
     // SAFETY: the value is only tested for presence, never read through.
     if unsafe { GATE_OWNERS.get(&tgid) }.is_none() {
         return false;
     }
     // The fd is an int: compare its low 32 bits, however the caller extended it.
-    let fd = unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_DI) as *const u64) };
+    let fd = arch::syscall_arg0(regs);
     if fd.map(|v| v as u32) != Ok(GATE_FD as u32) {
         return false;
     }
-    match unsafe { bpf_probe_read_kernel(regs.add(PT_REGS_SI) as *const u64) } {
+    match arch::syscall_arg1(regs) {
         Ok(GATE_OPEN) => {
             if !task_state::track_current() {
                 count_event(event::TRACK_FULL);

@@ -1,16 +1,39 @@
-//! Per-task timing state in task-local storage. A task is tracked exactly when it has an entry:
-//! the gate creates it for the workload thread, fork creates it for a tracked task's children,
-//! and the kernel frees it with the task. One lookup on the current task (never creating)
-//! answers "is this task tracked?" and hands over its open syscall and its stack of open timed
-//! functions, so every exit is matched with its own task's entry at its own nesting level.
-//! In `top` a task in scope gets its entry on its first probed entry (see `scope`).
+//! Per-task timing state, one entry per tracked task. A task is tracked exactly when it has an
+//! entry: the gate creates it for the workload thread, fork creates it for a tracked task's
+//! children. One lookup on the current task (never creating) answers "is this task tracked?"
+//! and hands over its open syscall and its stack of open timed functions, so every exit is
+//! matched with its own task's entry at its own nesting level. In `top` a task in scope gets
+//! its entry on its first probed entry (see `scope`).
+//!
+//! The entries live in task-local storage where the kernel has it (5.11): the kernel frees an
+//! entry with its task. Before that, user space loads the object with `TASK_STATE` turned into
+//! a preallocated hash map keyed by thread id and sets `TASK_STORAGE` to 0: each entry then
+//! records its task (`owner`), an entry whose owner is another task (its thread id was reused)
+//! counts as absent, and `sched_process_free` deletes a freed task's entry. The global is
+//! read-only, so the verifier walks only one of the two ways and never sees the other's
+//! helpers, which the older kernel does not know.
 use aya_ebpf::{
-    bindings::{task_struct, BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE},
-    helpers::{bpf_get_current_task_btf, bpf_task_storage_delete, bpf_task_storage_get},
+    bindings::{task_struct, BPF_ANY, BPF_F_NO_PREALLOC, BPF_LOCAL_STORAGE_GET_F_CREATE},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_get_current_task, bpf_get_current_task_btf,
+        bpf_map_delete_elem, bpf_map_lookup_elem, bpf_map_update_elem, bpf_probe_read_kernel,
+        bpf_task_storage_delete, bpf_task_storage_get,
+    },
+    macros::map,
+    maps::Array,
+    Global,
 };
 use profiler_common::event;
 
 use crate::{maps::count_event, scope};
+
+/// 1: `TASK_STATE` is task storage; 0: a hash map keyed by thread id (set at load).
+#[unsafe(no_mangle)]
+static TASK_STORAGE: Global<u32> = Global::new(1);
+/// Where `struct task_struct` keeps the thread id (`pid`) on this kernel, from its BTF: the
+/// hash map's key for a task other than the current one.
+#[unsafe(no_mangle)]
+static TASK_PID_OFFSET: Global<u32> = Global::new(0);
 
 /// Timed functions a task can have open at once (a syscall's hook, the LSM functions under it,
 /// a task path and the hooks it calls); deeper calls are counted, never timed.
@@ -29,6 +52,8 @@ pub struct Frame {
 
 #[repr(C)]
 pub struct TaskState {
+    /// The task this entry is for (its task_struct's address), in the hash map by thread id.
+    pub owner: u64,
     /// Timed-function entries this task has made, ever: the difference between two readings is
     /// how many probed calls ran in between.
     pub entries: u64,
@@ -99,24 +124,97 @@ fn map() -> *mut core::ffi::c_void {
     &TASK_STATE as *const TaskStorageDef as *mut core::ffi::c_void
 }
 
-#[inline(always)]
-fn lookup(task: *mut task_struct, flags: u64) -> Option<&'static mut TaskState> {
-    let p = unsafe { bpf_task_storage_get(map(), task, core::ptr::null_mut(), flags) };
-    unsafe { (p as *mut TaskState).as_mut() }
+/// A zero entry to insert from: a `TaskState` is too big for the BPF stack beside the rest.
+#[map]
+static ZERO_STATE: Array<TaskState> = Array::with_max_entries(1, 0);
+
+/// A task, as the probes see it.
+#[derive(Clone, Copy)]
+enum Task {
+    Current,
+    /// A BTF pointer (tp_btf) or a raw one (raw_tracepoint, for the hash map only).
+    Other(*mut task_struct),
 }
 
-/// The current task's state if it is tracked and counting: the one helper call an untracked
-/// task pays.
+#[inline(always)]
+fn uses_task_storage() -> bool {
+    TASK_STORAGE.load() != 0
+}
+
+/// `task`'s entry, created (zeroed) if `create` and absent.
+#[inline(always)]
+fn lookup(task: Task, create: bool) -> Option<&'static mut TaskState> {
+    if uses_task_storage() {
+        let task = match task {
+            Task::Current => unsafe { bpf_get_current_task_btf() },
+            Task::Other(t) => t,
+        };
+        let flags = if create {
+            BPF_LOCAL_STORAGE_GET_F_CREATE as u64
+        } else {
+            0
+        };
+        let p = unsafe { bpf_task_storage_get(map(), task, core::ptr::null_mut(), flags) };
+        return unsafe { (p as *mut TaskState).as_mut() };
+    }
+    let (tid, owner) = identify(task)?;
+    let key = &tid as *const u32 as *mut core::ffi::c_void;
+    let found = unsafe { (bpf_map_lookup_elem(map(), key) as *mut TaskState).as_mut() };
+    if let Some(state) = found {
+        if state.owner == owner {
+            return Some(state);
+        }
+    }
+    if !create {
+        return None;
+    }
+    // Absent, or left by a task with this thread id that was freed unseen: a fresh entry.
+    let zero = ZERO_STATE.get_ptr_mut(0)? as *mut core::ffi::c_void;
+    if unsafe { bpf_map_update_elem(map(), key, zero, BPF_ANY as u64) } != 0 {
+        return None;
+    }
+    let state = unsafe { (bpf_map_lookup_elem(map(), key) as *mut TaskState).as_mut() }?;
+    state.owner = owner;
+    Some(state)
+}
+
+/// The hash map's key and owner for `task`: its thread id and task_struct address.
+#[inline(always)]
+fn identify(task: Task) -> Option<(u32, u64)> {
+    match task {
+        Task::Current => Some((bpf_get_current_pid_tgid() as u32, unsafe {
+            bpf_get_current_task()
+        })),
+        Task::Other(t) => {
+            let pid = unsafe { (t as *const u8).add(TASK_PID_OFFSET.load() as usize) };
+            let tid = unsafe { bpf_probe_read_kernel(pid as *const u32) }.ok()?;
+            Some((tid, t as u64))
+        }
+    }
+}
+
+/// What a probe pays to know which task it runs for, and nothing else (calibration's part).
+#[inline(always)]
+pub fn identify_current() -> u64 {
+    if uses_task_storage() {
+        unsafe { bpf_get_current_task_btf() as u64 }
+    } else {
+        identify(Task::Current).map_or(0, |(tid, owner)| owner ^ u64::from(tid))
+    }
+}
+
+/// The current task's state if it is tracked and counting: the one lookup an untracked task
+/// pays.
 #[inline(always)]
 pub fn current() -> Option<&'static mut TaskState> {
-    of(unsafe { bpf_get_current_task_btf() })
+    lookup(Task::Current, false).filter(|s| s.dormant == 0)
 }
 
 /// `task`'s state if it is tracked and counting (sched_switch sees two tasks, neither of which
 /// need be current).
 #[inline(always)]
 pub fn of(task: *mut task_struct) -> Option<&'static mut TaskState> {
-    lookup(task, 0).filter(|s| s.dormant == 0)
+    lookup(Task::Other(task), false).filter(|s| s.dormant == 0)
 }
 
 /// As `current`, on an entry (a syscall or a timed function): in `top`, a task in scope that
@@ -130,14 +228,13 @@ pub fn entering() -> Option<&'static mut TaskState> {
 /// scope.
 #[inline(always)]
 pub fn entering_even_dormant() -> Option<&'static mut TaskState> {
-    let task = unsafe { bpf_get_current_task_btf() };
-    if let Some(state) = lookup(task, 0) {
+    if let Some(state) = lookup(Task::Current, false) {
         return Some(state);
     }
     if !scope::admits_current() {
         return None;
     }
-    let state = track(task);
+    let state = track_task(Task::Current);
     if state.is_none() {
         count_event(event::TRACK_FULL);
     }
@@ -147,7 +244,12 @@ pub fn entering_even_dormant() -> Option<&'static mut TaskState> {
 /// Starts tracking `task` (or restarts it with nothing open); None if storage is exhausted.
 #[inline(always)]
 pub fn track(task: *mut task_struct) -> Option<&'static mut TaskState> {
-    let state = lookup(task, BPF_LOCAL_STORAGE_GET_F_CREATE as u64)?;
+    track_task(Task::Other(task))
+}
+
+#[inline(always)]
+fn track_task(task: Task) -> Option<&'static mut TaskState> {
+    let state = lookup(task, true)?;
     state.syscall_open = 0;
     state.depth = 0;
     state.overflowed = 0;
@@ -160,7 +262,7 @@ pub fn track(task: *mut task_struct) -> Option<&'static mut TaskState> {
 
 /// Tracks the current task, which is on a CPU now: its on-CPU time counts from here.
 pub fn track_current() -> bool {
-    let Some(state) = track(unsafe { bpf_get_current_task_btf() }) else {
+    let Some(state) = track_task(Task::Current) else {
         return false;
     };
     state.switched_ns = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
@@ -173,5 +275,32 @@ pub fn untrack_current() {
     if let Some(state) = current() {
         crate::sched::leave_cpu(state, unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() }, 0);
     }
-    unsafe { bpf_task_storage_delete(map(), bpf_get_current_task_btf()) };
+    forget(Task::Current);
+}
+
+/// Drops the entry of a task being freed (the hash map's cleanup; task storage needs none).
+#[inline(always)]
+pub fn forget_freed(task: *mut task_struct) {
+    if !uses_task_storage() {
+        forget(Task::Other(task));
+    }
+}
+
+#[inline(always)]
+fn forget(task: Task) {
+    if uses_task_storage() {
+        let task = match task {
+            Task::Current => unsafe { bpf_get_current_task_btf() },
+            Task::Other(t) => t,
+        };
+        unsafe { bpf_task_storage_delete(map(), task) };
+        return;
+    }
+    // Only its own entry: the thread id may already name another task's.
+    if lookup(task, false).is_none() {
+        return;
+    }
+    if let Some((tid, _)) = identify(task) {
+        unsafe { bpf_map_delete_elem(map(), &tid as *const u32 as *mut core::ffi::c_void) };
+    }
 }

@@ -1,11 +1,13 @@
 //! sched_process_fork/exec/exit: counts per tracked task, and the scope following children.
 //! exec and exit have a tp_btf program and a raw_tracepoint fallback with the same logic; fork
-//! needs the child as a BTF pointer to give it storage, so it is tp_btf only. Nothing needs to
-//! happen when a task is freed: its storage goes with it.
+//! needs the child as a BTF pointer to give it storage, so it is tp_btf only. A freed task's
+//! task storage goes with it; where the state is a hash map by thread id instead (before
+//! 5.11), `free_raw` deletes its entry.
 use aya_ebpf::{
     bindings::task_struct,
     macros::{btf_tracepoint, raw_tracepoint},
     programs::{BtfTracePointContext, RawTracePointContext},
+    EbpfContext,
 };
 use aya_log_ebpf::warn;
 use profiler_common::event;
@@ -42,6 +44,14 @@ pub fn exit_btf(_ctx: BtfTracePointContext) -> i32 {
 #[raw_tracepoint(tracepoint = "sched_process_exit")]
 pub fn exit_raw(_ctx: RawTracePointContext) -> i32 {
     count_if_tracked(event::EXIT);
+    0
+}
+
+/// (struct task_struct *p): the task is being freed, long after its exit.
+#[raw_tracepoint(tracepoint = "sched_process_free")]
+pub fn free_raw(ctx: RawTracePointContext) -> i32 {
+    let task = unsafe { *(ctx.as_ptr() as *const *mut task_struct) };
+    task_state::forget_freed(task);
     0
 }
 

@@ -12,7 +12,7 @@ use crate::{
             CLOCK_PAIR, EMPTY_PAIR, EMPTY_SYSCALL_PAIR, PAIR_PARTS, SYSCALL_CLOCK_PAIR,
             SYSCALL_PAIR_PARTS,
         },
-        catalog,
+        catalog, refusal,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
@@ -124,17 +124,19 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
 }
 
 /// The functions tried, one line each; without `verbose` the refused ones are counted per
-/// reason instead (on a kernel that refuses trampolines that is every one of them).
+/// reason instead, in the line `run` and `top` print (on a kernel that refuses trampolines that
+/// is every one of them).
 fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> String {
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)
         .set_header(["function", "under", "lsm", "fentry/fexit"]);
-    // (status, how many) per refusal status, in the order first met.
-    let mut refused: Vec<(String, usize)> = Vec::new();
     for t in functions {
         // The reason is on the probe kind's line above; here the errno is enough.
         let refusal = report.refused.iter().find(|r| r.target == t.function);
+        if refusal.is_some() && !verbose {
+            continue;
+        }
         let status = refusal.map_or_else(
             || "attached".to_string(),
             |r| match r.errno {
@@ -142,15 +144,6 @@ fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> 
                 None => "refused".to_string(),
             },
         );
-        if refusal.is_some() {
-            match refused.iter_mut().find(|(s, _)| *s == status) {
-                Some((_, n)) => *n += 1,
-                None => refused.push((status.clone(), 1)),
-            }
-            if !verbose {
-                continue;
-            }
-        }
         table.add_row([
             t.function.as_str(),
             t.parent.as_deref().unwrap_or(""),
@@ -163,11 +156,14 @@ fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> 
         out.push_str(&format!("{table}\n"));
     }
     if !verbose {
-        for (status, n) in &refused {
-            let functions = if *n == 1 { "function" } else { "functions" };
-            out.push_str(&format!(
-                "{n} {functions} {status} for fentry/fexit (-v lists them)\n"
-            ));
+        let pairs: Vec<_> = report
+            .refused
+            .iter()
+            .filter(|r| r.kind == "fentry" || r.kind == "fexit")
+            .cloned()
+            .collect();
+        for line in refusal::lines(&pairs) {
+            out.push_str(&format!("{line} (-v lists them)\n"));
         }
     }
     out
@@ -217,7 +213,7 @@ pub fn print_calibration(args: &CalibrateArgs) -> Result<ExitCode> {
     let mut supervisor = Supervisor::new(None, CALIBRATION_TIMEOUT, ProgressBar::hidden())?;
     let Wait::Done(cal) = measure_probe_cost(&mut probes, &kernel, &mut supervisor)? else {
         eprintln!("hookprof: interrupted");
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     };
     drop(supervisor);
     drop(probes);
@@ -370,11 +366,11 @@ mod tests {
             short.contains(" do_exit ") && short.contains(" attached"),
             "{short}"
         );
-        assert!(!short.contains("security_file_open"), "{short}");
+        // The line `run` prints, with the same count and examples.
         assert!(
             short.ends_with(
-                "2 functions refused (Operation not permitted (os error 1)) for fentry/fexit \
-                 (-v lists them)\n"
+                "fentry refused on security_file_open, security_file_free: EPERM: the kernel \
+                 refuses BPF trampolines here (-v lists them)\n"
             ),
             "{short}"
         );

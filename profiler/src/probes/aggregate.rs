@@ -37,6 +37,9 @@ pub enum GroupBy {
 /// them).
 pub(super) struct Globals {
     mode: u32,
+    /// hookprof's pid namespace where it is not the initial one (0, 0 on the host).
+    pidns_dev: u64,
+    pidns_ino: u64,
     self_tgid: u32,
     tgid: u32,
     cgroup: u64,
@@ -47,8 +50,11 @@ pub(super) struct Globals {
 
 impl Globals {
     pub(super) fn new(scope: &Scope, by: GroupBy) -> Globals {
+        let pidns = crate::pid_namespace::PidNamespace::own_if_nested();
         let mut g = Globals {
             mode: scope::GATE,
+            pidns_dev: pidns.map_or(0, |ns| ns.dev),
+            pidns_ino: pidns.map_or(0, |ns| ns.ino),
             self_tgid: std::process::id(),
             tgid: 0,
             cgroup: 0,
@@ -81,6 +87,8 @@ impl Globals {
     pub(super) fn set<'a>(&'a self, loader: &mut EbpfLoader<'a>) {
         loader
             .override_global("SCOPE", &self.mode, true)
+            .override_global("PIDNS_DEV", &self.pidns_dev, true)
+            .override_global("PIDNS_INO", &self.pidns_ino, true)
             .override_global("SELF_TGID", &self.self_tgid, true)
             .override_global("SCOPE_TGID", &self.tgid, true)
             .override_global("SCOPE_CGROUP", &self.cgroup, true)

@@ -1,9 +1,20 @@
 //! Attaching and detaching the loaded programs. Each attachment owns its aya link: dropping it
 //! detaches the program, so nothing outlives `Probes` (or a `detach`).
-use anyhow::{Context, Result};
-use aya::programs::{links::FdLink, BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
+//!
+//! A trampoline program (fentry, fexit) cannot be attached again once detached on kernels
+//! before 5.12 ("bpf: Allow trampoline re-attach for tracing and lsm programs"): its target
+//! goes with its first link. `trampolines_reattach` tries it once per process, and where it
+//! fails such a program is loaded anew before each attach after its first.
+use std::sync::OnceLock;
 
-use super::{refusal, Attachment, Kind, Probes};
+use anyhow::{Context, Result};
+use aya::programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
+
+use super::{
+    aggregate::{GroupBy, Scope},
+    loader::{self, Object},
+    refusal, Attachment, Kind, OwnedLink, Probes, TaskLayout, CALIBRATION_SLOT,
+};
 use crate::results::Refusal;
 
 impl Probes {
@@ -34,7 +45,15 @@ impl Probes {
         if self.attachments.iter().all(|a| a.link.is_none()) {
             self.start_window()?;
         }
+        let reattach_needs_reload =
+            self.attachments.iter().any(|a| {
+                a.link.is_none()
+                    && a.attached_before
+                    && matches!(a.kind, Kind::FEntry | Kind::FExit)
+                    && chosen(a)
+            }) && !trampolines_reattach(self.btf, &self.layout, self.getppid_function.as_deref());
         let mut unattachable: Vec<Refusal> = Vec::new();
+        let mut timed_attached = false;
         let mut sampling_refused: Option<Refusal> = None;
         for a in &mut self.attachments {
             if a.link.is_some() || !chosen(a) {
@@ -44,17 +63,23 @@ impl Probes {
                 .ebpf
                 .program_mut(&a.program)
                 .with_context(|| format!("program {} vanished", a.program))?;
-            match attach_one(program, a, self.sample_period_ns) {
-                Ok(link) => a.link = Some(link),
+            let timed = matches!(a.kind, Kind::FEntry | Kind::FExit);
+            let reload = reattach_needs_reload && a.attached_before;
+            match attach_one(
+                program,
+                a,
+                self.sample_period_ns,
+                reload.then_some(self.btf),
+            ) {
+                Ok(link) => {
+                    a.link = Some(link);
+                    a.attached_before = true;
+                    timed_attached |= timed;
+                }
                 // A function can be in BTF and load, yet not attach (an __init function the
                 // kernel has freed): its pair is refused and the rest go on.
-                Err(e) if matches!(a.kind, Kind::FEntry | Kind::FExit) => {
-                    let mut refusal = refusal::refusal(a.kind.name(), &a.target, &e);
-                    refusal.reason = format!(
-                        "loads but does not attach (code the kernel freed after boot?): {}",
-                        refusal.reason
-                    );
-                    unattachable.push(refusal);
+                Err(e) if timed => {
+                    unattachable.push(refusal::refusal(a.kind.name(), &a.target, &e))
                 }
                 // Sampling is one probe kind among others: where the kernel will not open
                 // a cpu-clock event for it, the run goes on without stacks.
@@ -67,7 +92,18 @@ impl Probes {
                 }
             }
         }
-        for refusal in unattachable {
+        // Where none attaches, the kernel attaches no trampoline to its functions at all
+        // (programs load; only the attach needs ftrace's direct calls): not one function's fate.
+        let why = match (timed_attached, cfg!(target_arch = "aarch64")) {
+            (true, _) => "loads but does not attach (code the kernel freed after boot?)",
+            (false, true) => {
+                "loads but no function attaches: this arm64 kernel has no ftrace direct calls \
+                 for BPF trampolines (Linux 6.4 added them)"
+            }
+            (false, false) => "loads but no function attaches",
+        };
+        for mut refusal in unattachable {
+            refusal.reason = format!("{why}: {}", refusal.reason);
             self.drop_function(refusal);
         }
         if let Some(refusal) = sampling_refused {
@@ -126,33 +162,90 @@ impl Probes {
     }
 }
 
-/// Attaches `program` where `a` says, and takes the link from aya: the caller owns it.
+/// Attaches `program` where `a` says, and takes the link from aya: the caller owns it. With
+/// `reload` (the kernel's BTF), a trampoline program is loaded anew first.
 fn attach_one(
     program: &mut aya::programs::Program,
     a: &Attachment,
     sample_period_ns: u64,
-) -> Result<FdLink, ProgramError> {
+    reload: Option<&aya::Btf>,
+) -> Result<OwnedLink, ProgramError> {
     Ok(match a.kind {
         Kind::PerfEvent => super::stacks::attach_cpu_clock(program, &a.target, sample_period_ns)?,
         Kind::RawTracepoint => {
             let p: &mut RawTracePoint = program.try_into()?;
             let id = p.attach(&a.target)?;
-            p.take_link(id)?.into()
+            OwnedLink::Fd(p.take_link(id)?.into())
         }
         Kind::TpBtf => {
             let p: &mut BtfTracePoint = program.try_into()?;
             let id = p.attach()?;
-            p.take_link(id)?.into()
+            OwnedLink::Fd(p.take_link(id)?.into())
         }
         Kind::FEntry => {
             let p: &mut FEntry = program.try_into()?;
+            if let Some(btf) = reload {
+                p.unload()?;
+                p.load(&a.target, btf)?;
+            }
             let id = p.attach()?;
-            p.take_link(id)?.into()
+            OwnedLink::Fd(p.take_link(id)?.into())
         }
         Kind::FExit => {
             let p: &mut FExit = program.try_into()?;
+            if let Some(btf) = reload {
+                p.unload()?;
+                p.load(&a.target, btf)?;
+            }
             let id = p.attach()?;
-            p.take_link(id)?.into()
+            OwnedLink::Fd(p.take_link(id)?.into())
         }
     })
+}
+
+/// Whether an fentry program attached, detached and attached again runs again on this kernel:
+/// tried once per process, with the calibration slot's fentry on getppid's function and the
+/// kernel's run-time statistics. Where it cannot be tried (no such function, trampolines
+/// refused), taken as yes: nothing will be attached twice then.
+pub(super) fn trampolines_reattach(
+    btf: &aya::Btf,
+    layout: &TaskLayout,
+    getppid_function: Option<&str>,
+) -> bool {
+    static REATTACH: OnceLock<bool> = OnceLock::new();
+    *REATTACH.get_or_init(|| {
+        getppid_function.is_none_or(|f| try_reattach(btf, layout, f).unwrap_or(true))
+    })
+}
+
+fn try_reattach(btf: &aya::Btf, layout: &TaskLayout, function: &str) -> Result<bool> {
+    let mut ebpf = loader::load_object(
+        Object::CalibrationSlotOnly,
+        super::aggregate::Globals::new(&Scope::Gate, GroupBy::Cgroup),
+        false,
+        layout,
+    )?;
+    let p: &mut FEntry = ebpf
+        .program_mut(&format!("hook_enter_{CALIBRATION_SLOT}"))
+        .context("no calibration slot")?
+        .try_into()?;
+    p.load(function, btf)?;
+    let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)?;
+    let runs = |p: &FEntry| -> Result<u64> { Ok(p.info()?.run_count()) };
+    let id = p.attach()?;
+    // SAFETY: getppid has no preconditions.
+    unsafe { libc::getppid() };
+    p.detach(id)?;
+    // Before 5.12 the second attach fails (ENOENT: the program's target went with its link).
+    let Ok(id) = p.attach() else {
+        return Ok(false);
+    };
+    let before = runs(p)?;
+    for _ in 0..4 {
+        // SAFETY: as above.
+        unsafe { libc::getppid() };
+    }
+    let after = runs(p)?;
+    p.detach(id)?;
+    Ok(after > before)
 }

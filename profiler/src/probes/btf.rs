@@ -1,12 +1,11 @@
 //! The running kernel's BTF: which functions exist (so a hook absent on this kernel is named,
-//! not silently skipped) and their argument counts.
-use std::path::Path;
-
-use anyhow::{anyhow, bail, Context, Result};
+//! not silently skipped) and their argument counts, and where the programs find what they read
+//! from a task on kernels whose helpers or tracepoints do not hand it over (`TaskLayout`).
+use anyhow::{anyhow, Context, Result};
 use btf_rs::{Btf, Type};
 use serde::{Deserialize, Serialize};
 
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub use super::features::VMLINUX_BTF;
 
 /// The hidden subcommand that parses the BTF for `load_in_child` (not for direct use).
 pub const LOAD_COMMAND: &str = "__kernel-btf";
@@ -18,6 +17,19 @@ pub struct KernelBtf {
     /// Every function name with its parameter count (None if its prototype is unreadable),
     /// sorted by name.
     functions: Vec<(String, Option<usize>)>,
+    layout: TaskLayout,
+}
+
+/// What differs between kernels in `struct task_struct` and the sched_switch tracepoint, as
+/// this kernel's BTF has it (offsets in bytes).
+#[derive(Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLayout {
+    /// `pid`: the thread id, the key of per-task state kept by thread id.
+    pub pid_offset: Option<u32>,
+    /// `__state` (5.14) or `state` (before): how a task left its CPU.
+    pub state_offset: Option<u32>,
+    /// sched_switch passes `prev_state` (its fourth argument, 5.18).
+    pub switch_prev_state: bool,
 }
 
 impl KernelBtf {
@@ -30,12 +42,7 @@ impl KernelBtf {
 
     /// Parses the BTF in this process (the child's side of `load_in_child`; tests).
     pub fn load() -> Result<KernelBtf> {
-        if !Path::new(VMLINUX_BTF).exists() {
-            bail!(
-                "this kernel has no BTF ({VMLINUX_BTF} is missing): hookprof needs a kernel \
-                 built with CONFIG_DEBUG_INFO_BTF=y"
-            );
-        }
+        super::features::require_btf()?;
         let btf = Btf::from_file(VMLINUX_BTF)
             .map_err(|e| anyhow!("{e}"))
             .with_context(|| format!("read {VMLINUX_BTF}"))?;
@@ -62,7 +69,15 @@ impl KernelBtf {
         functions.sort_unstable();
         functions.dedup_by(|a, b| a.0 == b.0);
         functions.shrink_to_fit();
-        KernelBtf { functions }
+        KernelBtf {
+            functions,
+            layout: TaskLayout::from_btf(btf),
+        }
+    }
+
+    /// Where the programs find a task's thread id and state, and what sched_switch passes.
+    pub fn layout(&self) -> TaskLayout {
+        self.layout
     }
 
     fn find(&self, name: &str) -> Option<&(String, Option<usize>)> {
@@ -85,5 +100,45 @@ impl KernelBtf {
     /// Every function name, sorted (for the hook catalog).
     pub fn function_names(&self) -> impl Iterator<Item = &str> {
         self.functions.iter().map(|(f, _)| f.as_str())
+    }
+}
+
+impl TaskLayout {
+    fn from_btf(btf: &Btf) -> TaskLayout {
+        let task_struct = btf
+            .resolve_types_by_name("task_struct")
+            .unwrap_or_default()
+            .into_iter()
+            .find_map(|t| match t {
+                Type::Struct(s) if !s.members.is_empty() => Some(s),
+                _ => None,
+            });
+        let offset = |names: &[&str]| -> Option<u32> {
+            let s = task_struct.as_ref()?;
+            names.iter().find_map(|name| {
+                s.members
+                    .iter()
+                    .find(|m| btf.resolve_name(*m).is_ok_and(|n| n == *name))
+                    .map(|m| m.bit_offset() / 8)
+            })
+        };
+        // typedef void (*btf_trace_sched_switch)(void *, bool, struct task_struct *,
+        //     struct task_struct *[, unsigned int prev_state]);
+        let switch_args = btf
+            .resolve_types_by_name("btf_trace_sched_switch")
+            .unwrap_or_default()
+            .into_iter()
+            .find_map(|t| match t {
+                Type::Typedef(td) => btf.type_iter(&td).find_map(|t| match t {
+                    Type::FuncProto(p) => Some(p.parameters.len()),
+                    _ => None,
+                }),
+                _ => None,
+            });
+        TaskLayout {
+            pid_offset: offset(&["pid"]),
+            state_offset: offset(&["__state", "state"]),
+            switch_prev_state: switch_args.is_some_and(|n| n >= 5),
+        }
     }
 }

@@ -40,9 +40,14 @@ impl Correction {
 /// returns the ns per call.
 pub type GetppidLoop<'a> = dyn FnMut(u32, bool) -> Result<f64> + 'a;
 
-/// The function behind getppid(2), with and without x86_64 syscall wrappers in BTF.
-pub(super) const CALIBRATION_FUNCTIONS: &[&str] =
-    &["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"];
+/// The function behind getppid(2): the syscall wrapper of x86_64 or arm64 where BTF has one,
+/// else the generic function.
+pub(super) const CALIBRATION_FUNCTIONS: &[&str] = &[
+    "__x64_sys_getppid",
+    "__arm64_sys_getppid",
+    "__do_sys_getppid",
+    "sys_getppid",
+];
 pub(super) const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
 pub(super) const LOOP_TIME: Duration = Duration::from_millis(10);

@@ -23,12 +23,37 @@ pub struct Symbol {
 /// gone since (a BPF trampoline freed at a detach) is named after whatever lies below it.
 pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, Symbol>> {
     let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
-    let names = resolve_from(BufReader::new(file), addresses)?;
-    anyhow::ensure!(
-        addresses.is_empty() || names.values().any(|s| !s.name.starts_with("0x")),
-        "{KALLSYMS} lists no addresses (kptr_restrict hides them from this user): run as root"
-    );
-    Ok(names)
+    resolve_from(BufReader::new(file), addresses)
+}
+
+/// Why kallsyms names nothing when it lists every address as 0: kernel.kptr_restrict hides
+/// them (from readers without CAP_SYSLOG at 1, from everyone, root too, at 2).
+pub fn hidden_reason() -> String {
+    let level = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
+        .map_or_else(|_| "unknown".into(), |l| l.trim().to_string());
+    format!(
+        "{KALLSYMS} lists every address as 0 (hidden; kernel.kptr_restrict is {level}): sampled \
+         kernel stacks cannot be named; set kernel.kptr_restrict=1, which shows them to root \
+         (CAP_SYSLOG), or leave the stacks out"
+    )
+}
+
+/// True when kallsyms lists no function at a nonzero address (kptr_restrict hides them from
+/// this process): read until its first text symbol with an address, which is its first line
+/// where they show.
+pub fn addresses_hidden() -> Result<bool> {
+    let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).context("read kallsyms")? == 0 {
+            return Ok(true);
+        }
+        if text_symbol(&line).is_some_and(|(start, _)| start != 0) {
+            return Ok(false);
+        }
+    }
 }
 
 /// `resolve` over any kallsyms text. For each address the answer is the text symbol with the
@@ -40,7 +65,9 @@ pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, S
     asked.sort_unstable();
     asked.dedup();
     let mut best: Vec<Option<(u64, String)>> = vec![None; asked.len()];
+    let mut shown = false;
     for_each_text_symbol(text, |start, name| {
+        shown |= start != 0;
         let first_at_or_after = asked.partition_point(|&a| a < start);
         if let Some(slot) = best.get_mut(first_at_or_after) {
             if slot.as_ref().is_none_or(|(s, _)| start > *s) {
@@ -49,6 +76,8 @@ pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, S
         }
         Ok(())
     })?;
+    // Every symbol at 0 would name every address after the last one listed.
+    anyhow::ensure!(shown || asked.is_empty(), "{}", hidden_reason());
     let mut names = HashMap::with_capacity(asked.len());
     let mut running: Option<(u64, String)> = None;
     for (address, candidate) in asked.into_iter().zip(best) {
@@ -115,7 +144,8 @@ impl SymbolTable {
         let table = SymbolTable::from_text(file)?;
         anyhow::ensure!(
             table.symbols.iter().any(|s| s.0 != 0),
-            "{KALLSYMS} lists no addresses (kptr_restrict hides them from this user): run as root"
+            "{}",
+            hidden_reason()
         );
         Ok(table)
     }
@@ -206,6 +236,17 @@ ffffffff81002800 t apparmor_file_open
         for a in asked {
             assert_eq!(table.name(a), resolved[&a], "{a:#x}");
         }
+    }
+
+    #[test]
+    fn hidden_addresses_name_nothing() {
+        let hidden = TEXT
+            .lines()
+            .map(|l| format!("0000000000000000{}\n", &l[16..]))
+            .collect::<String>();
+        let e = resolve_from(hidden.as_bytes(), &[0xffffffff81001010]).unwrap_err();
+        assert!(e.to_string().contains("kptr_restrict"), "{e}");
+        assert!(resolve_from(hidden.as_bytes(), &[]).unwrap().is_empty());
     }
 
     #[test]

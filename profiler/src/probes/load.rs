@@ -6,10 +6,14 @@ use aya::programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 use super::{
     aggregate::{Globals, GroupBy, Scope},
     calibration::CALIBRATION_FUNCTIONS,
-    loader, refusal,
+    loader::{self, Object},
+    refusal,
     refusal::reason,
-    Attachment, KernelBtf, Kind, ProbePlan, Probes, Target, CALIBRATION_SLOT, USER_SLOTS,
+    Attachment, Features, KernelBtf, Kind, ProbePlan, Probes, Target, CALIBRATION_SLOT, USER_SLOTS,
 };
+
+/// Deletes a freed task's entry where per-task state is kept by thread id.
+pub(super) const FREE_PROGRAM: &str = "free_raw";
 use crate::results::Refusal;
 
 impl Probes {
@@ -25,15 +29,16 @@ impl Probes {
         scope: &Scope,
         by: GroupBy,
     ) -> Result<Probes> {
-        supported_architecture(std::env::consts::ARCH)?;
         raise_memlock_limit();
         raise_open_files_limit();
         let object = if plan.needs_slots() {
-            crate::ebpf_object()
+            Object::AllSlots
         } else {
-            crate::ebpf_object_with_calibration_slot_only()
+            Object::CalibrationSlotOnly
         };
-        let ebpf = loader::load_object(object, Globals::new(scope, by), plan.entries_only)?;
+        let layout = kernel.layout();
+        let ebpf =
+            loader::load_object(object, Globals::new(scope, by), plan.entries_only, &layout)?;
         let btf = loader::aya_btf()?;
         let mut probes = Probes {
             ebpf,
@@ -46,10 +51,19 @@ impl Probes {
             correction: None,
             trampolines_refused: plan.trampolines_refused,
             sample_period_ns: plan.stacks.unwrap_or(0),
+            layout,
+            getppid_function: CALIBRATION_FUNCTIONS
+                .iter()
+                .find(|f| kernel.has_function(f))
+                .map(|f| f.to_string()),
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");
             probes.load_raw("sys_exit", "sys_exit");
+        }
+        if !Features::get()?.task_storage {
+            // Per-task state by thread id: a freed task's entry goes with it.
+            probes.load_raw(FREE_PROGRAM, "sched_process_free");
         }
         if plan.tasks {
             for (name, tp) in [
@@ -65,7 +79,18 @@ impl Probes {
             }
         }
         if plan.switches {
-            probes.load_tp_btf("sched_switch", "sched_switch");
+            if layout.switch_prev_state || layout.state_offset.is_some() {
+                probes.load_tp_btf("sched_switch", "sched_switch");
+            } else {
+                probes.refused.push(Refusal {
+                    kind: Kind::TpBtf.name().into(),
+                    target: "sched_switch".into(),
+                    errno: None,
+                    reason: "its tracepoint has no prev_state argument (Linux 5.18) and the \
+                             kernel's BTF no task_struct state field to read instead"
+                        .into(),
+                });
+            }
         }
         if plan.stacks.is_some() {
             probes.load_stacks();
@@ -227,6 +252,7 @@ impl Probes {
                     kind,
                     target: target.into(),
                     link: None,
+                    attached_before: false,
                 });
                 true
             }
@@ -258,17 +284,6 @@ pub fn pair_refusals(target: &Target, kernel: &KernelBtf, errno: Option<i32>) ->
     })
 }
 
-/// The syscall programs know x86_64's syscall numbers and `struct pt_regs` layout; elsewhere
-/// they would count nothing, so hookprof refuses to load them.
-fn supported_architecture(arch: &str) -> Result<()> {
-    anyhow::ensure!(
-        arch == "x86_64",
-        "hookprof's probes support x86_64 only (this is {arch}): they read x86_64 syscall \
-         numbers and registers; use --probes none for clean timings"
-    );
-    Ok(())
-}
-
 /// Every loaded program and every link is an fd: a full set of slots needs over 1,500.
 fn raise_open_files_limit() {
     let mut limit = libc::rlimit {
@@ -294,17 +309,4 @@ fn raise_memlock_limit() {
     };
     // SAFETY: a valid rlimit; failure only matters on old kernels, where load reports it.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn other_architectures_are_refused_in_one_line() {
-        assert!(supported_architecture("x86_64").is_ok());
-        let e = supported_architecture("aarch64").unwrap_err().to_string();
-        assert!(e.contains("x86_64 only (this is aarch64)"), "{e}");
-        assert!(!e.contains('\n'), "{e}");
-    }
 }

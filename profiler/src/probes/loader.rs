@@ -3,12 +3,66 @@
 //! gives it one (aya issue #1172): ~9 MB held and ~15 MB while parsing, under emulation slowly.
 //! A loader made for each load, beside the process's own copy, held two at the profiler's peak;
 //! this one is made once, and its own parse is dropped before the process's copy is made.
+//!
+//! Each load is fitted to the kernel (`Features`, `TaskLayout`): read-only globals say which
+//! way the programs keep per-task state and read a task's fields, so the verifier prunes the
+//! other way; where the kernel has no task storage, the object is loaded from a copy whose
+//! `TASK_STATE` is a hash map by thread id (`HASH_STATE_PATCH`, found by build.rs).
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use aya::{Ebpf, EbpfLoader};
 
-use super::aggregate::Globals;
+use super::{
+    aggregate::Globals,
+    btf::TaskLayout,
+    features::{self, Features, HASH_STATE_TASKS},
+};
+
+/// Which build of the object to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Object {
+    /// Every hook slot.
+    AllSlots,
+    /// The calibration's slot alone (see `crate::ebpf_object_with_calibration_slot_only`).
+    CalibrationSlotOnly,
+}
+
+impl Object {
+    fn bytes(self) -> &'static [u8] {
+        match self {
+            Object::AllSlots => crate::ebpf_object(),
+            Object::CalibrationSlotOnly => crate::ebpf_object_with_calibration_slot_only(),
+        }
+    }
+
+    /// (file offset, value) pairs that make `TASK_STATE` a preallocated hash map.
+    fn hash_state_patch(self) -> &'static [(usize, u32)] {
+        match self {
+            Object::AllSlots => &crate::ebpf_patches::ALL_SLOTS,
+            Object::CalibrationSlotOnly => &crate::ebpf_patches::CALIBRATION_SLOT_ONLY,
+        }
+    }
+
+    /// The object as this kernel loads it: as built, or a patched copy.
+    fn for_kernel(self, features: &Features) -> Cow<'static, [u8]> {
+        if features.task_storage {
+            return Cow::Borrowed(self.bytes());
+        }
+        Cow::Owned(patched(self.bytes(), self.hash_state_patch()))
+    }
+}
+
+/// A copy of `object` with each (offset, value) written as a little-endian u32, in a buffer
+/// aligned as the ELF parser wants (u64 words, as `include_bytes_aligned` gives the original).
+fn patched(object: &[u8], patch: &[(usize, u32)]) -> Vec<u8> {
+    let mut copy = object.to_vec();
+    for &(at, value) in patch {
+        copy[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    copy
+}
 
 struct Shared {
     loader: Mutex<EbpfLoader<'static>>,
@@ -21,6 +75,10 @@ fn shared() -> Result<&'static Shared> {
     if let Some(s) = *shared {
         return Ok(s);
     }
+    features::check_kernel()?;
+    for note in Features::get()?.notes() {
+        crate::eprintln!("hookprof: note: {note}");
+    }
     let mut loader = EbpfLoader::new();
     loader.btf(None); // its own parse, gone before ours is made
     crate::peak_rss::release_free_heap();
@@ -31,6 +89,9 @@ fn shared() -> Result<&'static Shared> {
         .btf(Some(btf))
         // The per-task state map is task storage, which only the programs use.
         .allow_unsupported_maps();
+    if !Features::get()?.task_storage {
+        loader.map_max_entries("TASK_STATE", HASH_STATE_TASKS);
+    }
     let s: &'static Shared = Box::leak(Box::new(Shared {
         loader: Mutex::new(loader),
         btf,
@@ -44,19 +105,102 @@ pub(super) fn aya_btf() -> Result<&'static aya::Btf> {
     Ok(shared()?.btf)
 }
 
-/// Loads `object` (hookprof's, whole or with the calibration slot only) counting as `globals`
-/// say, with only entries loaded if `entries_only`.
-pub(super) fn load_object(object: &[u8], globals: Globals, entries_only: bool) -> Result<Ebpf> {
+/// The read-only globals that fit the programs to the kernel (see `Features`).
+struct KernelGlobals {
+    task_storage: u32,
+    task_pid_offset: u32,
+    has_task_pt_regs: u32,
+    switch_has_prev_state: u32,
+    task_state_field_offset: u32,
+}
+
+impl KernelGlobals {
+    fn new(features: &Features, layout: &TaskLayout) -> Result<KernelGlobals> {
+        let task_pid_offset = match (features.task_storage, layout.pid_offset) {
+            (true, _) => 0,
+            (false, Some(offset)) => offset,
+            (false, None) => anyhow::bail!(
+                "this kernel has no task storage for tracing programs (Linux 5.12), and its BTF \
+                 gives no task_struct.pid to key per-task state by instead"
+            ),
+        };
+        Ok(KernelGlobals {
+            task_storage: u32::from(features.task_storage),
+            task_pid_offset,
+            has_task_pt_regs: u32::from(features.task_pt_regs),
+            switch_has_prev_state: u32::from(layout.switch_prev_state),
+            task_state_field_offset: layout.state_offset.unwrap_or(0),
+        })
+    }
+
+    fn set<'a>(&'a self, loader: &mut EbpfLoader<'a>) {
+        loader
+            .override_global("TASK_STORAGE", &self.task_storage, true)
+            .override_global("TASK_PID_OFFSET", &self.task_pid_offset, true)
+            .override_global("HAS_TASK_PT_REGS", &self.has_task_pt_regs, true)
+            .override_global("SWITCH_HAS_PREV_STATE", &self.switch_has_prev_state, true)
+            .override_global(
+                "TASK_STATE_FIELD_OFFSET",
+                &self.task_state_field_offset,
+                true,
+            );
+    }
+}
+
+/// Loads `object` counting as `globals` say, with only entries loaded if `entries_only`, fitted
+/// to this kernel (`layout`: from its BTF).
+pub(super) fn load_object(
+    object: Object,
+    globals: Globals,
+    entries_only: bool,
+    layout: &TaskLayout,
+) -> Result<Ebpf> {
     let shared = shared()?;
+    let features = Features::get()?;
+    let kernel = KernelGlobals::new(&features, layout)?;
+    let bytes = object.for_kernel(&features);
     let mut loader = shared.loader.lock().unwrap_or_else(|e| e.into_inner());
     // The loader lives as long as the process and keeps what its globals point at: each
     // load's few dozen bytes of globals stay with it (every load sets the same names anew).
     let globals: &'static Globals = Box::leak(Box::new(globals));
     globals.set(&mut loader);
+    let kernel: &'static KernelGlobals = Box::leak(Box::new(kernel));
+    kernel.set(&mut loader);
     loader.override_global(
         "ENTRIES_ONLY",
         if entries_only { &1u32 } else { &0u32 },
         true,
     );
-    loader.load(object).context("load hookprof's eBPF object")
+    loader.load(&bytes).context("load hookprof's eBPF object")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patch build.rs found turns the object's task storage map into a preallocated hash
+    /// map, and touches nothing else aya reads of it.
+    #[test]
+    fn the_hash_state_patch_makes_task_state_a_preallocated_hash_map() {
+        use aya_obj::{generated::bpf_map_type, Object as Parsed};
+        for object in [Object::AllSlots, Object::CalibrationSlotOnly] {
+            let map = |bytes: &[u8]| {
+                let parsed = Parsed::parse(bytes).expect("parse the object");
+                let m = parsed.maps.get("TASK_STATE").expect("TASK_STATE").clone();
+                (m.map_type(), m.map_flags(), m.key_size(), m.value_size())
+            };
+            let built = map(object.bytes());
+            assert_eq!(built.0, bpf_map_type::BPF_MAP_TYPE_TASK_STORAGE as u32);
+            assert_eq!(built.1, aya_obj::generated::BPF_F_NO_PREALLOC);
+            let old = Features {
+                task_storage: false,
+                task_pt_regs: false,
+                bpf_loop: false,
+            };
+            let hashed = map(&object.for_kernel(&old));
+            assert_eq!(hashed.0, bpf_map_type::BPF_MAP_TYPE_HASH as u32);
+            assert_eq!(hashed.1, 0, "preallocated: perf_event programs need it");
+            assert_eq!((hashed.2, hashed.3), (built.2, built.3));
+        }
+    }
 }

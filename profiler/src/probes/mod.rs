@@ -8,11 +8,12 @@ mod attach;
 mod btf;
 pub mod calibration;
 pub mod catalog;
+pub mod features;
 pub mod kallsyms;
 mod load;
 mod loader;
 mod lsm;
-mod refusal;
+pub mod refusal;
 pub mod selection;
 mod snapshot;
 mod stacks;
@@ -33,8 +34,9 @@ const CALIBRATION_SLOT: usize = USER_SLOTS;
 use self::calibration::Correction;
 pub use self::{
     aggregate::{GroupBy, Scope},
-    btf::{KernelBtf, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
+    btf::{KernelBtf, TaskLayout, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
     catalog::Target,
+    features::Features,
     load::pair_refusals,
     lsm::lsm_hook_of,
     refusal::reason,
@@ -147,7 +149,18 @@ struct Attachment {
     kind: Kind,
     target: String,
     /// Owned: dropping it detaches the program.
-    link: Option<FdLink>,
+    link: Option<OwnedLink>,
+    /// It has been attached before (a trampoline program may need loading again first: see
+    /// `attach::trampolines_reattach`).
+    attached_before: bool,
+}
+
+/// A link hookprof owns: dropping it detaches its program (held, never read).
+#[allow(dead_code)]
+enum OwnedLink {
+    Fd(FdLink),
+    /// A perf link, or before 5.15 (no perf links) a perf event with the program set by ioctl.
+    Perf(aya::programs::perf_event::PerfEventLink),
 }
 
 pub struct Probes {
@@ -171,6 +184,10 @@ pub struct Probes {
     trampolines_refused: Option<i32>,
     /// ns of CPU time between two stack samples (when `cpu_sample` is loaded).
     sample_period_ns: u64,
+    /// The kernel's task layout the object was loaded with (for objects loaded later).
+    layout: TaskLayout,
+    /// The function behind getppid(2) on this kernel, if its BTF has one.
+    getppid_function: Option<String>,
 }
 
 impl Probes {

@@ -1,4 +1,6 @@
-//! Why the kernel refused a probe, in words a kernel developer recognises.
+//! Why the kernel refused a probe, in words a kernel developer recognises, and the one line per
+//! reason that says so (on stderr in `run` and `top`, in `hookprof hooks`' list), each naming
+//! how many functions and a few of those a user would look for first.
 use aya::programs::ProgramError;
 
 use crate::results::Refusal;
@@ -50,8 +52,130 @@ pub fn refusal(kind: &str, target: &str, err: &ProgramError) -> Refusal {
     }
 }
 
+/// The hooks the lmbench workloads' paths run through, which a user looks for first: named
+/// before the rest when a refusal line gives examples (alphabetical order put
+/// `security_add_hooks`, the LSM framework's set-up, first).
+const WANTED: &[&str] = &[
+    "security_file_open",
+    "security_inode_permission",
+    "security_file_permission",
+    "security_inode_getattr",
+    "security_mmap_file",
+    "security_task_alloc",
+    "security_bprm_check",
+    "security_socket_connect",
+    "security_file_ioctl",
+    "security_task_kill",
+];
+
+/// Examples a refusal line names.
+const SHOWN: usize = 5;
+
+/// One line per distinct refusal reason, naming how many functions (each once, an fentry and
+/// its fexit together) and a few of them, the wanted hooks first:
+/// `fentry/fexit refused on 667 functions (security_file_open, ...): EPERM: ...`.
+pub fn lines(refused: &[Refusal]) -> Vec<String> {
+    // Group by reason, then kinds refused on the same targets for the same reason (an fentry
+    // and its fexit) share a line.
+    let mut groups: Vec<(Vec<&str>, &str, Vec<&str>)> = Vec::new();
+    for r in refused {
+        match groups
+            .iter_mut()
+            .find(|(kinds, why, _)| kinds.contains(&r.kind.as_str()) && *why == r.reason)
+        {
+            Some((_, _, targets)) => targets.push(&r.target),
+            None => groups.push((vec![&r.kind], &r.reason, vec![&r.target])),
+        }
+    }
+    let mut merged: Vec<(Vec<&str>, &str, Vec<&str>)> = Vec::new();
+    for (kinds, why, targets) in groups {
+        match merged
+            .iter_mut()
+            .find(|(_, w, t)| *w == why && *t == targets)
+        {
+            Some((k, _, _)) => k.extend(kinds),
+            None => merged.push((kinds, why, targets)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(kinds, why, targets)| {
+            format!(
+                "{} refused on {}: {why}",
+                kinds.join("/"),
+                name_some(targets)
+            )
+        })
+        .collect()
+}
+
+/// "a, b, c" or, for long lists, "93 functions (a, b, c, d, e, ...)", the wanted hooks first.
+fn name_some(mut targets: Vec<&str>) -> String {
+    targets.sort_unstable();
+    targets.dedup();
+    let rank = |t: &&str| WANTED.iter().position(|w| w == t).unwrap_or(WANTED.len());
+    targets.sort_by_key(rank);
+    if targets.len() <= SHOWN {
+        targets.join(", ")
+    } else {
+        format!(
+            "{} functions ({}, ...)",
+            targets.len(),
+            targets[..SHOWN].join(", ")
+        )
+    }
+}
+
 /// The kernel's ENOTSUPP (524), which libc does not name.
 mod libc {
     pub use ::libc::*;
     pub const ENOTSUPP_LINUX: i32 = 524;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(kind: &str, target: &str) -> Refusal {
+        Refusal {
+            kind: kind.into(),
+            target: target.into(),
+            errno: Some(1),
+            reason: reason(kind, Some(1)),
+        }
+    }
+
+    #[test]
+    fn a_refusal_line_counts_each_function_once_and_names_the_wanted_hooks_first() {
+        let mut all = Vec::new();
+        for f in [
+            "security_add_hooks",
+            "security_audit_rule_free",
+            "security_file_open",
+            "security_bprm_check",
+            "security_audit_rule_init",
+            "security_inode_permission",
+        ] {
+            all.push(refused("fentry", f));
+            all.push(refused("fexit", f));
+        }
+        let said = lines(&all);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(
+                "fentry/fexit refused on 6 functions (security_file_open, \
+                 security_inode_permission, security_bprm_check, security_add_hooks, \
+                 security_audit_rule_free, ...): EPERM"
+            ),
+            "{}",
+            said[0]
+        );
+        // A few: all of them, by name.
+        let few = lines(&[refused("lsm", "file_open")]);
+        assert_eq!(
+            few,
+            ["lsm refused on file_open: EPERM: the kernel refuses BPF trampolines here (dynamic \
+              ftrace locked or disabled; lockdown or a hardened config)"]
+        );
+    }
 }

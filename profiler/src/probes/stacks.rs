@@ -8,14 +8,13 @@ use anyhow::{Context, Result};
 use aya::{
     maps::{Map, MapData, PerCpuHashMap, StackTraceMap},
     programs::{
-        links::FdLink,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
         PerfEvent, ProgramError,
     },
 };
 use profiler_common::SampleKey;
 
-use super::{Kind, Probes};
+use super::{Kind, OwnedLink, Probes};
 
 /// The sampling program's name in the object.
 pub(super) const PROGRAM: &str = "cpu_sample";
@@ -55,6 +54,7 @@ impl Probes {
                 kind: Kind::PerfEvent,
                 target: format!("cpu-clock/cpu{cpu}"),
                 link: None,
+                attached_before: false,
             });
         }
     }
@@ -142,7 +142,7 @@ pub(super) fn attach_cpu_clock(
     program: &mut aya::programs::Program,
     target: &str,
     period_ns: u64,
-) -> Result<FdLink, ProgramError> {
+) -> Result<OwnedLink, ProgramError> {
     let cpu = target
         .strip_prefix("cpu-clock/cpu")
         .and_then(|c| c.parse().ok())
@@ -154,7 +154,7 @@ pub(super) fn attach_cpu_clock(
         SamplePolicy::Period(period_ns),
         false,
     )?;
-    p.take_link(id)?
-        .try_into()
-        .map_err(|_| ProgramError::UnexpectedProgramType)
+    // A perf link where the kernel has them (5.15), else the event with the program set by
+    // ioctl: kept as aya hands it back, which detaches either when dropped.
+    Ok(OwnedLink::Perf(p.take_link(id)?))
 }

@@ -20,7 +20,9 @@ use profiler_common::SyscallInjectConfig;
 
 use super::{
     aggregate::{Globals, GroupBy, Scope},
-    loader, replace_gate_owners, Snapshot,
+    load::FREE_PROGRAM,
+    loader::{self, Object},
+    replace_gate_owners, Features, Snapshot, TaskLayout,
 };
 use crate::{injection::InjectedSyscall, results::SyscallInjectionRecord};
 
@@ -57,14 +59,20 @@ impl GateOwners {
 impl SyscallInjection {
     /// Loads and attaches the injection for each variant's `syscalls` (the first in force);
     /// nobody owns its gate yet.
-    pub fn attach(variants: &[Vec<InjectedSyscall>]) -> Result<(SyscallInjection, GateOwners)> {
+    pub fn attach(
+        variants: &[Vec<InjectedSyscall>],
+        layout: &TaskLayout,
+    ) -> Result<(SyscallInjection, GateOwners)> {
+        let features = Features::get()?;
+        features.check_syscall_injection()?;
         let btf = loader::aya_btf()?;
         // Its own instance of the object (no timed function: the calibration slot only), with
         // the run's gate.
         let mut ebpf = loader::load_object(
-            crate::ebpf_object_with_calibration_slot_only(),
+            Object::CalibrationSlotOnly,
             Globals::new(&Scope::Gate, GroupBy::Cgroup),
             false,
+            layout,
         )
         .context("load hookprof's eBPF object for --inject syscall:")?;
         let union: BTreeMap<u32, String> = variants
@@ -89,9 +97,21 @@ impl SyscallInjection {
         wait.load()
             .context("the kernel refused the injection's raw tracepoint on sys_exit")?;
         let id = wait.attach("sys_exit")?;
-        let wait_link = wait.take_link(id)?;
+        let mut links: Vec<FdLink> = vec![fork_link.into(), wait.take_link(id)?.into()];
+        if !features.task_storage {
+            // Per-task state by thread id: a freed task's entry goes with it.
+            let free: &mut RawTracePoint = ebpf
+                .program_mut(FREE_PROGRAM)
+                .context("no task cleanup program")?
+                .try_into()?;
+            free.load().context(
+                "the kernel refused the injection's raw tracepoint on sched_process_free",
+            )?;
+            let id = free.attach("sched_process_free")?;
+            links.push(free.take_link(id)?.into());
+        }
         let mut injection = SyscallInjection {
-            _links: vec![fork_link.into(), wait_link.into()],
+            _links: links,
             ebpf,
             waits: vec![BTreeMap::new(); variants.len()],
             variants: variants.to_vec(),
