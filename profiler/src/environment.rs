@@ -14,6 +14,7 @@ pub fn detect() -> Environment {
     Environment {
         kernel_release: field(&uts.release),
         kernel_version: field(&uts.version),
+        machine: field(&uts.machine),
         active_lsms: active_lsms(),
         lockdown: lockdown_mode(),
         cpu_model: cpu_model(),
@@ -28,6 +29,7 @@ pub fn detect() -> Environment {
         profiler_peak_rss_kib: None,
         profiler_peak_rss_by_phase: Vec::new(),
         machine_load: None,
+        other_bpf_programs: None,
     }
 }
 
@@ -98,13 +100,24 @@ fn parse_lockdown(s: &str) -> Option<String> {
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
+        .and_then(|s| cpu_model_of(&s))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// x86's `model name`; arm64's cpuinfo has none, only the implementer and part numbers (MIDR),
+/// which name a core design (0x41/0xd0c: Arm's Neoverse N1).
+fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim() == name)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    field("model name").or_else(|| {
+        let (implementer, part) = (field("CPU implementer")?, field("CPU part")?);
+        Some(format!("implementer {implementer} part {part}"))
+    })
 }
 
 /// Mounts securityfs if it is not (the LSM list and lockdown mode live there). A machine
@@ -122,6 +135,19 @@ pub fn ensure_securityfs() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_is_its_model_name_or_its_arm_implementer_and_part() {
+        let x86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU\n";
+        assert_eq!(cpu_model_of(x86).as_deref(), Some("Intel(R) Xeon(R) CPU"));
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n\
+                   CPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\n";
+        assert_eq!(
+            cpu_model_of(arm).as_deref(),
+            Some("implementer 0x41 part 0xd0c")
+        );
+        assert_eq!(cpu_model_of("processor\t: 0\n"), None);
+    }
 
     #[test]
     fn lockdown_mode_is_the_bracketed_word() {

@@ -1,8 +1,17 @@
 //! Scratch directories for workloads' files, `hookprof-<workload>-<pid>-<random>` in the temp
 //! dir, and the temporary results file, `.hookprof-<pid>-<random>` beside the output. A run
 //! that was killed (SIGKILL) cannot remove its own, so each run removes at start-up those whose
-//! owning process is gone.
-use std::path::{Path, PathBuf};
+//! owner is gone. The owner holds an exclusive `flock` on each for as long as it lives (the
+//! kernel drops it when the process dies, however it dies): a pid in a name would be judged
+//! in the wrong namespace when runs in containers share a temp directory.
+use std::{
+    fs::File,
+    os::{
+        fd::AsRawFd,
+        unix::fs::{MetadataExt, OpenOptionsExt},
+    },
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result};
 
@@ -16,12 +25,15 @@ const RANDOM_LEN: usize = 6;
 /// file a command writes.
 pub const NEW_FILE_MODE: u32 = 0o666;
 
-/// A scratch directory, removed when dropped.
-pub struct Scratch(PathBuf);
+/// A scratch directory, locked while it lives, removed when dropped.
+pub struct Scratch {
+    path: PathBuf,
+    _lock: File,
+}
 
 impl Scratch {
     pub fn path(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
@@ -29,7 +41,7 @@ impl Drop for Scratch {
     /// Retries a little: an interrupted workload thread may still be writing in it.
     fn drop(&mut self) {
         for _ in 0..10 {
-            if std::fs::remove_dir_all(&self.0).is_ok() || !self.0.exists() {
+            if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -51,16 +63,51 @@ pub fn create(workload: &str, user: Option<Credentials>) -> Result<Scratch> {
             }
         })
         .collect();
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{PREFIX}{workload}-{}-", std::process::id()))
-        .rand_bytes(RANDOM_LEN)
-        .tempdir()
-        .context("create a scratch directory")?;
+    let (dir, lock) = locked(|| {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{PREFIX}{workload}-{}-", std::process::id()))
+            .rand_bytes(RANDOM_LEN)
+            .tempdir()?
+            .keep();
+        open_made(dir)
+    })
+    .context("create a scratch directory")?;
     if let Some(user) = user {
-        std::os::unix::fs::chown(dir.path(), Some(user.uid), Some(user.gid))
-            .with_context(|| format!("hand {} to uid {}", dir.path().display(), user.uid))?;
+        std::os::unix::fs::chown(&dir, Some(user.uid), Some(user.gid))
+            .with_context(|| format!("hand {} to uid {}", dir.display(), user.uid))?;
     }
-    Ok(Scratch(dir.keep()))
+    Ok(Scratch {
+        path: dir,
+        _lock: lock,
+    })
+}
+
+/// The directory just made at `dir`, opened to be locked; None if a sweep removed it first.
+fn open_made(dir: PathBuf) -> std::io::Result<Option<(PathBuf, File)>> {
+    match File::open(&dir) {
+        Ok(file) => Ok(Some((dir, file))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes an entry with `make` and locks the file it returns, until the lock is taken on an
+/// entry still linked: a start-up sweep of another run may have found it unlocked in between
+/// and removed it (before `make` could open it, or before the lock).
+fn locked<T>(make: impl Fn() -> std::io::Result<Option<(T, File)>>) -> std::io::Result<(T, File)> {
+    loop {
+        // None: swept between being made and being opened.
+        let Some((entry, file)) = make()? else {
+            continue;
+        };
+        // SAFETY: flock on an fd this function owns; it waits while a sweep holds the lock.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if file.metadata()?.nlink() > 0 {
+            return Ok((entry, file));
+        }
+    }
 }
 
 /// A temporary file for the results, in `dir`, named so that [`remove_stale_results`] finds it
@@ -68,11 +115,18 @@ pub fn create(workload: &str, user: Option<Credentials>) -> Result<Scratch> {
 /// be.
 pub fn results_temp_file(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .prefix(&format!("{RESULTS_PREFIX}{}-", std::process::id()))
-        .rand_bytes(RANDOM_LEN)
-        .permissions(std::fs::Permissions::from_mode(NEW_FILE_MODE))
-        .tempfile_in(dir)
+    let (file, _) = locked(|| {
+        let file = tempfile::Builder::new()
+            .prefix(&format!("{RESULTS_PREFIX}{}-", std::process::id()))
+            .rand_bytes(RANDOM_LEN)
+            .permissions(std::fs::Permissions::from_mode(NEW_FILE_MODE))
+            .tempfile_in(dir)?;
+        // The lock belongs to the open file, which the temporary file keeps; this second
+        // handle only takes it.
+        let handle = file.as_file().try_clone()?;
+        Ok(Some((file, handle)))
+    })?;
+    Ok(file)
 }
 
 /// Removes the scratch directories of hookprof processes that no longer exist; returns them.
@@ -82,34 +136,48 @@ pub fn remove_stale() -> Vec<PathBuf> {
 
 /// Removes temporary results files of dead hookprof processes in `dir`; returns them.
 pub fn remove_stale_results(dir: &Path) -> Vec<PathBuf> {
-    remove_dead_owners(dir, |name, is_dir| {
+    remove_unlocked(dir, |name, is_dir| {
         let pid = name.strip_prefix(RESULTS_PREFIX)?;
         let (pid, random) = pid.split_once('-')?;
-        (!is_dir && is_random(random)).then_some(pid)?.parse().ok()
+        (!is_dir && is_random(random) && pid.parse::<u32>().is_ok()).then_some(())
     })
 }
 
 fn remove_stale_in(temp: &Path) -> Vec<PathBuf> {
-    remove_dead_owners(temp, |name, is_dir| is_dir.then(|| owner_pid(name))?)
+    remove_unlocked(temp, |name, is_dir| {
+        (is_dir && owner_pid(name).is_some()).then_some(())
+    })
 }
 
-/// Removes the entries of `dir` for which `owner` names a pid that no longer exists.
-fn remove_dead_owners(
-    dir: &Path,
-    owner: impl Fn(&str, bool) -> Option<libc::pid_t>,
-) -> Vec<PathBuf> {
+/// Removes the entries of `dir` that `ours` recognises and no process holds locked.
+fn remove_unlocked(dir: &Path, ours: impl Fn(&str, bool) -> Option<()>) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        let Some(pid) = entry.file_name().to_str().and_then(|n| owner(n, is_dir)) else {
+        // Directories and regular files only: nothing else is opened, let alone removed.
+        let Ok(kind) = entry.file_type() else {
             continue;
         };
-        if pid <= 0 || process_exists(pid) {
+        let is_dir = kind.is_dir();
+        let name = entry.file_name();
+        if !(is_dir || kind.is_file()) || name.to_str().and_then(|n| ours(n, is_dir)).is_none() {
             continue;
         }
+        // Never followed: the entry itself is what is locked and removed.
+        let Ok(file) = std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(entry.path())
+        else {
+            continue;
+        };
+        // SAFETY: flock on an fd this function owns; LOCK_NB never waits.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            continue; // its owner lives
+        }
+        // Removed while locked, so an owner that has just made it sees it unlinked.
         let gone = if is_dir {
             std::fs::remove_dir_all(entry.path())
         } else {
@@ -137,12 +205,6 @@ fn is_random(s: &str) -> bool {
     s.len() == RANDOM_LEN && s.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
-fn process_exists(pid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 only checks whether the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,26 +220,44 @@ mod tests {
     }
 
     #[test]
-    fn only_dead_owners_directories_are_removed() {
+    fn only_unlocked_directories_are_removed() {
         let temp = tempfile::tempdir().unwrap();
-        // A pid above pid_max cannot exist.
-        let dead = temp.path().join("hookprof-w-2147483646-abc123");
-        let live = temp
+        // A dead owner's: nobody holds its lock, whatever pid its name says (here, ours).
+        let dead = temp
             .path()
             .join(format!("hookprof-w-{}-abc123", std::process::id()));
-        for d in [&dead, &live] {
-            std::fs::create_dir(d).unwrap();
-            std::fs::write(d.join("f"), "x").unwrap();
-        }
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("f"), "x").unwrap();
+        let live = locked(|| {
+            let dir = tempfile::Builder::new()
+                .prefix("hookprof-w-2147483646-")
+                .rand_bytes(RANDOM_LEN)
+                .tempdir_in(temp.path())?
+                .keep();
+            open_made(dir)
+        })
+        .unwrap();
+        let symlink = temp.path().join("hookprof-w-1-zzz999");
+        std::os::unix::fs::symlink(&live.0, &symlink).unwrap();
         assert_eq!(remove_stale_in(temp.path()), vec![dead.clone()]);
         assert!(!dead.exists());
-        assert!(live.exists());
+        assert!(live.0.exists() && symlink.exists());
+        drop(live.1);
+        assert_eq!(remove_stale_in(temp.path()).len(), 1);
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_a_retry() {
+        let missing = Path::new("/nonexistent-hookprof-dir");
+        assert!(results_temp_file(missing).is_err());
     }
 
     #[test]
     fn only_dead_owners_results_temp_files_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let dead = dir.path().join(".hookprof-2147483646-abc123");
+        let dead = dir
+            .path()
+            .join(format!(".hookprof-{}-abc123", std::process::id()));
         let mine = results_temp_file(dir.path()).unwrap();
         let user_file = dir.path().join(".hookprof-2147483646-r.json");
         for f in [&dead, &user_file] {

@@ -13,13 +13,6 @@ use std::{
     os::fd::{FromRawFd, RawFd},
 };
 
-/// The exit code of a command whose output could not be written (full disk, closed stdout):
-/// whatever it measured is kept (file, store or spool), as the error line says.
-pub const EXIT_WRITE_FAILED: u8 = 4;
-/// The exit code after stdout's reader went away (EPIPE): what a shell reports for a process
-/// that SIGPIPE ended, as for any Unix tool in a pipeline that `head` cut short.
-pub const EXIT_BROKEN_PIPE: u8 = 141;
-
 /// A write to stdout that failed; `main` maps it to its exit code.
 #[derive(Debug)]
 pub struct WriteFailed {

@@ -33,8 +33,9 @@ pub enum Request {
     UnassignedSyscallLoop { calls: u32, tracked: bool },
 }
 
-/// A syscall number x86_64 leaves unassigned (its table jumps from the 330s to 424 so that new
-/// syscalls get one number on every architecture): the kernel answers ENOSYS at once.
+/// A syscall number x86_64 and arm64 leave unassigned (their tables jump to 424, from the 330s
+/// and the 290s, so that new syscalls get one number on every architecture): the kernel
+/// answers ENOSYS at once.
 pub const UNASSIGNED_SYSCALL: i64 = 400;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -85,7 +85,7 @@ pub fn main(args: &RunnerArgs) -> ExitCode {
         Ok(pipes) => pipes,
         Err(e) => {
             eprintln!("hookprof runner: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(crate::exit::ERROR);
         }
     };
     // Every request of a runner that could not start (or take on its policy) fails with the

@@ -191,6 +191,27 @@ impl Supervisor {
         Ok(self.runners[..n].iter().map(|r| r.pid).collect())
     }
 
+    /// True if child `pid` was continued after a stop (SIGSTOP, SIGTSTP: a debugger, a shell's
+    /// job control, a freezer) since the last time this was asked: the report the kernel
+    /// keeps for the parent is taken (only exits are what tokio reaps).
+    pub fn continued(pid: u32) -> bool {
+        // SAFETY: siginfo_t is plain data, filled in by waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child, never blocking, never reaping it.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WCONTINUED | libc::WNOHANG,
+            )
+        };
+        // SAFETY: si_pid is valid for a SIGCHLD siginfo, zero when nothing was reported.
+        r == 0
+            && unsafe { info.si_pid() } == pid as libc::pid_t
+            && info.si_code == libc::CLD_CONTINUED
+    }
+
     /// True while runner `pid` is still serving.
     pub fn serves(&self, pid: u32) -> bool {
         self.runners.iter().any(|r| r.pid == pid)
@@ -199,12 +220,20 @@ impl Supervisor {
     fn spawn(&mut self) -> Result<RunnerProcess> {
         let _entered = self.rt.enter();
         // The same binary, executed afresh: none of this process's memory or fds comes along.
-        let mut child = Command::new("/proc/self/exe")
-            .args(RunnerArgs::command_line(
-                std::process::id(),
-                self.user,
-                &self.policies,
-            ))
+        let mut command = Command::new("/proc/self/exe");
+        command.args(RunnerArgs::command_line(
+            std::process::id(),
+            self.user,
+            &self.policies,
+        ));
+        if let Some(user) = self.user {
+            // Another user's processes can read the runner's environment (/proc/PID/environ):
+            // none of the profiler's goes along (a store's password, tokens, root's paths).
+            command
+                .env_clear()
+                .envs(crate::credentials::minimal_environment(user));
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

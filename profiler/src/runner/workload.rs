@@ -28,6 +28,9 @@ pub struct CopyRun {
     /// process, so the copies' runs can be laid side by side).
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The runner was stopped (SIGSTOP, SIGTSTP) and continued during the run: its time
+    /// holds the stop, which is no part of the workload.
+    pub stopped: bool,
 }
 
 /// A workload in the runners. Fields drop in order: the scratch directories go after the
@@ -134,12 +137,17 @@ impl<'s> RemoteWorkload<'s> {
             start_at_ns,
         };
         let requests = vec![request; self.copies()];
+        // A stop and continue before this run is not this run's.
+        for &pid in &self.runner_pids {
+            Supervisor::continued(pid);
+        }
         let Wait::Done(replies) = self.supervisor.request_each(&requests)? else {
             return Ok(Wait::Interrupted);
         };
         let runs = replies
             .into_iter()
-            .map(|reply| match reply {
+            .zip(&self.runner_pids)
+            .map(|(reply, &pid)| match reply {
                 Reply::Ran {
                     elapsed_ns,
                     extras,
@@ -150,6 +158,7 @@ impl<'s> RemoteWorkload<'s> {
                     extras,
                     start_ns,
                     end_ns,
+                    stopped: Supervisor::continued(pid),
                 }),
                 other => bail!("unexpected reply from the runner: {other:?}"),
             })

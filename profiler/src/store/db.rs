@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use futures_util::TryStreamExt;
 use sqlx::{
     any::{AnyArguments, AnyRow},
@@ -101,6 +101,13 @@ impl Store {
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
         }
+        // SQLite's migrator takes no lock (PostgreSQL's takes an advisory one): writers that
+        // open a new file at once take turns on a lock file beside it, taken before the
+        // database is opened (or made).
+        let _lock = match url.sqlite_file() {
+            Some(file) => Some(FileLock::wait(&file).await?),
+            None => None,
+        };
         let conn = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect(url.as_str()))
             .await
             .map_err(|_| anyhow::anyhow!("no answer in {} s", CONNECT_TIMEOUT.as_secs()))?
@@ -109,12 +116,6 @@ impl Store {
             conn,
             sqlite: url.is_sqlite(),
         };
-        // SQLite's migrator takes no lock (PostgreSQL's takes an advisory one): writers that
-        // open a new file at once take turns on a lock file beside it.
-        let _lock = url
-            .sqlite_file()
-            .map(|f| FileLock::take(&f.with_extension("db.lock")))
-            .transpose()?;
         let mut migrator = Migrator::with_migrations(
             MIGRATIONS
                 .iter()
@@ -544,27 +545,100 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// An exclusive `flock` on a file, released when dropped (with the file).
+/// An exclusive `flock` on the lock file beside a SQLite store (`STORE.db.lock`), released
+/// when dropped. Its directory may be writable by others: the file is never followed through
+/// a symlink, must be a regular file of the store's owner (mode 0600), and a holder that
+/// keeps it past `CONNECT_TIMEOUT` is named, not waited for without end.
 struct FileLock {
     _file: std::fs::File,
 }
 
 impl FileLock {
-    fn take(path: &std::path::Path) -> Result<FileLock> {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("cannot lock {}", path.display()));
+    async fn wait(store: &std::path::Path) -> Result<FileLock> {
+        use std::os::{fd::AsRawFd, unix::fs::MetadataExt};
+        let path = store.with_extension("db.lock");
+        let shown = path.display();
+        let file = lock_file(store, &path)?;
+        let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+        loop {
+            // SAFETY: flock on a descriptor this function owns; LOCK_NB never waits.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(FileLock { _file: file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(e).with_context(|| format!("cannot lock {shown}"));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let holder = file
+                    .metadata()
+                    .ok()
+                    .and_then(|m| flock_holder(m.dev(), m.ino()))
+                    .map_or(String::new(), |h| format!(" by {h}"));
+                bail!(
+                    "{shown} is held{holder} for over {} s: wait for it to end, or end it",
+                    CONNECT_TIMEOUT.as_secs()
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        Ok(FileLock { _file: file })
     }
+}
+
+/// Opens (or creates, mode 0600) the lock file `path` of the SQLite database `store`, refusing
+/// a symlink, anything but a regular file, and a file that is not the store's owner's.
+fn lock_file(store: &std::path::Path, path: &std::path::Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                anyhow::anyhow!("{shown} is a symlink: remove it (the lock file is never followed)")
+            }
+            _ => anyhow::Error::new(e).context(format!("cannot open {shown}")),
+        })?;
+    let meta = file.metadata()?;
+    anyhow::ensure!(
+        meta.is_file() && meta.nlink() == 1,
+        "{shown} is not a plain file (a device, FIFO or hard link): remove it"
+    );
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let owner = std::fs::metadata(store).map_or(me, |m| m.uid());
+    if meta.uid() != owner {
+        if meta.uid() != me || me != 0 {
+            bail!(
+                "{shown} belongs to uid {}, not to the store's owner (uid {owner}): remove it",
+                meta.uid()
+            );
+        }
+        // Made just now by root for another user's store: theirs, as the store is.
+        std::os::unix::fs::fchown(&file, Some(owner), None)?;
+    }
+    if meta.mode() & 0o077 != 0 && meta.uid() == me {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
+/// The process holding a `flock` on the file (device, inode), from /proc/locks: "pid N
+/// (COMM)".
+fn flock_holder(dev: u64, ino: u64) -> Option<String> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let wanted = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
+    let pid = locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->".
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&wanted.as_str())).then(|| f[4])
+    })?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    Some(format!("pid {pid} ({})", comm.trim()))
 }
 
 #[cfg(test)]

@@ -70,6 +70,17 @@ impl Url {
         sqlite_path(&self.url).is_some()
     }
 
+    /// An SQLite database in memory (`sqlite::memory:`, `mode=memory`): gone when hookprof
+    /// exits, so it keeps no run.
+    pub fn is_in_memory(&self) -> bool {
+        let Some(path) = sqlite_path(&self.url) else {
+            return false;
+        };
+        let (file, query) = path.split_once('?').unwrap_or((path, ""));
+        file.trim_start_matches("file:") == ":memory:"
+            || query.split('&').any(|p| p == "mode=memory")
+    }
+
     /// The SQLite database file, for creating its directory and locking migrations.
     pub fn sqlite_file(&self) -> Option<PathBuf> {
         sqlite_path(&self.url).map(|p| PathBuf::from(p.split('?').next().unwrap_or(p)))
@@ -77,17 +88,62 @@ impl Url {
 
     /// The address without its password, for messages and the spool.
     pub fn shown(&self) -> String {
-        let Some((scheme, rest)) = self.url.split_once("://") else {
-            return self.url.clone();
-        };
-        match rest.split_once('@') {
-            Some((user, host)) if user.contains(':') => {
-                let name = user.split(':').next().unwrap_or_default();
-                format!("{scheme}://{name}:***@{host}")
+        without_passwords(&self.url)
+    }
+}
+
+/// `text` with every URL password in it masked: `scheme://USER:***@HOST` and `?password=***`
+/// (any query key ending in `password`). What a command line, a message or a recorded option
+/// may keep of a store's address.
+pub fn without_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The user information ends at the last '@' before the query (a password may hold
+        // a '/' or an '@' that should have been escaped).
+        let word = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        let before_query = tail[..word].find(['?', '#']).unwrap_or(word);
+        let user = tail[..before_query]
+            .rfind('@')
+            .and_then(|at| Some((tail[..at].split_once(':')?.0, at)))
+            // A '/' in the user name is a path's ('sqlite:///a:b@c.db'), not a user's.
+            .filter(|(user, _)| !user.contains('/'));
+        match user {
+            Some((user, at)) => {
+                out.push_str(user);
+                out.push_str(":***");
+                rest = &tail[at..];
             }
-            _ => self.url.clone(),
+            None => rest = tail,
         }
     }
+    out.push_str(rest);
+    without_password_parameters(&out)
+}
+
+/// `key=value` pairs after a '?' or '&' whose key ends in `password`, with the value masked.
+fn without_password_parameters(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['?', '&']) {
+        let (head, tail) = rest.split_at(i + 1);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].split_once('=') {
+            Some((key, _)) if key.to_ascii_lowercase().ends_with("password") => {
+                out.push_str(key);
+                out.push_str("=***");
+            }
+            _ => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn sqlite_path(url: &str) -> Option<&str> {
@@ -148,6 +204,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn passwords_are_masked_wherever_a_url_is() {
+        for (given, kept) in [
+            (
+                "--store=postgres://u:pw@h/d",
+                "--store=postgres://u:***@h/d",
+            ),
+            (
+                "postgresql://u:p/w@d@h:1/d?x=1",
+                "postgresql://u:***@h:1/d?x=1",
+            ),
+            (
+                "a postgres://u:x@h b://v:y@w",
+                "a postgres://u:***@h b://v:***@w",
+            ),
+            ("postgres://u@h/d", "postgres://u@h/d"),
+            ("x?sslpassword=s&a=b", "x?sslpassword=***&a=b"),
+            ("sqlite:///tmp/a:b@c.db", "sqlite:///tmp/a:b@c.db"),
+            ("plain text", "plain text"),
+        ] {
+            assert_eq!(without_passwords(given), kept, "{given}");
+        }
+    }
+
+    #[test]
     fn sqlite_files_are_created_and_passwords_never_shown() {
         let s = Url::parse("sqlite:///tmp/x/store.db").unwrap();
         assert_eq!(s.as_str(), "sqlite:///tmp/x/store.db?mode=rwc");
@@ -160,6 +240,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("port") && !e.contains("secret"), "{e}");
+        let q = Url::parse("postgres://db/h?user=ci&password=secret&sslmode=require").unwrap();
+        assert_eq!(
+            q.shown(),
+            "postgres://db/h?user=ci&password=***&sslmode=require"
+        );
+        for memory in [
+            "sqlite::memory:",
+            "sqlite://file::memory:",
+            "sqlite://x.db?mode=memory",
+        ] {
+            assert!(Url::parse(memory).unwrap().is_in_memory(), "{memory}");
+        }
+        assert!(!s.is_in_memory() && !p.is_in_memory());
         for bad in ["mysql://x/y", "/tmp/store.db", "sqlite://"] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }

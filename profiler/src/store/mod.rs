@@ -75,7 +75,10 @@ impl Recorded {
             run_id: format!("{:032x}", rand::random::<u128>()),
             command: command.to_string(),
             machine_id: machine_id(),
-            command_line: std::env::args().collect(),
+            // A store's password (`--store postgres://u:PW@h/d`) is never recorded.
+            command_line: std::env::args()
+                .map(|a| location::without_passwords(&a))
+                .collect(),
             meta: args.meta.iter().cloned().collect(),
             baseline: None,
             results,
@@ -124,20 +127,39 @@ impl RecordArgs {
 }
 
 impl Pending {
+    /// True for a store that is gone when hookprof exits (an in-memory SQLite database).
+    pub fn keeps_nothing(&self) -> bool {
+        self.url.is_in_memory()
+    }
+
+    /// The store as messages show it (without its password).
+    pub fn shown(&self) -> String {
+        self.url.shown()
+    }
+
     /// Records the finished run, after its results files and report are written: first any
     /// runs spooled earlier, then each variant's results (one for a run, two for `--versus`,
     /// whose base alone joins a baseline, as with the files). A store that cannot take one
     /// leaves it in the spool with a warning; the error is only for results that are now
     /// nowhere (neither stored, spooled nor in an `-o` file), so the caller exits 2.
+    /// Interrupted, it spools what is left and returns [`Interrupted`].
     pub fn record(self, variants: &[Results], in_file: bool) -> Result<()> {
+        let mut interrupted = None;
         for (i, results) in variants.iter().enumerate() {
             let run = Recorded::new(self.command, &self.args, results.clone());
             let run = if i == 0 { run.joining(&self.save) } else { run };
-            if let Err(e) = store_one(&self.url, &run) {
+            let stored = match interrupted {
+                Some(_) => Err(Interrupted.into()),
+                None => store_one(&self.url, &run),
+            };
+            if let Err(e) = stored {
                 spool_after_failure(&self.url, &run, &e, in_file)?;
+                if e.is::<Interrupted>() {
+                    interrupted = Some(e);
+                }
             }
         }
-        Ok(())
+        interrupted.map_or(Ok(()), Err)
     }
 }
 
@@ -240,14 +262,34 @@ async fn open_for_reading(url: &location::Url) -> Result<db::Store> {
 }
 
 /// Runs a store operation on a runtime of its own (the store is used between the other
-/// stages, never inside the supervisor's).
+/// stages, never inside the supervisor's). SIGINT, SIGTERM or SIGHUP ends it at once with
+/// [`Interrupted`]: a server that does not answer or a lock another process holds is
+/// waited for with a bound, and never past an interrupt.
 fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::runtime::Builder::new_current_thread()
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("start the store's runtime")?
-        .block_on(f)
+        .context("start the store's runtime")?;
+    rt.block_on(async {
+        let handler = |kind| signal(kind).context("install signal handler");
+        let mut int = handler(SignalKind::interrupt())?;
+        let mut term = handler(SignalKind::terminate())?;
+        let mut hup = handler(SignalKind::hangup())?;
+        tokio::select! {
+            biased;
+            _ = int.recv() => Err(Interrupted.into()),
+            _ = term.recv() => Err(Interrupted.into()),
+            _ = hup.recv() => Err(Interrupted.into()),
+            result = f => result,
+        }
+    })
 }
+
+/// A store operation ended by SIGINT, SIGTERM or SIGHUP (exit code 130).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
 
 /// This machine's id (systemd's /etc/machine-id, D-Bus's older copy), else its hostname.
 fn machine_id() -> String {

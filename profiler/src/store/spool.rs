@@ -2,13 +2,16 @@
 //! one JSON file, named by its run id, until a later call reaches the same store. The id
 //! makes the push idempotent: a run pushed twice (the file could not be removed) is stored
 //! once.
-use std::path::{Path, PathBuf};
+use std::{
+    os::unix::fs::DirBuilderExt,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{location::Url, Recorded};
-use crate::results::write_atomically;
+use crate::results::write::write_privately;
 
 /// Overrides the spool directory (default: `spool` in hookprof's XDG data directory).
 pub const DIR_ENV: &str = "HOOKPROF_SPOOL";
@@ -30,14 +33,18 @@ fn dir() -> Result<PathBuf> {
 /// Writes `run` into the spool and returns its file.
 pub fn keep(url: &Url, run: &Recorded) -> Result<PathBuf> {
     let dir = dir()?;
-    std::fs::create_dir_all(&dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
         .with_context(|| format!("spool: cannot create {}", dir.display()))?;
     let path = dir.join(format!("{}.json", run.run_id));
     let spooled = Spooled {
         store: url.shown(),
         run: run.clone(),
     };
-    write_atomically(&path, serde_json::to_string(&spooled)?.as_bytes())
+    // Its meta and command line are the run's, for its owner alone.
+    write_privately(&path, serde_json::to_string(&spooled)?.as_bytes())
         .with_context(|| format!("spool: cannot write {}", path.display()))?;
     Ok(path)
 }
