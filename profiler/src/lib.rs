@@ -12,6 +12,7 @@ pub mod clock;
 pub mod compare;
 pub mod credentials;
 pub mod environment;
+pub mod exit;
 pub mod export;
 pub mod history;
 pub mod import;
@@ -19,10 +20,13 @@ pub mod in_child;
 pub mod injection;
 pub mod input;
 pub mod inspect;
+pub mod limits;
 pub mod lmbench;
 pub mod machine_load;
+pub mod other_probes;
 pub mod output;
 pub mod peak_rss;
+pub mod pid_namespace;
 pub mod policy;
 pub mod probes;
 pub mod replication;
@@ -43,6 +47,12 @@ pub mod workloads;
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.
 pub fn ebpf_object() -> &'static [u8] {
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/profiler-ebpf"))
+}
+
+/// Where each object's `TASK_STATE` is declared task storage, and what makes it a hash map by
+/// thread id instead (kernels without task storage for tracing programs; see build.rs).
+mod ebpf_patches {
+    include!(concat!(env!("OUT_DIR"), "/ebpf_patches.rs"));
 }
 
 /// The same object with one hook slot, the calibration's, for probes that time no other

@@ -5,7 +5,7 @@ use clap::Parser;
 use hookprof::{
     ab,
     cli::{Cli, Command},
-    compare, history, import, in_child, inspect,
+    compare, exit, history, import, in_child, inspect, limits,
     probes::KernelBtf,
     report,
     run::{self, stat},
@@ -31,10 +31,10 @@ fn main() -> ExitCode {
             };
             return match stdio::print(text) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+                Err(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
                 Err(failed) => {
                     hookprof::eprintln!("hookprof: error: {failed}");
-                    ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                    ExitCode::from(exit::WRITE_FAILED)
                 }
             };
         }
@@ -43,9 +43,16 @@ fn main() -> ExitCode {
         Err(e) => {
             let line = usage_error_line(&e.render().to_string(), run_only_hint(&e));
             hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&line));
-            return ExitCode::from(2);
+            return ExitCode::from(exit::ERROR);
         }
     };
+    if let Some((name, measures)) = open_files_user(&cli.command) {
+        let needed = limits::open_files_needed(measures);
+        if let Err(e) = limits::ensure_open_files(name, needed) {
+            hookprof::eprintln!("hookprof: error: {e:#}");
+            return ExitCode::from(exit::ERROR);
+        }
+    }
     let result = match cli.command {
         Command::Runner(args) => return runner::serve::main(&args),
         Command::KernelBtf => return in_child::serve(KernelBtf::load),
@@ -53,10 +60,10 @@ fn main() -> ExitCode {
             let schema = hookprof::results::schema::json_schema();
             return match stdio::print(format!("{schema:#}\n")) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+                Err(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
                 Err(failed) => {
                     hookprof::eprintln!("hookprof: error: {failed}");
-                    ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                    ExitCode::from(exit::WRITE_FAILED)
                 }
             };
         }
@@ -76,19 +83,45 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => match e.downcast_ref::<stdio::WriteFailed>() {
             // A reader that stopped early: everything is kept, nothing to say.
-            Some(failed) if failed.is_quiet() => ExitCode::from(stdio::EXIT_BROKEN_PIPE),
+            Some(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
             Some(_) => {
                 hookprof::eprintln!("hookprof: error: {e:#}");
-                ExitCode::from(stdio::EXIT_WRITE_FAILED)
+                ExitCode::from(exit::WRITE_FAILED)
+            }
+            None if e.is::<store::Interrupted>() => {
+                hookprof::eprintln!("hookprof: interrupted");
+                ExitCode::from(exit::INTERRUPTED)
             }
             None => {
                 // A message may quote a file's contents: shown, never sent to the terminal.
-                let message = format!("{e:#}");
+                let mut message = format!("{e:#}");
+                if let Some(limit) = limits::explain_emfile(&e) {
+                    message = format!("{message}; {limit}");
+                }
                 hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&message));
-                ExitCode::from(2)
+                ExitCode::from(exit::ERROR)
             }
         },
     }
+}
+
+/// The command's name and whether it measures (loads probes or starts runners), for the
+/// open-file limit it needs; None for the internal commands, which run inside another.
+fn open_files_user(command: &Command) -> Option<(&'static str, bool)> {
+    Some(match command {
+        Command::Run(args) => ("run", !args.list),
+        Command::Stat(_) => ("stat", true),
+        Command::Top(_) => ("top", true),
+        Command::Calibrate(_) => ("calibrate", true),
+        Command::Hooks(_) => ("hooks", true),
+        Command::Ab(_) => ("ab", true),
+        Command::Compare(_) => ("compare", false),
+        Command::History(_) => ("history", false),
+        Command::Runs(_) => ("runs", false),
+        Command::Report(_) => ("report", false),
+        Command::Import(_) => ("import", false),
+        Command::Runner(_) | Command::KernelBtf | Command::Schema => return None,
+    })
 }
 
 /// clap's rendered usage error (`error: ...`, indented details and tips, `Usage: ...`, `For
@@ -137,8 +170,6 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
         "--suite",
         "--list",
         "--min-sample-ms",
-        "--stack-samples",
-        "--stack-sample-hz",
         "--jobs",
         "--build-units",
     ];

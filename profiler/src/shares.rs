@@ -23,6 +23,10 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use crate::stats::CONFIDENCE;
 
+/// The own samples behind a 5% share known within +-1 percentage point (95%, samples taken as
+/// independent): 1.96^2 * 0.05 * 0.95 / 0.01^2.
+pub const PRECISE_STACK_SAMPLES: u64 = 1_825;
+
 /// Rounds a side needs before its spread can be estimated at all.
 pub const MIN_ROUNDS: usize = 2;
 
@@ -151,6 +155,40 @@ pub fn binomial_change_interval(old: RoundCount, new: RoundCount) -> Interval {
     within_shares(change, half)
 }
 
+/// Which of several paths' (or frames') sample counts changed their share between two sides
+/// beyond chance: each a two-proportion z test at its pooled share, its variance times
+/// `overdispersion` (how much more than independent samples the rounds' shares spread, 1 where
+/// that is unknown), with Holm's adjustment across all of them at `alpha`, so among hundreds of
+/// frames of an unchanged workload none is called but by a 5% family-wise chance. `counts` are
+/// (old, new) per path, `totals` each side's samples.
+pub fn changed_shares(
+    counts: &[(u64, u64)],
+    totals: (u64, u64),
+    overdispersion: f64,
+    alpha: f64,
+) -> Vec<bool> {
+    let (old_all, new_all) = (totals.0.max(1) as f64, totals.1.max(1) as f64);
+    let normal = Normal::standard();
+    let p_values: Vec<f64> = counts
+        .iter()
+        .map(|&(old, new)| {
+            let both = (old + new) as f64 / (old_all + new_all);
+            let variance =
+                both * (1.0 - both) * (1.0 / old_all + 1.0 / new_all) * overdispersion.max(1.0);
+            let change = new as f64 / new_all - old as f64 / old_all;
+            if variance > 0.0 {
+                2.0 * normal.sf((change / variance.sqrt()).abs())
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    crate::stats::holm(&p_values)
+        .into_iter()
+        .map(|p| p < alpha)
+        .collect()
+}
+
 /// The two-sided critical value for [`CONFIDENCE`]: Student's t at `df`, the normal's past
 /// the point where the two agree to four digits.
 fn critical_value(df: f64) -> f64 {
@@ -170,6 +208,22 @@ mod tests {
             .iter()
             .map(|&(path, all)| RoundCount { path, all })
             .collect()
+    }
+
+    #[test]
+    fn of_many_unchanged_frames_none_is_called_and_a_real_change_is() {
+        // 200 frames of 10 samples each in 2000 a side, drawn again: small differences only.
+        let mut counts: Vec<(u64, u64)> = (0..200).map(|i| (10, 10 + (i % 5) - 2)).collect();
+        let changed = changed_shares(&counts, (2000, 2000), 1.0, 0.05);
+        assert!(changed.iter().all(|c| !c), "{changed:?}");
+        // One frame 10 -> 110 samples: called; overdispersed rounds need more.
+        counts.push((10, 110));
+        let changed = changed_shares(&counts, (2000, 2100), 1.0, 0.05);
+        assert_eq!(changed.iter().filter(|c| **c).count(), 1);
+        assert!(changed[200]);
+        let barely = [(10, 30)];
+        assert!(changed_shares(&barely, (2000, 2000), 1.0, 0.05)[0]);
+        assert!(!changed_shares(&barely, (2000, 2000), 9.0, 0.05)[0]);
     }
 
     #[test]

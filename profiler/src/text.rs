@@ -16,6 +16,14 @@ pub fn escaped(s: &str) -> Cow<'_, str> {
     escape_where(s, char::is_control)
 }
 
+/// Escapes text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// `s` with the characters XML 1.0 forbids (controls but tab, newline and carriage return, and
 /// the non-characters U+FFFE, U+FFFF) shown as `\xNN`, which XML takes as plain text. No
 /// character reference would do: `&#x1b;` is forbidden as well.

@@ -5,12 +5,15 @@
 //! first `<svg>`, so each graph gets a document of its own: the `srcdoc` of an iframe, which
 //! keeps it inside the page (nothing is fetched) and its script working beside the page's charts
 //! and the other graphs.
-use std::{collections::BTreeSet, fmt::Write};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt::Write,
+};
 
 use inferno::flamegraph::{self, color::BackgroundColor};
 
-use super::html::esc;
 use crate::results::{WorkloadResult, OTHER_STACKS, USER_FRAME};
+use crate::text::esc;
 
 pub mod palette;
 
@@ -22,6 +25,13 @@ pub fn figure(w: &WorkloadResult) -> String {
         return String::new();
     };
     let title = format!("{}: sampled kernel stacks", w.name);
+    if let Some(name) = p.names_hidden() {
+        let why = std::io::Error::other(format!(
+            "every frame is named {name}: the run read kallsyms with its addresses hidden \
+             (kernel.kptr_restrict)"
+        ));
+        return failed(&title, &why);
+    }
     let subtitle = format!(
         "{} samples of CPU time ({}): {} in user mode, {} in hookprof's probes",
         p.samples,
@@ -46,28 +56,36 @@ pub fn figure(w: &WorkloadResult) -> String {
 
 /// The comparison's figure for a workload profiled on both sides: the new stacks drawn, each
 /// function red where the samples it was on top of the stack in grew, blue where they shrank
-/// (FlameGraph's differential colouring: a caller's own change, not its callees').
-pub fn differential_figure(workload: &str, old: &[(String, u64)], new: &[(String, u64)]) -> String {
+/// (FlameGraph's differential colouring: a caller's own change, not its callees'), but only the
+/// functions in `changed` (their own share moved beyond chance): every other one is drawn
+/// neutral, as if it held, so noise draws nothing.
+pub fn differential_figure(
+    workload: &str,
+    old: &[(String, u64)],
+    new: &[(String, u64)],
+    changed: &BTreeSet<String>,
+) -> String {
     let title = format!("{workload}: sampled kernel stacks, old to new");
     let subtitle = format!(
-        "{} samples old, {} new (old counts scaled to the new total)",
+        "{} samples old, {} new (old counts scaled to the new total); {} function{} changed \
+         beyond chance",
         total(old),
-        total(new)
+        total(new),
+        changed.len(),
+        if changed.len() == 1 { "" } else { "s" }
     );
-    let diff = match differential_lines(old, new) {
-        Ok(diff) => diff,
-        Err(e) => return failed(&title, &e),
-    };
-    let svg = match svg(&title, &subtitle, &diff) {
+    let svg = match svg(&title, &subtitle, &differential_lines(old, new, changed)) {
         Ok(svg) => svg,
         Err(e) => return failed(&title, &e),
     };
     format!(
-        "<figure class=\"flame\">{}<figcaption>The new side's stacks, each function red where \
-         the samples with it on top of the stack (its own time, not its callees') grew from old \
-         to new and blue where they shrank, the deeper the more; white where they held. Hover \
-         for the change in points of all samples. Click to zoom, Search (or Ctrl-F) to \
-         highlight.</figcaption></figure>\n",
+        "<figure class=\"flame\">{}<figcaption>The new side's stacks. A function whose own \
+         samples (those with it on top of the stack, not its callees') changed their share of \
+         all samples beyond chance is red where they grew and blue where they shrank, the \
+         deeper the more; every other function is light grey, its change within what the \
+         workload's rounds spread by (a two-proportion test at the rounds' overdispersion, \
+         Holm across the functions). Hover for the change in points of all samples. Click to \
+         zoom, Search (or Ctrl-F) to highlight.</figcaption></figure>\n",
         embed(&svg, &title)
     )
 }
@@ -81,22 +99,34 @@ fn lines(folded: &[(String, u64)]) -> Vec<String> {
     folded.iter().map(|(s, n)| format!("{s} {n}")).collect()
 }
 
-/// inferno's differential input: `STACK OLD NEW` lines, old counts scaled to the new total.
+/// inferno's differential input: `STACK OLD NEW` lines, the old counts scaled to the new
+/// total; a stack whose last function is not in `changed` takes its new count as its old one
+/// too, so inferno draws that function as unchanged.
 fn differential_lines(
     old: &[(String, u64)],
     new: &[(String, u64)],
-) -> std::io::Result<Vec<String>> {
-    let options = inferno::differential::Options {
-        normalize: true,
-        ..Default::default()
-    };
-    let (old, new) = (lines(old).join("\n"), lines(new).join("\n"));
-    let mut out = Vec::new();
-    inferno::differential::from_readers(options, old.as_bytes(), new.as_bytes(), &mut out)?;
-    Ok(String::from_utf8_lossy(&out)
-        .lines()
-        .map(String::from)
-        .collect())
+    changed: &BTreeSet<String>,
+) -> Vec<String> {
+    let scale = total(new) as f64 / total(old).max(1) as f64;
+    let mut stacks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for (stack, n) in old {
+        stacks.entry(stack).or_default().0 += n;
+    }
+    for (stack, n) in new {
+        stacks.entry(stack).or_default().1 += n;
+    }
+    stacks
+        .into_iter()
+        .filter_map(|(stack, (o, n))| {
+            let leaf = stack.rsplit(';').next().unwrap_or(stack);
+            let o = if changed.contains(leaf) {
+                (o as f64 * scale).round() as u64
+            } else {
+                n
+            };
+            (o + n > 0).then(|| format!("{stack} {o} {n}"))
+        })
+        .collect()
 }
 
 /// inferno's SVG of `lines`, every frame coloured by `palette` (a differential graph's frames
@@ -278,7 +308,8 @@ mod tests {
         let mut new = profile(1);
         // AppArmor's stack 30 -> 90 samples; the rest as before.
         new.folded[0].1 = 90;
-        let figure = differential_figure("open_close", &old.folded, &new.folded);
+        let changed = BTreeSet::from(["apparmor_file_open".to_string(), "[user]".to_string()]);
+        let figure = differential_figure("open_close", &old.folded, &new.folded, &changed);
         let grew = fill_of(&figure, "apparmor_file_open").unwrap();
         let shrank = fill_of(&figure, "[user]").unwrap();
         let rgb = |s: &str| -> Vec<u8> {
@@ -292,5 +323,14 @@ mod tests {
         assert!(g[0] > g[2], "red: {grew}");
         assert!(s[2] > s[0], "blue: {shrank}");
         assert!(figure.contains("85 samples old, 145 new"), "{figure}");
+        // The same change with nothing called changed: every frame neutral.
+        let neutral = differential_figure("open_close", &old.folded, &new.folded, &BTreeSet::new());
+        for function in ["apparmor_file_open", "[user]", "security_file_open"] {
+            assert_eq!(
+                fill_of(&neutral, function).as_deref(),
+                Some("rgb(250,250,250)"),
+                "{function}"
+            );
+        }
     }
 }

@@ -4,7 +4,24 @@
 //! reach inferno through its palette map, which it consults before its own palettes.
 use inferno::flamegraph::color::{Color, PaletteMap};
 
-use crate::{attribution::is_probe_frame, probes::catalog::lsm_of, results};
+use crate::{
+    attribution::is_probe_frame,
+    probes::catalog::lsm_of,
+    results::{self, PathKind},
+};
+
+/// One colour per path kind, on every chart of every page.
+pub(crate) fn kind_colour(kind: PathKind) -> &'static str {
+    match kind {
+        PathKind::Syscall => "#4e79a7",
+        PathKind::Hook => "#f28e2b",
+        PathKind::Lsm => "#e15759",
+        PathKind::TaskPath => "#59a14f",
+    }
+}
+
+/// The residual (time outside every probed path), grey wherever it is drawn.
+pub(crate) const RESIDUAL_COLOUR: &str = "#bbbbbb";
 
 /// What a frame is, for its colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
