@@ -185,6 +185,60 @@ fn the_rest_of_the_machine_busy_beside_the_run_is_recorded() {
     assert!(!load.class().contains("idle"), "{}", load.class());
 }
 
+/// The number in a refusal line: `fentry/fexit refused on 667 functions (...)`.
+fn refused_count(line: &str) -> usize {
+    line.split("refused on ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line:?}"))
+}
+
+#[test]
+fn a_run_counts_the_refused_functions_as_hooks_does_and_says_why_once() {
+    require_root();
+    let hooks = hookprof(&["hooks"]);
+    let listed = String::from_utf8_lossy(&hooks.stdout).to_string();
+    let run = hookprof(&["run", "--workloads", "open_close", "--samples", "2"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    let Some(said) = listed
+        .lines()
+        .find(|l| l.starts_with("fentry/fexit refused on"))
+    else {
+        // A kernel that takes every pair: nothing said refused, and the header counts the
+        // functions it timed.
+        assert!(!stderr.contains(" refused on "), "{stderr}");
+        assert!(!stdout.contains("Hooks: 0 timed"), "{stdout}");
+        return;
+    };
+    let count = refused_count(said);
+    // Once, on stderr, with the same count and the hooks a user looks for first.
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" refused on "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(refused_count(lines[0]), count, "{stderr}\n{listed}");
+    assert!(
+        lines[0].contains("(security_file_open, security_inode_permission"),
+        "{}",
+        lines[0]
+    );
+    assert!(!stdout.contains("fentry/fexit refused on"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("refused on {count} functions")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
     require_root();
@@ -735,7 +789,7 @@ fn command_line_errors_are_shown_in_full() {
         ),
         (
             &["run", "--inject", "syscall:no_such_call=100"],
-            &["'no_such_call' is not an x86_64 syscall"],
+            &["'no_such_call' is not a syscall of x86_64"],
         ),
         (&["run", "--samples", "1"], &["--samples", "2..="]),
         (&["run", "--parallel", "0"], &["--parallel", "1..=64"]),

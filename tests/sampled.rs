@@ -1,7 +1,7 @@
 //! Sampled kernel stacks and the on/off-CPU accounting on the running kernel, which refuses
 //! BPF trampolines: the hooks and LSM functions no fentry can time here are found in the
 //! tracked tasks' sampled stacks, and each op's parts add up to its time.
-use hookprof::results::{PathKind, Results, SampledPath, StackProfile, WorkloadResult};
+use hookprof::results::{GroupKind, PathKind, Results, SampledPath, StackProfile, WorkloadResult};
 use hookprof_tests::{hookprof, one_at_a_time, require_root, row, run_to_results, workload};
 
 /// Enough probed time and rate for a thousand samples or more a workload.
@@ -111,6 +111,37 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
             r.inclusive_samples,
             "{r:?}"
         );
+    }
+    // The suite summary's groups: the security layer counts a sample once however many hooks
+    // are on its stack, so it lies between the largest hook and all hooks summed; each LSM's
+    // part and the framework's lie inside it, and together cover it.
+    let group = |kind: GroupKind, lsm: Option<&str>| {
+        p.groups
+            .iter()
+            .find(|g| g.kind == kind && g.lsm.as_deref() == lsm)
+            .map_or(0, |g| g.samples)
+    };
+    let in_hooks = group(GroupKind::Hooks, None);
+    let largest = hooks.iter().map(|h| h.inclusive_samples).max().unwrap();
+    let summed: u64 = hooks.iter().map(|h| h.inclusive_samples).sum();
+    assert!(
+        (largest..=summed).contains(&in_hooks),
+        "{in_hooks} not in {largest}..={summed}"
+    );
+    let by_lsm: u64 = p
+        .groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::Lsm)
+        .map(|g| {
+            assert!(g.samples <= in_hooks, "{g:?}");
+            g.samples
+        })
+        .sum();
+    assert!(by_lsm > 0, "no LSM group: {:?}", p.groups);
+    assert!(by_lsm + group(GroupKind::Framework, None) >= in_hooks);
+    for g in &p.groups {
+        assert!(g.share_low <= g.share && g.share <= g.share_high, "{g:?}");
+        assert_eq!(g.round_samples.iter().sum::<u64>(), g.samples, "{g:?}");
     }
     // The folded stacks hold every sample.
     assert_eq!(p.folded.iter().map(|(_, n)| n).sum::<u64>(), p.samples);

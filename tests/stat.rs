@@ -2,7 +2,8 @@
 //! attributed, run by run, in results that `report` and `compare` read like a run's.
 use hookprof::results::Results;
 use hookprof_tests::{
-    assert_near, assert_parallel_like_one, hookprof, require_root, row, workload,
+    assert_near, assert_parallel_like_one, assert_task_events, hookprof, require_root, row,
+    workload,
 };
 
 /// sh starts two background children and waits: per run, three processes are forked (sh
@@ -15,33 +16,25 @@ fn stat_attributes_a_forking_commands_whole_process_tree_per_run() {
     let marks = dir.path().join("marks");
     let prepare = format!("echo prepared >> {}", marks.display());
     let command = "/bin/true & /bin/true & wait";
-    let o = hookprof(&[
-        "stat",
-        "--runs",
-        "3",
-        "--prepare",
-        &prepare,
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        "/bin/sh",
-        "-c",
-        command,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r = Results::load(&out).unwrap();
+    // `stat --runs 3 --prepare ... ARGS -- sh -c COMMAND`, its results.
+    let stat = |args: &[&str]| {
+        let prepared = [
+            &["stat", "--runs", "3", "--prepare", &prepare, "-q", "-o"][..],
+            &[out.to_str().unwrap()],
+            args,
+            &["--", "/bin/sh", "-c", command],
+        ]
+        .concat();
+        let o = hookprof(&prepared);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        Results::load(&out).unwrap()
+    };
+    // The runs for the stacks alone run --prepare too: counted apart, below.
+    let r = stat(&["--stack-samples", "0"]);
     let name = format!("/bin/sh -c {command}");
     let w = workload(&r, &name);
     assert_eq!((w.clean.len(), w.probed.len(), w.iterations), (3, 3, 1));
-    for event in ["fork", "exec", "exit"] {
-        assert_near(
-            &format!("{event} events/run"),
-            w.events_per_op[event],
-            3.0,
-            0.01,
-        );
-    }
+    assert_task_events(w, 3.0);
     assert_near("execve calls/run", row(w, "execve").calls_per_op, 3.0, 0.01);
     assert!(
         row(w, "wait4").calls_per_op >= 2.0,
@@ -66,6 +59,21 @@ fn stat_attributes_a_forking_commands_whole_process_tree_per_run() {
     let o = hookprof(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains(&format!("{name}\n  old: ")), "{text}");
+
+    // At stat's defaults, more runs of the command, untimed, sample its stacks alone: each is a
+    // run like the others (--prepare before it), and none adds a timed sample.
+    std::fs::remove_file(&marks).unwrap();
+    let r = stat(&[]);
+    let w = workload(&r, &name);
+    assert_eq!((w.clean.len(), w.probed.len()), (3, 3));
+    let p = w.profile.as_ref().expect("a sampled profile");
+    let passes = p.stack_passes.expect("runs for the stacks alone");
+    assert!(
+        passes.samples > 0 && passes.samples <= p.samples,
+        "{passes:?}"
+    );
+    let prepared = std::fs::read_to_string(&marks).unwrap().lines().count();
+    assert!(prepared > 1 + 3 + 3, "{prepared} runs prepared");
 }
 
 #[test]
@@ -203,12 +211,5 @@ fn stat_runs_copies_of_the_command_at_once() {
     // sh, true and sleep exec; sh forks its two children.
     assert_parallel_like_one(&one, &two, &name, 2, &["execve", "clone"]);
     let w = workload(&two, &name);
-    for event in ["fork", "exec", "exit"] {
-        assert_near(
-            &format!("{event} events/run"),
-            w.events_per_op[event],
-            3.0,
-            0.01,
-        );
-    }
+    assert_task_events(w, 3.0);
 }

@@ -693,3 +693,43 @@ fn top_terminal_view_draws_under_tmux_and_q_quits() {
     );
     assert!(after.contains("exited 0"), "q must quit with 0:\n{after}");
 }
+
+/// The rank of `name` in an interval's rows (top ranks by time on a CPU), if it is there.
+fn rank(interval: &serde_json::Value, name: &str) -> Option<usize> {
+    interval["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .position(|r| r["kind"] == "syscall" && r["path"] == name)
+}
+
+#[test]
+fn top_ranks_an_ls_loop_s_stat_and_xattr_calls_above_the_shell_s_blocked_wait4() {
+    require_root();
+    let _serial = one_at_a_time();
+    let mut shell = Command::new("sh")
+        .args(["-c", "while :; do ls -lR /usr/share/doc > /dev/null; done"])
+        .spawn()
+        .expect("start the ls loop");
+    let pid = shell.id().to_string();
+    let (top, _) = start_top(&["--pid", &pid, "--interval", "0.5", "--sample-hz", "0"]);
+    std::thread::sleep(Duration::from_millis(1600));
+    let intervals = stop_top(top);
+    let _ = shell.kill();
+    let _ = shell.wait();
+    // The second interval: the first may hold a wait4 entered before top attached.
+    let i = &intervals[1];
+    let first = |names: &[&str]| names.iter().filter_map(|n| rank(i, n)).min();
+    let stat = first(&["statx", "newfstatat", "lstat"]).expect("ls stats its files");
+    let xattr = first(&["lgetxattr", "getxattr"]).expect("ls -l reads their ACLs");
+    let wait4 = rank(i, "wait4").expect("the shell waits for each ls");
+    assert!(stat < wait4 && xattr < wait4, "{i:#}");
+    // The shell's wait is a wait, not CPU: shown apart, and far larger than its CPU.
+    let row = &i["rows"][wait4];
+    let (cpu, wait) = (
+        row["on_cpu_ns_per_call"].as_f64().unwrap(),
+        row["wait_ns_per_call"].as_f64().unwrap(),
+    );
+    assert!(wait > 10.0 * cpu, "{row}");
+    assert!(row["on_cpu_share"].as_f64().unwrap() < 0.05, "{row}");
+}

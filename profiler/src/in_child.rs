@@ -60,7 +60,7 @@ pub fn serve<T: Serialize>(work: impl FnOnce() -> Result<T>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e:#}");
-            ExitCode::from(2)
+            ExitCode::from(crate::exit::ERROR)
         }
     }
 }

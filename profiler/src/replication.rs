@@ -10,11 +10,14 @@
 //! several files, else a round's value. A round's value is the median of its samples: a
 //! sample that another task preempted (one-sided noise, common on a shared machine) moves a
 //! mean, not a median. The spread at each level is estimated (one-way ANOVA, method of
-//! moments) and reported, and so is the smallest change the test could detect.
+//! moments) and reported, and so is the smallest change the test could detect. An
+//! observation's variance is never taken below what the level under it adds (`variance_floor`):
+//! a few runs can agree by chance, their rounds cannot all do so. Tests are of the ratio of
+//! the means, on the log scale.
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, FisherSnedecor, StudentsT};
 
-use crate::stats::{self, Summary};
+use crate::stats::{self, Moments, RatioTest, Summary};
 
 /// The samples of one file, round by round.
 pub type FileRounds = Vec<Vec<f64>>;
@@ -25,9 +28,11 @@ pub type FileRounds = Vec<Vec<f64>>;
 pub enum Unit {
     /// One run of one round on each side: nothing measures the spread between runs.
     Sample,
-    /// A round's median (one file a side, several rounds; or imported data whose samples are
-    /// separate runs, each its own round).
+    /// A round's median (one file a side, several rounds).
     Round,
+    /// One run of the benchmark: a row of an imported summary (lmbench's and kernbench's
+    /// tables list one value per run, each a round of its own here).
+    Run,
     /// A file's value, the mean of its rounds' medians (several files on a side: runs, boots).
     File,
     /// The difference of two variants' medians in one round of a paired run (`run --versus`):
@@ -40,6 +45,7 @@ impl Unit {
         match self {
             Unit::Sample => "none (one run of one round a side: samples are not independent)",
             Unit::Round => "the round (its median; a fresh runner and order each round)",
+            Unit::Run => "the run (each row of an imported summary is one run of the benchmark)",
             Unit::File => "the file (the mean of its rounds; several files on a side)",
             Unit::Pair => {
                 "the pair of rounds (both variants back to back in each round of one run)"
@@ -52,6 +58,7 @@ impl Unit {
         match self {
             Unit::Sample => "samples",
             Unit::Round => "rounds",
+            Unit::Run => "runs",
             Unit::File => "files",
             Unit::Pair => "paired rounds",
         }
@@ -72,10 +79,13 @@ pub struct Components {
 
 impl Components {
     /// The spread comes from the machine's state rather than from the samples: rounds or files
-    /// disagree by more than 5% and by more than twice what samples of one round do.
+    /// disagree by more than 5% and by more than twice what samples of one round do. Rounds of
+    /// one sample (an imported summary's runs) measure no spread within a round to set against.
     pub fn machine_state_dominates(&self) -> bool {
-        let between = self.between().unwrap_or(0.0);
-        between > 0.05 && between > 2.0 * self.within_round.unwrap_or(0.0)
+        let (Some(between), Some(within)) = (self.between(), self.within_round) else {
+            return false;
+        };
+        between > 0.05 && between > 2.0 * within
     }
 
     /// The larger of the spreads between rounds and between files.
@@ -251,7 +261,7 @@ pub fn round_spread(run: &FileRounds, others: &[FileRounds]) -> Option<RoundSpre
 pub fn observations(side: &[FileRounds], unit: Unit) -> Vec<f64> {
     match unit {
         Unit::Sample => side.iter().flatten().flatten().copied().collect(),
-        Unit::Round => side.iter().flat_map(|f| round_medians(f)).collect(),
+        Unit::Round | Unit::Run => side.iter().flat_map(|f| round_medians(f)).collect(),
         Unit::File => side
             .iter()
             .filter_map(|f| mean(&round_medians(f)))
@@ -276,17 +286,65 @@ pub fn level(side: &[FileRounds]) -> Unit {
     }
 }
 
-/// A two-sided test of new against old at one unit.
+/// The least relative variance one observation at `unit` of `side` can have: what the level
+/// below adds to it (a file's value, the mean of its rounds' medians, moves at least by their
+/// spread over the rounds it has; a round's median at least by its samples' spread times
+/// pi / 2n), pooled over the side's files (or rounds), each around its own mean. It rests on
+/// every round measured, not on the few observations: with a baseline of 3 runs whose values
+/// agree by chance, their own spread (2 degrees of freedom) can be a fifth of what their rounds
+/// say a run's value moves by, and a test on it alone calls the next run a change; and a
+/// single run whose rounds disagree has a value that its rounds say little about. 0 where the
+/// level below was not repeated.
+pub fn variance_floor(side: &[FileRounds], unit: Unit) -> Floor {
+    let mut below = Pooled::default();
+    let relative = |group: &[f64]| -> Vec<f64> {
+        match mean(group) {
+            Some(m) if m > 0.0 && m.is_finite() => group.iter().map(|v| v / m).collect(),
+            _ => Vec::new(),
+        }
+    };
+    for file in side {
+        match unit {
+            Unit::File => below.add(&relative(&round_medians(file))),
+            Unit::Round | Unit::Run | Unit::Pair => {
+                for round in file {
+                    below.add(&relative(round));
+                }
+            }
+            Unit::Sample => {}
+        }
+    }
+    if below.df == 0 {
+        return Floor::default();
+    }
+    let size = below.mean_group_size();
+    let per_observation = match unit {
+        Unit::File => 1.0 / size,
+        _ => median_variance_factor(size),
+    };
+    let variance = below.variance() * per_observation;
+    if !variance.is_finite() {
+        return Floor::default();
+    }
+    Floor {
+        variance,
+        df: below.df as f64,
+    }
+}
+
+/// The least relative variance of one observation, and the degrees of freedom behind it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Floor {
+    pub variance: f64,
+    pub df: f64,
+}
+
+/// A two-sided test of new against old at one unit: the ratio of their means, on the log
+/// scale, so its interval is a ratio that never passes -100%.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Test {
-    /// mean(new) - mean(old) of the observations.
-    pub difference: f64,
-    pub std_error: f64,
-    pub df: f64,
-    /// Two-sided p-value (before any adjustment over workloads).
-    pub p_value: f64,
-    /// 95% interval of the difference.
-    pub ci: (f64, f64),
+    #[serde(flatten)]
+    pub ratio: RatioTest,
     /// Welch's test (both sides repeated the unit), or a prediction test: only one side did,
     /// and its spread is taken for the other's (a run against a baseline of several runs).
     pub kind: TestKind,
@@ -302,64 +360,81 @@ pub enum TestKind {
 }
 
 /// Tests the variants of a paired run by their rounds' values, round i against round i (a
-/// round missing on either side, NaN, is left out): a one-sample t-test of the differences,
-/// n - 1 degrees of freedom. None with fewer than two pairs.
-pub fn paired_test(old: &[f64], new: &[f64]) -> Option<Test> {
-    let differences: Vec<f64> = old
+/// round missing on either side, NaN, is left out): the ratio of the pairs' means, its
+/// variance from how far each pair strays from that ratio (d = new - ratio x old, the ratio
+/// estimator), at least what each side's samples add to its rounds (`floors`), with n - 1
+/// degrees of freedom. None with fewer than two pairs or a mean that is not positive.
+pub fn paired_test(old: &[f64], new: &[f64], floors: (Floor, Floor)) -> Option<Test> {
+    let pairs: Vec<(f64, f64)> = old
         .iter()
         .zip(new)
         .filter(|(o, n)| o.is_finite() && n.is_finite())
-        .map(|(o, n)| n - o)
+        .map(|(&o, &n)| (o, n))
         .collect();
-    let d = stats::summarize(&differences).filter(|d| d.n >= 2)?;
-    let std_error = d.stdev / (d.n as f64).sqrt();
-    t_test(d.mean, std_error, d.n as f64 - 1.0, TestKind::Paired)
-}
-
-/// `stats::t_test` as a `Test` of this kind (a zero standard error is recorded as 0).
-fn t_test(difference: f64, std_error: f64, df: f64, kind: TestKind) -> Option<Test> {
-    let std_error = if std_error.is_finite() {
-        std_error
-    } else {
-        0.0
-    };
-    let t = stats::t_test(difference, std_error, df)?;
+    if pairs.len() < 2 {
+        return None;
+    }
+    let count = pairs.len() as f64;
+    let (sum_old, sum_new) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (o, n)| (a + o, b + n));
+    let mean_new = sum_new / count;
+    let ratio = sum_new / sum_old;
+    let residuals: Vec<f64> = pairs.iter().map(|(o, n)| n - ratio * o).collect();
+    let d = stats::summarize(&residuals)?;
+    let per_pair = (d.stdev / mean_new)
+        .powi(2)
+        .max(floors.0.variance + floors.1.variance);
+    let ratio = RatioTest::new(ratio, (per_pair / count).sqrt(), count - 1.0)?;
     Some(Test {
-        difference,
-        std_error,
-        df,
-        p_value: t.p_value,
-        ci: t.ci,
-        kind,
+        ratio,
+        kind: TestKind::Paired,
     })
 }
 
-/// Tests new against old by their observations (at least one side needs two).
+/// Tests new against old by their observations (at least one side needs two), each side's
+/// relative variance of one observation at least its floor (`variance_floor`).
 ///
-/// With two or more on each side: Welch's t-test. With one on a side: is it outside what the
-/// other side's spread predicts for one more observation? t = (y - mean) / (s * sqrt(1 + 1/k)),
-/// k - 1 degrees of freedom.
-pub fn test(old: &Summary, new: &Summary) -> Option<Test> {
+/// With two or more on each side: Welch's test of the ratio. With one on a side: is it outside
+/// what the other side's spread predicts for one more observation? ln(y / mean) over
+/// sqrt(v_y + v / k), v the repeated side's relative variance of one observation, k - 1
+/// degrees of freedom; v_y is v, or what the single run's own rounds say its value moves by
+/// where that is more (then with Welch-Satterthwaite's degrees of freedom).
+pub fn test(old: &Summary, new: &Summary, floors: (Floor, Floor)) -> Option<Test> {
+    let floored = |s: &Summary, floor: Floor| Moments {
+        variance: s.stdev.powi(2).max(floor.variance * s.mean.powi(2)),
+        ..Moments::from(s)
+    };
     if old.n >= 2 && new.n >= 2 {
-        let w = stats::welch(old, new)?;
+        let ratio = stats::welch_ratio(floored(old, floors.0), floored(new, floors.1))?;
         return Some(Test {
-            difference: w.difference,
-            std_error: w.std_error,
-            df: w.df,
-            p_value: w.p_value,
-            ci: w.ci,
+            ratio,
             kind: TestKind::Welch,
         });
     }
-    let repeated = match (old.n, new.n) {
-        (k, 1) if k >= 2 => old,
-        (1, k) if k >= 2 => new,
+    let (repeated, floor, single) = match (old.n, new.n) {
+        (k, 1) if k >= 2 => (old, floors.0, floors.1),
+        (1, k) if k >= 2 => (new, floors.1, floors.0),
         _ => return None,
     };
-    let difference = new.mean - old.mean;
+    if !(old.mean > 0.0 && new.mean > 0.0) {
+        return None;
+    }
     let k = repeated.n as f64;
-    let std_error = repeated.stdev * (1.0 + 1.0 / k).sqrt();
-    t_test(difference, std_error, k - 1.0, TestKind::Prediction)
+    let v = floored(repeated, floor).relative_variance()?;
+    let (v_single, df) = if single.variance > v {
+        // The single run's rounds disagree more than the repeated side's runs do.
+        let (a, b) = (single.variance, v / k);
+        let df = (a + b).powi(2) / (a.powi(2) / single.df + b.powi(2) / (k - 1.0));
+        (a, df.clamp(single.df.min(k - 1.0), single.df + k - 1.0))
+    } else {
+        (v, k - 1.0)
+    };
+    let ratio = RatioTest::new(new.mean / old.mean, (v_single + v / k).sqrt(), df)?;
+    Some(Test {
+        ratio,
+        kind: TestKind::Prediction,
+    })
 }
 
 /// What a point's replicates are.
@@ -498,22 +573,70 @@ mod tests {
 
     #[test]
     fn a_single_run_against_several_is_a_prediction_test() {
-        // scipy: y = 11.0 against [10.0, 10.4, 10.2, 9.9]: m = 10.125, s = 0.22174,
-        // se = s * sqrt(1 + 1/4) = 0.247908, t = 3.529536, df 3,
-        // 2 * t.sf(3.529536, 3) = 0.0386521.
+        // mpmath: y = 11.0 against [10.0, 10.4, 10.2, 9.9]: m = 10.125, s = 0.22174, on the log
+        // scale se = (s / m) * sqrt(1 + 1/4) = 0.0244847, t = ln(11 / m) / se = 3.385279,
+        // df 3, 2 * t.sf(3.385279, 3) = 0.0429239.
         let old = stats::summarize(&[10.0, 10.4, 10.2, 9.9]).unwrap();
         let new = stats::summarize(&[11.0]).unwrap();
-        let t = test(&old, &new).unwrap();
+        let none = (Floor::default(), Floor::default());
+        let t = test(&old, &new, none).unwrap();
         assert_eq!(t.kind, TestKind::Prediction);
-        assert_close(t.difference, 0.875);
-        assert_close(t.std_error, 0.2479079);
-        assert_close(t.df, 3.0);
-        assert!((t.p_value - 0.0386521).abs() < 1e-6, "{}", t.p_value);
-        // Swapped sides: the same test, the difference's sign turned.
-        let back = test(&new, &old).unwrap();
-        assert_close(back.difference, -0.875);
-        assert_close(back.p_value, t.p_value);
-        assert!(test(&new, &new).is_none());
+        assert_close(t.ratio.ratio, 11.0 / 10.125);
+        assert_close(t.ratio.log_std_error, 0.02448473214920743);
+        assert_close(t.ratio.df, 3.0);
+        assert!(
+            (t.ratio.p_value - 0.0429239).abs() < 1e-6,
+            "{}",
+            t.ratio.p_value
+        );
+        // Swapped sides: the same test, the ratio turned over.
+        let back = test(&new, &old, none).unwrap();
+        assert_close(back.ratio.ratio, 10.125 / 11.0);
+        assert_close(back.ratio.p_value, t.ratio.p_value);
+        assert!(test(&new, &new, none).is_none());
+    }
+
+    #[test]
+    fn a_run_s_value_moves_at_least_as_its_rounds_say() {
+        // Three baseline runs that agree within 0.3%, but whose rounds each spread +-10%: a
+        // run's value (the mean of 4 rounds) moves by about 10% / 2, not 0.3%.
+        let baseline: Vec<FileRounds> = [100.0, 100.3, 99.8]
+            .iter()
+            .map(|m| vec![vec![m * 0.9], vec![m * 1.1], vec![m * 0.95], vec![m * 1.05]])
+            .collect();
+        let floor = variance_floor(&baseline, Unit::File);
+        // Rounds of +-10%, +-5% around their file's mean: relative variance (0.01 + 0.01 +
+        // 0.0025 + 0.0025) / 3 a round, over 4 rounds; 3 files of 3 degrees of freedom.
+        assert_close(floor.variance, 0.025 / 3.0 / 4.0);
+        assert_eq!(floor.df, 9.0);
+        let steady = vec![vec![vec![110.0], vec![110.5], vec![109.5], vec![110.0]]];
+        let old = stats::summarize(&observations(&baseline, Unit::File)).unwrap();
+        let one = stats::summarize(&observations(&steady, Unit::File)).unwrap();
+        let new_floor = variance_floor(&steady, Unit::File);
+        let bare = test(&old, &one, (Floor::default(), new_floor)).unwrap();
+        let floored = test(&old, &one, (floor, new_floor)).unwrap();
+        assert!(bare.ratio.p_value < 1e-3, "{bare:?}");
+        assert!(floored.ratio.p_value > 0.1, "{floored:?}");
+        // A single run whose own rounds disagree: its value is no surer than they say.
+        let tight: Vec<FileRounds> = [100.0, 100.3, 99.8, 100.1]
+            .iter()
+            .map(|m| vec![vec![*m], vec![m * 1.002], vec![m * 0.998], vec![*m]])
+            .collect();
+        let wild = vec![vec![vec![100.0], vec![250.0], vec![98.0], vec![255.0]]];
+        let old = stats::summarize(&observations(&tight, Unit::File)).unwrap();
+        let one = stats::summarize(&observations(&wild, Unit::File)).unwrap();
+        let floors = (
+            variance_floor(&tight, Unit::File),
+            variance_floor(&wild, Unit::File),
+        );
+        let t = test(&old, &one, floors).unwrap();
+        assert!(t.ratio.p_value > 0.05, "{t:?}");
+        assert!(t.ratio.df >= 3.0 && t.ratio.df < 4.0, "{t:?}");
+        // A round's median moves at least by its samples' spread: pi / 2n of their variance.
+        let samples = vec![vec![vec![9.0, 10.0, 11.0], vec![18.0, 20.0, 22.0]]];
+        let floor = variance_floor(&samples, Unit::Round);
+        assert_close(floor.variance, 0.01 * std::f64::consts::PI / 6.0);
+        assert_eq!(variance_floor(&samples, Unit::Sample), Floor::default());
     }
 
     #[test]

@@ -98,7 +98,6 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     })
 }
 
-/// The two-sided critical value of Student's t for [`CONFIDENCE`] at `df` degrees of freedom.
 /// The 95% Wilson score interval of a proportion seen `k` times in `n` trials (sample counts:
 /// it stays inside 0..1 and is honest for small counts, where the normal interval is not).
 pub fn wilson_interval(k: u64, n: u64) -> (f64, f64) {
@@ -126,19 +125,29 @@ pub fn wilson_interval(k: u64, n: u64) -> (f64, f64) {
     (low, high)
 }
 
+/// The two-sided critical value of Student's t for [`CONFIDENCE`] at `df` degrees of freedom.
 fn t_quantile(df: f64) -> f64 {
+    t_critical(df, 1.0 - CONFIDENCE)
+}
+
+/// The two-sided critical value of Student's t at level `alpha` (t(1 - alpha/2)) and `df`
+/// degrees of freedom.
+fn t_critical(df: f64, alpha: f64) -> f64 {
     // Each is an iterative inverse of the incomplete beta, and the same few degrees of freedom
     // recur in every summary: a thousand files' rounds spent a fifth of `history` here.
     thread_local! {
-        static KNOWN: std::cell::RefCell<std::collections::HashMap<u64, f64>> =
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
             Default::default();
     }
     KNOWN.with(|known| {
-        *known.borrow_mut().entry(df.to_bits()).or_insert_with(|| {
-            StudentsT::new(0.0, 1.0, df)
-                .expect("df > 0")
-                .inverse_cdf(0.5 + CONFIDENCE / 2.0)
-        })
+        *known
+            .borrow_mut()
+            .entry((df.to_bits(), alpha.to_bits()))
+            .or_insert_with(|| {
+                StudentsT::new(0.0, 1.0, df)
+                    .expect("df > 0")
+                    .inverse_cdf(1.0 - alpha / 2.0)
+            })
     })
 }
 
@@ -180,89 +189,143 @@ fn tukey_outliers(sorted: &[f64]) -> Outliers {
     out
 }
 
-/// Welch's unequal-variance t-test of new vs old.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Welch {
-    /// mean(new) - mean(old).
-    pub difference: f64,
-    /// Standard error of the difference.
-    pub std_error: f64,
-    /// Welch-Satterthwaite degrees of freedom (0 when both sides have zero variance).
-    pub df: f64,
-    /// Two-sided p-value.
-    pub p_value: f64,
-    /// 95% confidence interval of the difference.
-    pub ci: (f64, f64),
+/// A side of a ratio test: how many observations, their mean and the variance of one of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moments {
+    pub n: usize,
+    pub mean: f64,
+    pub variance: f64,
 }
 
-/// Welch's t-test; None when a side has fewer than two samples (no variance estimate).
-///
-/// With zero variance on both sides the difference is known exactly: p = 1 when the means are
-/// equal, p = 0 when they differ, and the interval is the point.
-pub fn welch(old: &Summary, new: &Summary) -> Option<Welch> {
+impl From<&Summary> for Moments {
+    fn from(s: &Summary) -> Moments {
+        Moments {
+            n: s.n,
+            mean: s.mean,
+            variance: s.stdev.powi(2),
+        }
+    }
+}
+
+impl Moments {
+    /// The variance of one observation relative to the mean's square (the variance of its
+    /// log, to first order); None unless the mean is positive.
+    pub fn relative_variance(&self) -> Option<f64> {
+        (self.mean > 0.0 && self.mean.is_finite())
+            .then(|| (self.variance.sqrt() / self.mean).powi(2))
+    }
+}
+
+/// A two-sided test of a ratio of two positive means, made on the log scale: t = ln(ratio) /
+/// se. Its interval, exp(ln ratio +- t se), is a ratio too, so a change of a time or a rate
+/// never reads below -100%, and the interval excludes 1 exactly when p is below its level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioTest {
+    /// mean(new) / mean(old).
+    pub ratio: f64,
+    /// Standard error of ln(ratio); 0 when the ratio is known exactly (no spread on either
+    /// side).
+    pub log_std_error: f64,
+    /// Degrees of freedom of t.
+    pub df: f64,
+    /// Two-sided p-value of ratio = 1 (before any adjustment over workloads).
+    pub p_value: f64,
+}
+
+impl RatioTest {
+    /// The test of `ratio` with this standard error of its log; None unless the ratio is
+    /// positive and finite, and (with a spread) `df` admits a t distribution. A zero standard
+    /// error means the ratio is known exactly: p = 1 when it is 1, else 0.
+    pub fn new(ratio: f64, log_std_error: f64, df: f64) -> Option<RatioTest> {
+        if !(ratio > 0.0 && ratio.is_finite() && log_std_error.is_finite()) {
+            return None;
+        }
+        let log_std_error = log_std_error.max(0.0);
+        let p_value = if log_std_error == 0.0 {
+            if ratio == 1.0 {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+            (2.0 * dist.sf((ratio.ln() / log_std_error).abs())).clamp(0.0, 1.0)
+        };
+        Some(RatioTest {
+            ratio,
+            log_std_error,
+            df,
+            p_value,
+        })
+    }
+
+    /// The interval of the relative change (ratio - 1) at confidence 1 - `alpha`: never below
+    /// -1, always a number.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        let ln = self.ratio.ln();
+        if self.log_std_error == 0.0 {
+            return (self.ratio - 1.0, self.ratio - 1.0);
+        }
+        let half = t_critical(self.df, alpha) * self.log_std_error;
+        ((ln - half).exp() - 1.0, finite((ln + half).exp() - 1.0))
+    }
+}
+
+/// Welch's test of the ratio of two means on the log scale: each side's mean has the variance
+/// of its log of (relative variance of one observation) / n, and the degrees of freedom are
+/// Welch-Satterthwaite's over those. None unless each side has two observations and a positive
+/// mean.
+pub fn welch_ratio(old: Moments, new: Moments) -> Option<RatioTest> {
     if old.n < 2 || new.n < 2 {
         return None;
     }
-    // In units of the largest figure, so that differences and squares of values near f64::MAX
-    // stay finite (t, df and p do not depend on the unit).
-    let scale = [old.mean, new.mean, old.stdev, new.stdev]
-        .iter()
-        .fold(0.0_f64, |m, v| m.max(v.abs()));
-    let scale = if scale > 0.0 { scale } else { 1.0 };
-    let difference = new.mean / scale - old.mean / scale;
     let (vo, vn) = (
-        (old.stdev / scale).powi(2) / old.n as f64,
-        (new.stdev / scale).powi(2) / new.n as f64,
+        old.relative_variance()? / old.n as f64,
+        new.relative_variance()? / new.n as f64,
     );
     let var = vo + vn;
-    let (df, std_error) = if var == 0.0 {
-        (0.0, 0.0)
-    } else {
+    let df = if var > 0.0 {
         let df = var.powi(2) / (vo.powi(2) / (old.n - 1) as f64 + vn.powi(2) / (new.n - 1) as f64);
-        // Squares of tiny variances underflow to 0/0: fall back to the pooled degrees of
-        // freedom. Welch's df lies between the smaller side's n - 1 and the pooled df; rounding
-        // may not.
+        // Squares of tiny variances underflow to 0/0; Welch's df lies between the smaller
+        // side's n - 1 and the pooled df, and rounding must not move it out.
         let pooled = (old.n + new.n - 2) as f64;
         let df = if df.is_finite() { df } else { pooled };
-        (df.clamp((old.n.min(new.n) - 1) as f64, pooled), var.sqrt())
+        df.clamp((old.n.min(new.n) - 1) as f64, pooled)
+    } else {
+        0.0
     };
-    let TTest { p_value, ci } = t_test(difference, std_error, df)?;
-    Some(Welch {
-        difference: finite(difference * scale),
-        std_error: finite(std_error * scale),
-        df,
-        p_value,
-        ci: (finite(ci.0 * scale), finite(ci.1 * scale)),
-    })
+    RatioTest::new(new.mean / old.mean, var.sqrt(), df)
 }
 
-/// A two-sided test of a difference against 0.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TTest {
-    pub p_value: f64,
-    /// 95% interval of the difference.
-    pub ci: (f64, f64),
-}
-
-/// Student's t-test of `difference` against 0 with this standard error and degrees of
-/// freedom. A zero (or non-finite) standard error means the difference is known exactly:
-/// p = 1 when it is 0, else p = 0, and the interval is the point. None when `df` admits no t
-/// distribution.
-pub fn t_test(difference: f64, std_error: f64, df: f64) -> Option<TTest> {
-    if std_error == 0.0 || !std_error.is_finite() {
-        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
-        return Some(TTest {
-            p_value,
-            ci: (difference, difference),
-        });
+/// The 95% interval of mean(new) - mean(old), for an additive figure (a path's ns per op):
+/// Welch's with two or more values a side; with one on a side, the prediction interval of one
+/// more value from the other side's spread (s * sqrt(1 + 1/k), k - 1 degrees of freedom).
+/// None with fewer.
+pub fn difference_interval(old: &Summary, new: &Summary) -> Option<(f64, f64)> {
+    let difference = new.mean - old.mean;
+    let (variance, df) = match (old.n, new.n) {
+        (o, n) if o >= 2 && n >= 2 => {
+            let (vo, vn) = (old.stdev.powi(2) / o as f64, new.stdev.powi(2) / n as f64);
+            let var = vo + vn;
+            let df = var.powi(2) / (vo.powi(2) / (o - 1) as f64 + vn.powi(2) / (n - 1) as f64);
+            let pooled = (o + n - 2) as f64;
+            let df = if df.is_finite() { df } else { pooled };
+            (var, df.clamp((o.min(n) - 1) as f64, pooled))
+        }
+        (k, 1) | (1, k) if k >= 2 => {
+            let repeated = if old.n >= 2 { old } else { new };
+            (
+                repeated.stdev.powi(2) * (1.0 + 1.0 / k as f64),
+                (k - 1) as f64,
+            )
+        }
+        _ => return None,
+    };
+    if !(variance > 0.0 && variance.is_finite()) {
+        return Some((difference, difference));
     }
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p_value = (2.0 * dist.sf((difference / std_error).abs())).clamp(0.0, 1.0);
-    let half = dist.inverse_cdf(0.5 + CONFIDENCE / 2.0) * std_error;
-    Some(TTest {
-        p_value,
-        ci: (difference - half, difference + half),
-    })
+    let half = t_quantile(df) * variance.sqrt();
+    Some((difference - half, difference + half))
 }
 
 /// Holm's step-down adjustment of a family of p-values, returned in the input order.
@@ -278,6 +341,30 @@ pub fn holm(p_values: &[f64]) -> Vec<f64> {
         adjusted[i] = running_max;
     }
     adjusted
+}
+
+/// The level Holm's step-down tested each hypothesis at, in the input order: alpha / (m - k)
+/// for the k-th smallest p-value (from 0) while the steps reject, and the level of the step
+/// where they stopped, alpha / (m - r) with r rejected, for the rest. An interval at its
+/// hypothesis' level excludes the null exactly when the Holm-adjusted p (`holm`) is below
+/// alpha: the rejected passed every step up to theirs; the first one kept failed its step, and
+/// every later one has a p-value at least as large.
+pub fn holm_levels(p_values: &[f64], alpha: f64) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut levels = vec![0.0; m];
+    let mut rejecting = true;
+    let mut stop = alpha / m.max(1) as f64;
+    for (rank, &i) in order.iter().enumerate() {
+        if rejecting {
+            let step = alpha / (m - rank) as f64;
+            rejecting = p_values[i] < step;
+            stop = step;
+        }
+        levels[i] = stop;
+    }
+    levels
 }
 
 /// What a comparison concludes.
@@ -319,8 +406,10 @@ impl Default for Criteria {
     }
 }
 
-/// A non-significant result is only "no change" if the interval rules out changes this many
-/// times the threshold (10% at the default 1%); otherwise the data cannot tell.
+/// A change whose interval holds 0 is "no change" with what it rules out, unless the interval
+/// reaches past this many times the threshold (10% at the default 1%) on both sides: then the
+/// data tell neither a slowdown nor a speedup of that size from nothing, and it is
+/// inconclusive.
 const INCONCLUSIVE_WIDTH_FACTOR: f64 = 10.0;
 
 /// Relative change of new vs old with its confidence interval.
@@ -328,38 +417,49 @@ const INCONCLUSIVE_WIDTH_FACTOR: f64 = 10.0;
 pub struct Change {
     /// mean(new) / mean(old) - 1.
     pub relative: f64,
-    /// The Welch interval of the difference divided by mean(old) (the old mean taken as
-    /// exact, as criterion and hyperfine do); None when Welch's test is not possible.
+    /// Its interval, made on the ratio (log scale: never below -1), at `confidence`; None
+    /// without a test.
     pub ci: Option<(f64, f64)>,
-    /// Unadjusted two-sided p-value; None when Welch's test is not possible.
+    /// The interval's confidence: 0.95 alone, more where it is one of a family of workloads
+    /// (the level Holm's step-down tested it at, so the interval holds 0 exactly when the
+    /// adjusted p-value is not significant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Unadjusted two-sided p-value; None without a test.
     pub p_value: Option<f64>,
 }
 
-/// The relative change of `new` against `old`; None when the old mean is 0 (no ratio).
-pub fn relative_change(old: &Summary, new: &Summary) -> Option<Change> {
-    if old.mean == 0.0 {
-        return None;
+impl Change {
+    /// The change from a ratio test, its interval at level `alpha`.
+    pub fn tested(test: &RatioTest, alpha: f64) -> Change {
+        Change {
+            relative: test.ratio - 1.0,
+            ci: Some(test.interval(alpha)),
+            confidence: Some(1.0 - alpha),
+            p_value: Some(test.p_value),
+        }
     }
-    let scale = old.mean.abs();
-    let test = welch(old, new);
-    Some(Change {
-        relative: finite(new.mean / scale - old.mean / scale),
-        ci: test.map(|w| (finite(w.ci.0 / scale), finite(w.ci.1 / scale))),
-        p_value: test.map(|w| w.p_value),
-    })
+
+    /// The end of the interval on the worse side: the largest slowdown of a time (its upper
+    /// end), or the largest drop of a rate (its lower end), that the data leave possible.
+    pub fn worse_bound(&self, higher_is_better: bool) -> Option<f64> {
+        self.ci
+            .map(|(lo, hi)| if higher_is_better { lo } else { hi })
+    }
 }
 
-/// The verdict for one change, given its Holm-adjusted p-value and which way is better.
-pub fn verdict(
-    change: &Change,
-    adjusted_p: Option<f64>,
-    higher_is_better: bool,
-    criteria: &Criteria,
-) -> Verdict {
-    let (Some(p), Some((lo, hi))) = (adjusted_p, change.ci) else {
+/// The verdict for one change, from its interval (Holm-adjusted where it is one of a family),
+/// so the two never disagree: an interval that leaves out 0 is a change (regressed or
+/// improved beyond the threshold, else within the noise threshold), never inconclusive; one
+/// that holds 0 is never a change.
+pub fn verdict(change: &Change, higher_is_better: bool, criteria: &Criteria) -> Verdict {
+    let Some((lo, hi)) = change.ci else {
         return Verdict::Inconclusive;
     };
-    if p < criteria.alpha && change.relative.abs() > criteria.threshold {
+    if lo > 0.0 || hi < 0.0 {
+        if change.relative.abs() <= criteria.threshold {
+            return Verdict::NoChange;
+        }
         let worse = (change.relative > 0.0) != higher_is_better;
         return if worse {
             Verdict::Regressed
@@ -367,9 +467,8 @@ pub fn verdict(
             Verdict::Improved
         };
     }
-    if p >= criteria.alpha
-        && lo.abs().max(hi.abs()) > INCONCLUSIVE_WIDTH_FACTOR * criteria.threshold
-    {
+    let band = INCONCLUSIVE_WIDTH_FACTOR * criteria.threshold;
+    if lo < -band && hi > band {
         return Verdict::Inconclusive;
     }
     Verdict::NoChange
@@ -449,57 +548,102 @@ mod tests {
         assert_eq!(s.ci, None);
         assert_eq!(s.cv, 0.0);
         assert!(summarize(&[]).is_none());
-        let change = relative_change(&s, &summarize(&[3.0, 3.1]).unwrap()).unwrap();
-        assert_eq!(change.p_value, None);
+        assert!(welch_ratio((&s).into(), (&summarize(&[3.0, 3.1]).unwrap()).into()).is_none());
+        let untested = Change {
+            relative: 0.22,
+            ci: None,
+            confidence: None,
+            p_value: None,
+        };
         assert_eq!(
-            verdict(&change, None, false, &Criteria::default()),
+            verdict(&untested, false, &Criteria::default()),
             Verdict::Inconclusive
         );
     }
 
     #[test]
-    fn welch_matches_scipy() {
-        // stat, 00-base vs 01-lsm of the fixture.
+    fn welch_on_the_ratio_matches_a_log_scale_calculation() {
+        // stat, 00-base vs 01-lsm of the fixture. mpmath: ratio 4.174 / 3.942, var of its log
+        // (0.04087 / 3.942)^2 / 5 + (0.04827 / 4.174)^2 / 5, Welch-Satterthwaite df over those,
+        // p = 2 * t.sf(ln(ratio) / se, df) (the regularised incomplete beta), and the interval
+        // exp(ln(ratio) +- t.ppf(0.975, df) * se) - 1.
         let old = summarize(&[3.88, 3.97, 3.92, 3.97, 3.97]).unwrap();
         let new = summarize(&[4.13, 4.16, 4.13, 4.23, 4.22]).unwrap();
-        let w = welch(&old, &new).unwrap();
-        assert_close(w.difference, 0.232);
-        assert_close(w.df, 7.787972450047462);
-        assert_close(w.std_error, 0.02828427124746198);
-        assert_close(w.p_value, 4.258812835207211e-05);
-        assert_close(w.ci.1 - w.difference, 0.06553402992058195);
+        let t = welch_ratio((&old).into(), (&new).into()).unwrap();
+        assert_close(t.ratio, 1.058853373921867);
+        assert_close(t.log_std_error, 0.006945586194092764);
+        assert_close(t.df, 7.906234658145415);
+        assert!(
+            (t.p_value - 3.7999299738130e-05).abs() < 1e-10,
+            "{}",
+            t.p_value
+        );
+        let (lo, hi) = t.interval(0.05);
+        assert_close(lo, 0.041994771533056014);
+        assert_close(hi, 0.0759847343726845);
+    }
+
+    #[test]
+    fn the_difference_interval_matches_scipy() {
+        // stat, 00-base vs 01-lsm of the fixture: scipy's Welch t interval of the difference,
+        // 0.232 +- t.ppf(0.975, 7.788) * 0.028284.
+        let old = summarize(&[3.88, 3.97, 3.92, 3.97, 3.97]).unwrap();
+        let new = summarize(&[4.13, 4.16, 4.13, 4.23, 4.22]).unwrap();
+        let (lo, hi) = difference_interval(&old, &new).unwrap();
+        assert_close(hi - 0.232, 0.06553402992058195);
+        assert_close(0.232 - lo, 0.06553402992058195);
+        // One value on a side: a prediction from the other's spread; none with one a side.
+        let one = summarize(&[4.5]).unwrap();
+        let (lo, hi) = difference_interval(&old, &one).unwrap();
+        assert!(lo < 0.558 && hi > 0.558 && hi - lo > 0.2, "{lo} {hi}");
+        assert!(difference_interval(&one, &one).is_none());
+    }
+
+    #[test]
+    fn a_ratio_s_interval_never_falls_below_minus_100_percent() {
+        // Two rounds a side that disagree wildly: a difference-scale interval read -166%.
+        let old = summarize(&[1.0, 5.0]).unwrap();
+        let new = summarize(&[0.9, 4.9]).unwrap();
+        let t = welch_ratio((&old).into(), (&new).into()).unwrap();
+        let (lo, hi) = t.interval(0.05);
+        assert!(lo > -1.0 && lo < -0.5 && hi > 1.0, "{lo} {hi}");
+        // As wide as it is, it is one interval on the log scale, symmetric about the ratio.
+        assert_close((1.0 + lo) * (1.0 + hi), t.ratio * t.ratio);
+        // A known ratio: the interval is the point, p is 0 (or 1 when nothing changed).
+        let exact = RatioTest::new(1.25, 0.0, 0.0).unwrap();
+        assert_eq!((exact.p_value, exact.interval(0.05)), (0.0, (0.25, 0.25)));
+        assert_eq!(RatioTest::new(1.0, 0.0, 0.0).unwrap().p_value, 1.0);
+        assert!(RatioTest::new(-1.0, 0.1, 3.0).is_none());
     }
 
     #[test]
     fn identical_constants_are_no_change_and_different_ones_a_change() {
         let a = summarize(&[5.0, 5.0, 5.0]).unwrap();
         let b = summarize(&[6.0, 6.0, 6.0]).unwrap();
-        let same = relative_change(&a, &a).unwrap();
+        let c = Criteria::default();
+        let same = Change::tested(&welch_ratio((&a).into(), (&a).into()).unwrap(), 0.05);
         assert_eq!(
             (same.relative, same.p_value, same.ci),
             (0.0, Some(1.0), Some((0.0, 0.0)))
         );
-        let c = Criteria::default();
-        assert_eq!(verdict(&same, same.p_value, false, &c), Verdict::NoChange);
-        let up = relative_change(&a, &b).unwrap();
+        assert_eq!(verdict(&same, false, &c), Verdict::NoChange);
+        let up = Change::tested(&welch_ratio((&a).into(), (&b).into()).unwrap(), 0.05);
         assert_close(up.relative, 0.2);
         assert_eq!(up.p_value, Some(0.0));
-        assert_eq!(verdict(&up, up.p_value, false, &c), Verdict::Regressed);
+        assert_eq!(verdict(&up, false, &c), Verdict::Regressed);
         // For a bandwidth, higher is better.
-        assert_eq!(verdict(&up, up.p_value, true, &c), Verdict::Improved);
-        for x in [up.relative, up.ci.unwrap().0, up.ci.unwrap().1] {
-            assert!(x.is_finite());
-        }
+        assert_eq!(verdict(&up, true, &c), Verdict::Improved);
     }
 
     #[test]
     fn tiny_variances_do_not_make_nan() {
         let old = summarize(&[1e-160, 2e-160]).unwrap();
         let new = summarize(&[3e-160, 4e-160]).unwrap();
-        let w = welch(&old, &new).unwrap();
-        assert_eq!(w.df, 2.0);
-        for x in [w.p_value, w.ci.0, w.ci.1, w.std_error] {
-            assert!(x.is_finite(), "{w:?}");
+        let t = welch_ratio((&old).into(), (&new).into()).unwrap();
+        assert!((1.0..=2.0).contains(&t.df), "{t:?}");
+        let (lo, hi) = t.interval(0.05);
+        for x in [t.p_value, t.log_std_error, lo, hi] {
+            assert!(x.is_finite(), "{t:?}");
         }
     }
 
@@ -515,32 +659,99 @@ mod tests {
         assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
     }
 
-    #[test]
-    fn small_significant_changes_are_no_change_and_wide_intervals_inconclusive() {
-        let c = Criteria::default();
-        let tiny = Change {
-            relative: 0.005,
-            ci: Some((0.004, 0.006)),
-            p_value: Some(1e-6),
-        };
-        assert_eq!(verdict(&tiny, Some(1e-6), false, &c), Verdict::NoChange);
-        let wide = Change {
-            relative: 0.05,
-            ci: Some((-0.2, 0.3)),
-            p_value: Some(0.4),
-        };
-        assert_eq!(verdict(&wide, Some(0.4), false, &c), Verdict::Inconclusive);
-        let faster = Change {
-            relative: -0.05,
-            ci: Some((-0.06, -0.04)),
-            p_value: Some(1e-4),
-        };
-        assert_eq!(verdict(&faster, Some(1e-4), false, &c), Verdict::Improved);
-        // Significant before adjustment, not after: no regression.
-        assert_eq!(verdict(&faster, Some(0.2), false, &c), Verdict::NoChange);
+    /// A change with this interval (the point in the middle).
+    fn change(lo: f64, hi: f64) -> Change {
+        Change {
+            relative: (lo + hi) / 2.0,
+            ci: Some((lo, hi)),
+            confidence: Some(0.95),
+            p_value: None,
+        }
     }
 
-    /// Every figure of a summary, a Welch test and a change is a number, whatever the
+    #[test]
+    fn the_verdict_is_the_interval_s() {
+        let c = Criteria::default();
+        // Significant but smaller than the threshold: within the noise threshold.
+        assert_eq!(verdict(&change(0.004, 0.006), false, &c), Verdict::NoChange);
+        assert_eq!(verdict(&change(-0.06, -0.04), false, &c), Verdict::Improved);
+        assert_eq!(verdict(&change(0.04, 0.06), false, &c), Verdict::Regressed);
+        // Holding 0: never a change. Past 10% on both sides: inconclusive; on one side only,
+        // no change, with what it rules out.
+        assert_eq!(
+            verdict(&change(-0.2, 0.3), false, &c),
+            Verdict::Inconclusive
+        );
+        let one_sided = change(-0.05, 0.3);
+        assert_eq!(verdict(&one_sided, false, &c), Verdict::NoChange);
+        assert_eq!(one_sided.worse_bound(false), Some(0.3));
+        assert_eq!(one_sided.worse_bound(true), Some(-0.05));
+        assert_eq!(verdict(&change(-0.08, 0.09), false, &c), Verdict::NoChange);
+    }
+
+    /// Families of workloads with p-values anywhere from certain to nothing, adjusted by Holm:
+    /// each workload's interval, made at the level Holm tested it at, leaves out 0 exactly when
+    /// its adjusted p is below alpha, and the verdict follows both.
+    #[test]
+    fn verdict_and_interval_agree_across_holm_adjustment() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(45);
+        let criteria = Criteria::default();
+        let mut seen = [0usize; 2];
+        for _ in 0..2_000 {
+            let m = rng.gen_range(1..=20);
+            let tests: Vec<RatioTest> = (0..m)
+                .map(|_| {
+                    let se = rng.gen_range(0.005..0.3);
+                    let t: f64 = rng.gen_range(-8.0..8.0);
+                    let df = rng.gen_range(1.0..40.0);
+                    RatioTest::new((t * se).exp(), se, df).unwrap()
+                })
+                .collect();
+            let p: Vec<f64> = tests.iter().map(|t| t.p_value).collect();
+            for ((t, adjusted), level) in tests
+                .iter()
+                .zip(holm(&p))
+                .zip(holm_levels(&p, criteria.alpha))
+            {
+                let c = Change::tested(t, level);
+                let (lo, hi) = c.ci.unwrap();
+                let excludes_zero = lo > 0.0 || hi < 0.0;
+                assert_eq!(
+                    excludes_zero,
+                    adjusted < criteria.alpha,
+                    "{t:?}: adjusted p {adjusted}, level {level}, interval {lo} {hi}"
+                );
+                // Significant alone, not after adjustment: the interval holds 0 too.
+                let v = verdict(&c, false, &criteria);
+                if excludes_zero {
+                    assert_ne!(v, Verdict::Inconclusive);
+                } else {
+                    assert!(
+                        matches!(v, Verdict::NoChange | Verdict::Inconclusive),
+                        "{v}"
+                    );
+                }
+                seen[usize::from(t.p_value < criteria.alpha && adjusted >= criteria.alpha)] += 1;
+            }
+        }
+        // Both kinds happened: workloads Holm's adjustment made non-significant are covered.
+        assert!(seen[1] > 100, "{seen:?}");
+    }
+
+    #[test]
+    fn holm_levels_are_the_steps_and_stop_where_the_steps_do() {
+        // Sorted 0.005 < 0.05/4, 0.01 < 0.05/3, 0.03 >= 0.05/2: two rejected, the rest at 0.05/2.
+        let levels = holm_levels(&[0.01, 0.04, 0.03, 0.005], 0.05);
+        let expected = [0.05 / 3.0, 0.025, 0.025, 0.0125];
+        for (l, e) in levels.iter().zip(expected) {
+            assert_close(*l, e);
+        }
+        assert_eq!(holm_levels(&[0.5], 0.05), vec![0.05]);
+        assert!(holm_levels(&[], 0.05).is_empty());
+    }
+
+    /// Every figure of a summary and a ratio test is a number, whatever the
     /// magnitudes (samples of 1e308 made mean, variance and t overflow, and statrs panicked).
     #[test]
     fn extreme_magnitudes_give_numbers_not_overflow_or_a_panic() {
@@ -561,18 +772,19 @@ mod tests {
                 for v in [o.mean, o.median, o.stdev, o.pop_stdev, o.cv, lo, hi, half] {
                     assert!(v.is_finite(), "{old:?}: {o:?}");
                 }
-                let w = welch(&o, &n).unwrap();
-                for v in [w.difference, w.std_error, w.df, w.p_value, w.ci.0, w.ci.1] {
-                    assert!(v.is_finite(), "{old:?} vs {new:?}: {w:?}");
-                }
-                if let Some(c) = relative_change(&o, &n) {
-                    let (lo, hi) = c.ci.unwrap();
-                    assert!([c.relative, lo, hi].iter().all(|v| v.is_finite()), "{c:?}");
+                // No test where a mean is not positive or the ratio overflows; a number where
+                // there is one.
+                if let Some(t) = welch_ratio((&o).into(), (&n).into()) {
+                    let (lo, hi) = t.interval(0.05);
+                    for v in [t.ratio, t.log_std_error, t.df, t.p_value, lo, hi] {
+                        assert!(v.is_finite(), "{old:?} vs {new:?}: {t:?}");
+                    }
                 }
             }
         }
         let same = summarize(&[1e308; 5]).unwrap();
         assert_eq!((same.mean, same.stdev), (1e308, 0.0));
-        assert_eq!(welch(&same, &same).unwrap().p_value, 1.0);
+        let t = welch_ratio((&same).into(), (&same).into()).unwrap();
+        assert_eq!(t.p_value, 1.0);
     }
 }

@@ -559,4 +559,42 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
         std::fs::copy(&shot, Path::new(&keep).join("flame.png")).unwrap();
         std::fs::copy(&diff_shot, Path::new(&keep).join("flame-diff.png")).unwrap();
     }
+
+    // An A/A pair, the second a fresh draw of the same profile (AppArmor's 200 samples now
+    // 210): no function's own share moved beyond chance, so no frame is red or blue.
+    let again = write("again.json", &profiled_results("again", 210));
+    let compare = hookprof(&["compare", &old, &again, "--format", "html"]);
+    let page = String::from_utf8(compare.stdout).unwrap();
+    assert!(page.contains("0 functions changed beyond chance"), "{page}");
+    let checked = dir.path().join("aa.html");
+    std::fs::write(
+        &checked,
+        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
+    )
+    .unwrap();
+    let (dom, _) = render(&chromium, &checked, dir.path());
+    let flame = dom
+        .split("data-flame=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap();
+    for name in [
+        "aa_file_perm",
+        "[user]",
+        "security_file_open",
+        "do_syscall_64",
+    ] {
+        assert!(
+            flame.contains(&format!("{name}=rgb(250,250,250)")),
+            "{name}: {flame}"
+        );
+    }
+    let shown = dir.path().join("aa-shot.html");
+    std::fs::write(&shown, &page).unwrap();
+    let (_, aa_shot) = render(&chromium, &shown, dir.path());
+    let (counts, _) = pixels(&aa_shot, &[colour(&grew), colour(&shrank)]);
+    assert_eq!(counts, [0, 0], "{}", aa_shot.display());
+    if let Some(keep) = std::env::var_os("HOOKPROF_KEEP_SCREENSHOTS") {
+        std::fs::copy(&aa_shot, Path::new(&keep).join("flame-diff-aa.png")).unwrap();
+    }
 }

@@ -100,6 +100,7 @@ mod tests {
             round_samples: Vec::new(),
             paths: Vec::new(),
             folded: Vec::new(),
+            groups: Vec::new(),
         };
         let a = account(&[sample(1, 800, 0, 0)], 800.0, Some(&profile)).unwrap();
         assert_eq!(a.user_ns_per_op, Some(200.0));

@@ -108,6 +108,7 @@ mod tests {
             on_cpu_ns_per_op: 0.0,
             paths,
             folded: Vec::new(),
+            groups: Vec::new(),
             round_samples: Vec::new(),
         }
     }

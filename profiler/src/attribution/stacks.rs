@@ -11,7 +11,11 @@ use crate::{
         kallsyms::Symbol,
         RawSample,
     },
-    results::{PathKind, SampledPath, StackProfile, FOLDED_LIMIT, OTHER_STACKS, USER_FRAME},
+    results::{
+        GroupKind, PathKind, SampledGroup, SampledPath, StackProfile, FOLDED_LIMIT, OTHER_STACKS,
+        USER_FRAME,
+    },
+    shares::{share_interval, RoundCount},
     stats::wilson_interval,
 };
 
@@ -252,12 +256,18 @@ fn is_probe(program: &str) -> bool {
     })
 }
 
+/// The syscall entry path's frames: x86_64's `entry_SYSCALL_64` -> `do_syscall_64`, arm64's
+/// `el0t_64_sync` -> `el0_svc` -> `do_el0_svc` (the exception vector itself is taken for faults
+/// too). A kernel has one architecture's alone.
+fn is_syscall_entry(frame: &str) -> bool {
+    matches!(frame, "do_syscall_64" | "el0_svc" | "do_el0_svc")
+        || frame.starts_with("entry_SYSCALL")
+}
+
 /// The syscall a kernel stack is inside: its task's saved number, trusted only for a stack
 /// that came in through the syscall path (an interrupt or a fault leaves other values there).
 fn syscall_of(syscall_nr: i32, frames: &[&str]) -> Option<String> {
-    let entered = frames
-        .iter()
-        .any(|f| *f == "do_syscall_64" || f.starts_with("entry_SYSCALL"));
+    let entered = frames.iter().any(|f| is_syscall_entry(f));
     let nr = usize::try_from(syscall_nr).ok()?;
     (entered && nr < profiler_common::MAX_SYSCALLS as usize).then(|| syscall_name(nr))
 }
@@ -298,8 +308,33 @@ fn paths_of(frames: &[&str], syscall: Option<&str>) -> Vec<(PathKey, bool)> {
     paths
 }
 
+/// The summary's groups one stack counts in, given its paths: any hook makes it the security
+/// layer's, each LSM whose function it is inside that LSM's, a hook with no LSM function under
+/// it the framework's, and any task path the task paths'.
+fn groups_of(paths: &[(PathKey, bool)]) -> Vec<(GroupKind, Option<String>)> {
+    let mut groups = Vec::new();
+    let any = |kind: PathKind| paths.iter().any(|(k, _)| k.kind == kind);
+    if any(PathKind::Hook) {
+        groups.push((GroupKind::Hooks, None));
+        let lsms: std::collections::BTreeSet<&str> =
+            paths.iter().filter_map(|(k, _)| k.lsm.as_deref()).collect();
+        if lsms.is_empty() {
+            groups.push((GroupKind::Framework, None));
+        }
+        groups.extend(
+            lsms.into_iter()
+                .map(|l| (GroupKind::Lsm, Some(l.to_string()))),
+        );
+    }
+    if any(PathKind::TaskPath) {
+        groups.push((GroupKind::TaskPaths, None));
+    }
+    groups
+}
+
+/// The function of `syscall` itself: x86_64's or arm64's wrapper, or the generic ones it calls.
 fn is_syscall_function(frame: &str, syscall: &str) -> bool {
-    ["__x64_sys_", "__do_sys_", "__se_sys_"]
+    ["__x64_sys_", "__arm64_sys_", "__do_sys_", "__se_sys_"]
         .iter()
         .any(|p| frame.strip_prefix(p) == Some(syscall))
 }
@@ -384,6 +419,13 @@ pub fn profile(
     // and every sample with it on the stack, the probes' own included; and the first, round
     // by round.
     let mut tallies: BTreeMap<PathKey, Tally> = BTreeMap::new();
+    // Per group: the workload's own samples with any of its paths on the stack, by round.
+    // The security layer and the task paths are always there, at zero if no sample fell in
+    // them: a profile with groups says so, where a file written before them has none.
+    let mut groups: BTreeMap<(GroupKind, Option<String>), Vec<u64>> =
+        [GroupKind::Hooks, GroupKind::TaskPaths]
+            .map(|kind| ((kind, None), vec![0; rounds]))
+            .into();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (key, by_round) in &stacks.counts {
         let count: u64 = by_round.iter().sum();
@@ -412,7 +454,16 @@ pub fn profile(
                     probe_samples += count;
                 }
                 let syscall = syscall_of(key.syscall_nr, &frames);
-                for (path, own) in paths_of(&frames, syscall.as_deref()) {
+                let paths = paths_of(&frames, syscall.as_deref());
+                if workload_s {
+                    for group in groups_of(&paths) {
+                        let t = groups.entry(group).or_insert_with(|| vec![0; rounds]);
+                        for (r, n) in t.iter_mut().zip(by_round) {
+                            *r += n;
+                        }
+                    }
+                }
+                for (path, own) in paths {
                     let t = tallies.entry(path).or_insert_with(|| Tally::new(rounds));
                     t.spanned += count;
                     if workload_s {
@@ -465,9 +516,38 @@ pub fn profile(
             }
         })
         .collect();
+    let groups = groups
+        .into_iter()
+        .map(|((kind, lsm), by_round)| {
+            let samples: u64 = by_round.iter().sum();
+            let rounds: Vec<RoundCount> = by_round
+                .iter()
+                .zip(&own_by_round)
+                .map(|(&path, &all)| RoundCount { path, all })
+                .collect();
+            // The rounds' interval, never narrower than the samples allow (with no sample in
+            // the group the rounds agree exactly, and would say 0-0).
+            let wilson = wilson_interval(samples, own_samples);
+            let (low, high) = keep_rounds
+                .then(|| share_interval(&rounds))
+                .flatten()
+                .map_or(wilson, |i| (i.low.min(wilson.0), i.high.max(wilson.1)));
+            SampledGroup {
+                kind,
+                lsm,
+                samples,
+                share: share(samples),
+                share_low: low,
+                share_high: high,
+                ns_per_op: share(samples) * own_ns_per_op,
+                round_samples: if keep_rounds { by_round } else { Vec::new() },
+            }
+        })
+        .collect();
     StackProfile {
         period_ns,
         stack_passes: None,
+        groups,
         samples: total,
         user_samples,
         probe_samples,
@@ -603,6 +683,76 @@ mod tests {
         assert_eq!(p.folded.len(), 4);
         assert_eq!(p.folded[0].1, 40);
         assert!(p.folded[0].0.starts_with("entry_SYSCALL_64;do_syscall_64;"));
+    }
+
+    #[test]
+    fn a_sample_counts_once_in_each_group_its_paths_belong_to() {
+        let mut names = HashMap::new();
+        let entry = ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_openat"];
+        let open = |tail: &[&'static str]| [&entry[..], tail].concat();
+        let clone = ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_clone"];
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            // Two hooks on one stack (one inside the other's work): once in the hooks.
+            stack(
+                &open(&[
+                    "security_file_open",
+                    "hook_file_open",
+                    "security_inode_permission",
+                ]),
+                257,
+                30,
+                &mut names,
+            ),
+            stack(
+                &open(&["security_file_open", "bpf_lsm_file_open"]),
+                257,
+                5,
+                &mut names,
+            ),
+            stack(
+                &open(&["security_file_alloc", "kmem_cache_alloc"]),
+                257,
+                10,
+                &mut names,
+            ),
+            stack(&open(&["do_filp_open"]), 257, 40, &mut names),
+            stack(
+                &[&clone[..], &["copy_process", "security_task_alloc"]].concat(),
+                56,
+                15,
+                &mut names,
+            ),
+        ]);
+        let p = profile(&s, &names, 1000, 100, Some(2000.0));
+        let group = |kind: GroupKind, lsm: Option<&str>| {
+            p.groups
+                .iter()
+                .find(|g| g.kind == kind && g.lsm.as_deref() == lsm)
+                .map_or(0, |g| g.samples)
+        };
+        assert_eq!(group(GroupKind::Hooks, None), 30 + 5 + 10 + 15);
+        assert_eq!(group(GroupKind::Lsm, Some("landlock")), 30);
+        assert_eq!(group(GroupKind::Lsm, Some("bpf")), 5);
+        // security_file_alloc's own allocation, and security_task_alloc's own body.
+        assert_eq!(group(GroupKind::Framework, None), 10 + 15);
+        assert_eq!(group(GroupKind::TaskPaths, None), 15);
+        let hooks = p
+            .groups
+            .iter()
+            .find(|g| g.kind == GroupKind::Hooks)
+            .unwrap();
+        assert!((hooks.share - 0.6).abs() < 1e-12);
+        assert!((hooks.ns_per_op - 1200.0).abs() < 1e-9);
+        assert!(hooks.share_low < 0.6 && hooks.share_high > 0.6);
+        // Summing the hook rows would count the nested pair twice.
+        let summed: u64 = p
+            .paths
+            .iter()
+            .filter(|r| r.kind == PathKind::Hook)
+            .map(|r| r.inclusive_samples)
+            .sum();
+        assert_eq!(summed, 90);
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct Comparison {
     pub criteria: Criteria,
     pub old_labels: Vec<String>,
     pub new_labels: Vec<String>,
+    /// Run options that change what ran (`--inject`, `--policy`, `--stack-noop`, `--user`,
+    /// `--parallel`, the probes, the sampling rates, where the workloads' files live) and
+    /// differ between the sides: listed first, since a change may be theirs.
+    pub options: Vec<EnvironmentDifference>,
     /// Environment facts that differ between the sides.
     pub environment: Vec<EnvironmentDifference>,
     /// Paths and task events that appear, disappear or run more or less often per op: facts
@@ -22,6 +26,9 @@ pub struct Comparison {
     pub workloads: Vec<WorkloadComparison>,
     pub only_in_old: Vec<String>,
     pub only_in_new: Vec<String>,
+    /// The largest slowdown the comparison could have missed: over the workloads not called
+    /// regressed, the worse end of their intervals, the largest in log terms.
+    pub largest_missed_slowdown: Option<MissedSlowdown>,
     /// The sampled stacks of workloads profiled on both sides (the HTML page's differential
     /// flame graphs; too bulky for the JSON comparison).
     #[serde(skip)]
@@ -70,13 +77,17 @@ pub struct WorkloadComparison {
     pub floor_over_rounds: Option<f64>,
     /// Why this workload's spread is the machine's, not the kernel's, when it is.
     pub machine_state: Option<String>,
-    /// The verdict is inconclusive because a loop that never enters the kernel moved the same
-    /// way (`speed`): the machine's speed changed.
+    /// A loop that never enters the kernel moved the same way (`speed`): the machine's speed
+    /// changed, and the interval was widened by what it could make of this workload.
     pub machine_speed_changed: bool,
-    /// The verdict is inconclusive because the single run on one side was disturbed: its
-    /// rounds disagree far more than those of the other side's runs.
+    /// The single run on one side was disturbed: its rounds disagree far more than those of
+    /// the other side's runs (their spread widens the interval; the note says to run again).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disturbed_run: Option<DisturbedRun>,
+    /// Why a change may be the run options' rather than the kernel's (an injection on a path
+    /// the workload calls, or other options that differ).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option_note: Option<String>,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
     /// Each path's share of the sampled CPU time on both sides (where both sampled stacks).
@@ -91,6 +102,43 @@ pub struct ExtraComparison {
     pub old: Summary,
     pub new: Summary,
     pub change: Option<Change>,
+}
+
+/// The largest slowdown a comparison could have missed, and whose it is.
+#[derive(Debug, Serialize)]
+pub struct MissedSlowdown {
+    pub workload: String,
+    /// The worse end of its interval: a time's slowdown (+0.25: 25% slower) or a rate's drop
+    /// (-0.2: 20% less).
+    pub bound: f64,
+    pub unit: Unit,
+}
+
+impl MissedSlowdown {
+    /// Over the workloads with an interval not called regressed or improved: the worse end
+    /// furthest from no change in log terms (a rate's drop weighed as the time its work then
+    /// takes); None when every such end is on the better side.
+    pub fn of(workloads: &[WorkloadComparison]) -> Option<MissedSlowdown> {
+        workloads
+            .iter()
+            .filter(|w| !matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+            .filter_map(|w| {
+                let better = w.unit.higher_is_better();
+                let bound = w.change?.worse_bound(better)?;
+                let slower = if better {
+                    -bound.ln_1p()
+                } else {
+                    bound.ln_1p()
+                };
+                (slower > 0.0).then_some((slower, w, bound))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, w, bound)| MissedSlowdown {
+                workload: w.name.clone(),
+                bound,
+                unit: w.unit,
+            })
+    }
 }
 
 /// Where an end-to-end change went.
@@ -113,6 +161,14 @@ pub struct PathDelta {
     pub old_ns_per_op: f64,
     pub new_ns_per_op: f64,
     pub delta_ns_per_op: f64,
+    /// Its 95% interval, from the row's values at the comparison's unit (None where a side
+    /// has one value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_interval: Option<(f64, f64)>,
+    /// The sampled stacks attribute this path's change, and their interval and this one are
+    /// apart: the two methods disagree beyond what either's spread explains.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sampled_disagrees: bool,
     /// Counted in the residual's sum.
     pub top_level: bool,
 }
@@ -132,8 +188,8 @@ impl Comparison {
         let undecided = self.count(Verdict::Inconclusive) > 0;
         match fail_on {
             FailOn::Never => 0,
-            FailOn::Regression | FailOn::Inconclusive if regressed => 1,
-            FailOn::Inconclusive if undecided => 3,
+            FailOn::Regression | FailOn::Inconclusive if regressed => crate::exit::REGRESSED,
+            FailOn::Inconclusive if undecided => crate::exit::UNDECIDED,
             FailOn::Regression | FailOn::Inconclusive => 0,
         }
     }

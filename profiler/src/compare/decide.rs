@@ -2,15 +2,15 @@
 //! (round, file, or the pair of a paired run), the change and its test, Holm across the
 //! workloads, the minimum detectable effect, and what the machine's state explains.
 use super::{
-    environment::environment_differences,
-    explain::attribute_change,
-    facts,
+    environment::{environment_differences, option_differences},
+    explain::{attribute_change, Rows},
+    facts, options,
     pool::{pool, Pooled},
-    sampled, speed, Comparison, DisturbedRun, ExtraComparison, WorkloadComparison,
+    sampled, speed, Comparison, DisturbedRun, ExtraComparison, MissedSlowdown, WorkloadComparison,
 };
 use crate::{
-    replication::{self, Components, FileRounds, TestKind, Unit as Replication},
-    results::{Results, Unit},
+    replication::{self, Components, FileRounds, Floor, Unit as Replication},
+    results::{rows, Results, Unit},
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 
@@ -21,16 +21,18 @@ pub fn compare(
 ) -> anyhow::Result<Comparison> {
     let (old_pool, new_pool) = (pool(old)?, pool(new)?);
     let paired = paired_variants(old, new);
+    // Imported summaries: one file a side whose samples are each a run of the benchmark.
+    let samples_are_runs = old.iter().chain(new).all(Results::samples_are_runs);
     let mut workloads = Vec::new();
-    let mut relative_errors = Vec::new();
+    let mut tests = Vec::new();
     for (name, o) in &old_pool {
         let Some((_, n)) = new_pool.iter().find(|(m, _)| m == name) else {
             continue;
         };
-        let replication = if paired {
-            Replication::Pair
-        } else {
-            replication::level(&o.clean).max(replication::level(&n.clean))
+        let replication = match replication::level(&o.clean).max(replication::level(&n.clean)) {
+            _ if paired => Replication::Pair,
+            Replication::Round if samples_are_runs => Replication::Run,
+            level => level,
         };
         let (Some(old_o), Some(new_o)) = (
             observe(&o.clean, replication),
@@ -51,35 +53,61 @@ pub fn compare(
             .filter_map(|(e, eu, ov)| {
                 let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
                 let (old, new) = (observe(ov, replication)?, observe(nv, replication)?);
+                let floors = floors(ov, nv, replication, None);
+                let test = tested(&old, &new, replication, floors);
                 Some(ExtraComparison {
                     name: e.clone(),
                     unit: *eu,
-                    change: tested_change(&old, &new, replication).0,
+                    change: change_at(&old.summary, &new.summary, test, 1.0 - stats::CONFIDENCE),
                     old: old.summary,
                     new: new.summary,
                 })
             })
             .collect();
-        let (change, test) = tested_change(&old_o, &new_o, replication);
-        let disturbed_run = match test.map(|t| t.kind) {
-            Some(TestKind::Prediction) => disturbed(&o.clean, &n.clean),
+        let disturbed_run = match replication {
+            Replication::File => disturbed(&o.clean, &n.clean),
             _ => None,
         };
+        let floors = floors(&o.clean, &n.clean, replication, disturbed_run);
+        let test = tested(&old_o, &new_o, replication, floors);
         let (old_s, new_s) = (old_o.summary, new_o.summary);
         let components = replication::components(&[&o.clean, &n.clean]);
-        // The standard error relative to the old mean, for the minimum detectable effect.
-        relative_errors.push(test.map(|t| (t.std_error / old_s.mean.abs(), t.df)));
+        tests.push(test);
+        let mut attribution = attribute_change(
+            unit,
+            (&old_s, &new_s),
+            (
+                Rows {
+                    merged: &o.attribution,
+                    rounds: &o.row_rounds,
+                },
+                Rows {
+                    merged: &n.attribution,
+                    rounds: &n.row_rounds,
+                },
+            ),
+            replication,
+        );
+        let mut sampled = sampled::sampled_change(
+            &o.profiles.iter().collect::<Vec<_>>(),
+            &n.profiles.iter().collect::<Vec<_>>(),
+        );
+        if let Some(s) = &mut sampled {
+            s.whole_ns = rows::op_ns(unit, new_s.mean)
+                .zip(rows::op_ns(unit, old_s.mean))
+                .map(|(n, o)| n - o);
+            if let Some(a) = &mut attribution {
+                sampled::cross_check(s, &mut a.paths);
+            }
+        }
         workloads.push(WorkloadComparison {
             name: name.clone(),
             unit,
             replication,
             test: test.map(|t| t.kind),
-            change,
-            attribution: attribute_change(unit, &old_s, &new_s, &o.attribution, &n.attribution),
-            sampled: sampled::sampled_change(
-                &o.profiles.iter().collect::<Vec<_>>(),
-                &n.profiles.iter().collect::<Vec<_>>(),
-            ),
+            change: change_at(&old_s, &new_s, test, 1.0 - stats::CONFIDENCE),
+            attribution,
+            sampled,
             machine_state: machine_state(name, &components),
             machine_speed_changed: false,
             disturbed_run,
@@ -91,36 +119,42 @@ pub fn compare(
             adjusted_p: None,
             verdict: Verdict::Inconclusive,
             extras,
+            option_note: None,
         });
     }
     anyhow::ensure!(
         !workloads.is_empty(),
         "OLD and NEW have no workload with samples in common"
     );
-    // Holm across the family of workloads that have a p-value.
-    let tested: Vec<usize> = (0..workloads.len())
-        .filter(|&i| workloads[i].change.is_some_and(|c| c.p_value.is_some()))
+    // Holm across the family of workloads that have a test; each interval at the level its
+    // step tested it at, so interval and adjusted p agree.
+    let tested_at: Vec<usize> = (0..workloads.len())
+        .filter(|&i| tests[i].is_some())
         .collect();
-    let p_values: Vec<f64> = tested
+    let p_values: Vec<f64> = tested_at
         .iter()
-        .filter_map(|&i| workloads[i].change.and_then(|c| c.p_value))
+        .filter_map(|&i| tests[i].map(|t| t.ratio.p_value))
         .collect();
-    for (&i, adjusted) in tested.iter().zip(stats::holm(&p_values)) {
-        workloads[i].adjusted_p = Some(adjusted);
+    let levels = stats::holm_levels(&p_values, criteria.alpha);
+    for ((&i, adjusted), level) in tested_at.iter().zip(stats::holm(&p_values)).zip(levels) {
+        let w = &mut workloads[i];
+        w.adjusted_p = Some(adjusted);
+        w.change = change_at(&w.old, &w.new, tests[i], level);
     }
     // A single regression among m workloads faces Holm's strictest step, alpha / m.
-    let family = tested.len().max(1) as f64;
-    for (w, error) in workloads.iter_mut().zip(relative_errors) {
-        w.minimum_detectable_effect = error
-            .and_then(|(se, df)| replication::minimum_detectable(se, df, criteria.alpha / family))
-            .map(|m| m.max(criteria.threshold));
+    let family = tested_at.len().max(1) as f64;
+    for (w, test) in workloads.iter_mut().zip(&tests) {
+        w.minimum_detectable_effect = test
+            .and_then(|t| {
+                replication::minimum_detectable(
+                    t.ratio.log_std_error,
+                    t.ratio.df,
+                    criteria.alpha / family,
+                )
+            })
+            .map(|m| m.exp_m1().max(criteria.threshold));
         w.floor_over_rounds = floor_over_rounds(w).map(|f| f.max(criteria.threshold));
-        w.verdict = match &w.change {
-            Some(c) if w.disturbed_run.is_none() => {
-                stats::verdict(c, w.adjusted_p, w.unit.higher_is_better(), criteria)
-            }
-            _ => Verdict::Inconclusive,
-        };
+        w.verdict = verdict(w, criteria);
     }
     let names = |pool: &[(String, Pooled)], other: &[(String, Pooled)]| -> Vec<String> {
         pool.iter()
@@ -128,26 +162,52 @@ pub fn compare(
             .map(|(n, _)| n.clone())
             .collect()
     };
+    let options = option_differences(old, new);
     let mut environment = environment_differences(old, new);
     environment.extend(speed::check(&mut workloads));
+    for w in &mut workloads {
+        w.verdict = verdict(w, criteria);
+        w.option_note = options::note(&options, old, new, w);
+    }
     Ok(Comparison {
         criteria: *criteria,
         old_labels: old.iter().map(|r| r.label.clone()).collect(),
         new_labels: new.iter().map(|r| r.label.clone()).collect(),
+        largest_missed_slowdown: MissedSlowdown::of(&workloads),
+        options,
         environment,
         call_counts: facts::call_counts(old, new),
         only_in_old: names(&old_pool, &new_pool),
         only_in_new: names(&new_pool, &old_pool),
-        stacks: super::stacks::changes(old, new),
+        stacks: super::stacks::changes(old, new, &|name| {
+            workloads
+                .iter()
+                .find(|w| w.name == name)
+                .and_then(|w| w.sampled.as_ref())
+                .map_or(1.0, |s| s.overdispersion)
+        }),
         workloads,
     })
 }
 
+/// A workload's verdict from its interval; one whose interval had to make room for the
+/// machine's own change (`speed`) and now holds 0 is inconclusive.
+fn verdict(w: &WorkloadComparison, criteria: &Criteria) -> Verdict {
+    let Some(change) = &w.change else {
+        return Verdict::Inconclusive;
+    };
+    match stats::verdict(change, w.unit.higher_is_better(), criteria) {
+        Verdict::NoChange if w.machine_speed_changed => Verdict::Inconclusive,
+        v => v,
+    }
+}
+
 /// A one-sided F-test this sure that a single run's rounds spread more than the other side's
-/// runs' rounds do marks the run as disturbed. Strict, so a kernel change that makes a
-/// workload itself noisier still gets its verdict: in two A/A series of the CI recipe here
-/// (38 compares of 18 workloads) it fired on 8 of 684, each a run whose rounds spread 2.8-5x
-/// as far as the baseline runs' (23-109% against 8-38%), and never in the power bench.
+/// runs' rounds do marks the run as disturbed: a note that says to run it again. The verdict
+/// is its interval's, which the run's rounds already widen (`replication::variance_floor`).
+/// In two A/A series of the CI recipe here (38 compares of 18 workloads) it fired on 8 of
+/// 684, each a run whose rounds spread 2.8-5x as far as the baseline runs' (23-109% against
+/// 8-38%), and never in the power bench.
 const DISTURBED_ALPHA: f64 = 0.001;
 
 /// The single run of a side judged by prediction, when its rounds disagree far more than the
@@ -161,6 +221,30 @@ fn disturbed(old: &[FileRounds], new: &[FileRounds]) -> Option<DisturbedRun> {
     let spread = replication::round_spread(run, others)?;
     (spread.p_value < DISTURBED_ALPHA && spread.run > spread.others)
         .then_some(DisturbedRun { side, spread })
+}
+
+/// Each side's variance floor (`replication::variance_floor`): its own rounds' where both sides
+/// repeat the unit. Where one side is a single run (a prediction), the other side's floor
+/// pools the single run's rounds too (with no change they are alike, and more rounds make a
+/// steadier floor), and the single run's own floor counts only when its rounds were disturbed:
+/// then its value is no surer than they say.
+fn floors(
+    old: &[FileRounds],
+    new: &[FileRounds],
+    unit: Replication,
+    disturbed: Option<DisturbedRun>,
+) -> (Floor, Floor) {
+    let own = |side: &[FileRounds]| replication::variance_floor(side, unit);
+    let single = |side: &[FileRounds], name: &str| match disturbed {
+        Some(d) if d.side == name => own(side),
+        _ => Floor::default(),
+    };
+    let both = || own(&[old, new].concat());
+    match (old.len(), new.len(), unit) {
+        (k, 1, Replication::File) if k >= 2 => (both(), single(new, "new")),
+        (1, k, Replication::File) if k >= 2 => (single(old, "old"), both()),
+        _ => (own(old), own(new)),
+    }
 }
 
 /// A side's observations at a unit, and the summary of those it has (a paired run's missing
@@ -189,29 +273,42 @@ fn paired_variants(old: &[Results], new: &[Results]) -> bool {
     }
 }
 
-/// The relative change of new against old with the test at `unit` (None without repetition
-/// on either side: samples of one round are not independent, so they decide nothing).
-fn tested_change(
+/// The test of new against old at `unit`, each observation's variance at least its side's
+/// floor (None
+/// without repetition on either side: samples of one round are not independent, so they
+/// decide nothing).
+fn tested(
     old: &Observed,
     new: &Observed,
     unit: Replication,
-) -> (Option<Change>, Option<replication::Test>) {
-    let (o, n) = (&old.summary, &new.summary);
-    if o.mean == 0.0 {
-        return (None, None);
-    }
-    let test = match unit {
+    floors: (Floor, Floor),
+) -> Option<replication::Test> {
+    match unit {
         Replication::Sample => None,
-        Replication::Pair => replication::paired_test(&old.values, &new.values),
-        Replication::Round | Replication::File => replication::test(o, n),
-    };
-    let scale = o.mean.abs();
-    let change = Change {
-        relative: (n.mean - o.mean) / scale,
-        ci: test.map(|t| (t.ci.0 / scale, t.ci.1 / scale)),
-        p_value: test.map(|t| t.p_value),
-    };
-    (Some(change), test)
+        Replication::Pair => replication::paired_test(&old.values, &new.values, floors),
+        Replication::Round | Replication::Run | Replication::File => {
+            replication::test(&old.summary, &new.summary, floors)
+        }
+    }
+}
+
+/// The change with its interval at level `alpha` where there is a test, the ratio of the means
+/// alone where there is none (None when the old mean is 0).
+fn change_at(
+    old: &Summary,
+    new: &Summary,
+    test: Option<replication::Test>,
+    alpha: f64,
+) -> Option<Change> {
+    match test {
+        Some(t) => Some(Change::tested(&t.ratio, alpha)),
+        None => (old.mean != 0.0).then(|| Change {
+            relative: new.mean / old.mean - 1.0,
+            ci: None,
+            confidence: None,
+            p_value: None,
+        }),
+    }
 }
 
 /// What `w`'s minimum detectable effect would be with unlimited rounds a run, at the file

@@ -1,24 +1,33 @@
-//! Where an end-to-end change went: each attributed path's change per op, and the residual
-//! the top-level paths leave unexplained.
+//! Where an end-to-end change went: each attributed path's change per op with its interval
+//! (from the rows' spread at the comparison's unit), and the residual the top-level paths
+//! leave unexplained.
 use std::collections::BTreeMap;
 
-use super::{ChangeAttribution, PathDelta};
+use super::{pool::PathKey, ChangeAttribution, PathDelta};
 use crate::{
+    replication::{self, FileRounds, Unit as Replication},
     results::{
         rows::{self, Level},
         AttributionRow, PathKind, Unit,
     },
-    stats::Summary,
+    stats::{self, Summary},
 };
+
+/// One side's attribution: its rows merged over files, and each row's values per file, round
+/// by round.
+pub(super) struct Rows<'a> {
+    pub merged: &'a [AttributionRow],
+    pub rounds: &'a [(PathKey, Vec<FileRounds>)],
+}
 
 /// The change of each attributed path, and what the top-level paths leave unexplained.
 pub(super) fn attribute_change(
     unit: Unit,
-    old: &Summary,
-    new: &Summary,
-    old_rows: &[AttributionRow],
-    new_rows: &[AttributionRow],
+    (old, new): (&Summary, &Summary),
+    (old_side, new_side): (Rows, Rows),
+    replication: Replication,
 ) -> Option<ChangeAttribution> {
+    let (old_rows, new_rows) = (old_side.merged, new_side.merged);
     if old_rows.is_empty() || new_rows.is_empty() {
         return None;
     }
@@ -45,6 +54,7 @@ pub(super) fn attribute_change(
         .into_iter()
         .map(|key @ (kind, name, parent)| {
             let (o, n) = keys[&key];
+            let delta_interval = delta_interval(&key, &old_side, &new_side, replication);
             PathDelta {
                 kind,
                 name: name.to_string(),
@@ -52,6 +62,8 @@ pub(super) fn attribute_change(
                 old_ns_per_op: o,
                 new_ns_per_op: n,
                 delta_ns_per_op: n - o,
+                delta_interval,
+                sampled_disagrees: false,
                 top_level: kind == level.kind(),
             }
         })
@@ -70,4 +82,27 @@ pub(super) fn attribute_change(
         paths,
         residual_ns: total_ns - explained,
     })
+}
+
+/// The 95% interval of a path's change per op, from its values at the comparison's unit (a
+/// paired run's rounds taken unpaired); None where a side has no repeated values or they do not
+/// vary (no spread was measured, which is not a path known exactly).
+fn delta_interval(
+    (kind, name, parent): &(PathKind, &str, Option<&str>),
+    old: &Rows,
+    new: &Rows,
+    replication: Replication,
+) -> Option<(f64, f64)> {
+    let unit = match replication {
+        Replication::Pair => Replication::Round,
+        u => u,
+    };
+    let summary = |side: &Rows| {
+        let (_, files) = side
+            .rounds
+            .iter()
+            .find(|((k, n, p), _)| k == kind && n == name && p.as_deref() == *parent)?;
+        stats::summarize(&replication::observations(files, unit))
+    };
+    stats::difference_interval(&summary(old)?, &summary(new)?).filter(|(low, high)| high > low)
 }

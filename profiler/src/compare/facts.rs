@@ -15,8 +15,8 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    report::html::esc,
     results::{PathKind, Results, WorkloadResult},
+    text::esc,
 };
 
 /// A difference in calls per op smaller than this is rounding (a path taken once in a hundred

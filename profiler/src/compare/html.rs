@@ -7,11 +7,15 @@ use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta}
 use crate::{
     report::{
         figures::Scale,
-        flame,
-        html::{esc, kind_colour, page, RESIDUAL_COLOUR},
+        flame::{
+            self,
+            palette::{kind_colour, RESIDUAL_COLOUR},
+        },
+        html::page,
     },
     results::PathKind,
     stats::Verdict,
+    text::esc,
 };
 
 pub fn render_html(c: &Comparison) -> String {
@@ -21,27 +25,36 @@ pub fn render_html(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     let mut body = format!("<h1>{}</h1>\n", esc(&title));
-    for d in &c.environment {
-        let (old, new) = d.sides();
-        let _ = writeln!(
-            body,
-            "<p>{}: {} → {}</p>",
-            esc(d.field),
-            esc(&old),
-            esc(&new)
-        );
+    for (heading, section) in super::render::differences(c) {
+        let _ = writeln!(body, "<p><b>{}</b></p>", esc(heading.trim_end_matches(':')));
+        for d in section {
+            let (old, new) = d.sides();
+            let _ = writeln!(
+                body,
+                "<p>{}: {} → {}</p>",
+                esc(d.field),
+                esc(&old),
+                esc(&new)
+            );
+        }
     }
     body.push_str(&super::facts::html(&c.call_counts));
+    let tested = c
+        .workloads
+        .iter()
+        .filter(|w| w.adjusted_p.is_some())
+        .count();
+    let missed = super::render::missed_sentence(c).map(|m| format!("; {m}"));
     let _ = writeln!(
         body,
-        "<p>{}. {}. Holm-adjusted p &lt; {}, |change| &gt; {}%.</p>",
+        "<p>{}{}. {} {}</p>",
         esc(&super::render::totals(c)),
-        esc(super::render::replication_sentence(c).trim_end_matches('.')),
-        c.criteria.alpha,
-        c.criteria.threshold * 100.0
+        esc(&missed.unwrap_or_default()),
+        esc(&super::render::holm_sentence(c, tested)),
+        esc(&super::render::replication_sentence(c)),
     );
     body.push_str(
-        "<table><tr><th>workload</th><th>old</th><th>new</th><th>change [95% CI]</th>\
+        "<table><tr><th>workload</th><th>old</th><th>new</th><th>change [interval]</th>\
          <th>p (Holm)</th><th>verdict</th><th>spread and what it detects</th></tr>\n",
     );
     for w in &c.workloads {
@@ -103,7 +116,12 @@ pub fn render_html(c: &Comparison) -> String {
     }
     for s in &c.stacks {
         let _ = writeln!(body, "<h3>{}</h3>", esc(&s.workload));
-        body.push_str(&flame::differential_figure(&s.workload, &s.old, &s.new));
+        body.push_str(&flame::differential_figure(
+            &s.workload,
+            &s.old,
+            &s.new,
+            &s.changed,
+        ));
     }
     page(&title, &body)
 }

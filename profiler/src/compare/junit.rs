@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::{render::attribution_lines, Comparison};
-use crate::{report::html::esc, stats::Verdict};
+use crate::{stats::Verdict, text::esc};
 
 pub fn render_junit(c: &Comparison) -> String {
     let suite = format!(

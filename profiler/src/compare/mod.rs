@@ -21,11 +21,13 @@ mod export;
 pub mod facts;
 pub(crate) mod html;
 mod junit;
+mod options;
 mod pool;
 mod render;
 pub(crate) mod sampled;
 mod speed;
 pub mod stacks;
+mod suite_security;
 #[cfg(test)]
 mod tests;
 

@@ -2,8 +2,11 @@
 //! metrics) kept round by round, its attribution rows merged.
 use crate::{
     replication::FileRounds,
-    results::{AttributionRow, Results, StackProfile, Unit, WorkloadResult},
+    results::{AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
 };
+
+/// A path of a workload: its kind, name and the hook or task path it runs under.
+pub(super) type PathKey = (PathKind, String, Option<String>);
 
 /// One workload's samples from every file of a side, kept per file.
 #[derive(Debug, Default)]
@@ -15,6 +18,9 @@ pub(super) struct Pooled {
     pub extras: Vec<(String, Unit, Vec<FileRounds>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     pub attribution: Vec<AttributionRow>,
+    /// Each row's per-sample values per file, round by round: the spread its change's interval
+    /// stands on.
+    pub row_rounds: Vec<(PathKey, Vec<FileRounds>)>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
 }
@@ -58,6 +64,12 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 } else {
                     row.samples_ns_per_op.clone()
                 };
+                let key = (row.kind, row.name.clone(), row.parent.clone());
+                let rounds = rounds_of(r, w, &samples);
+                match p.row_rounds.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, files)) => files.push(rounds),
+                    None => p.row_rounds.push((key, vec![rounds])),
+                }
                 let same = |a: &&mut AttributionRow| {
                     a.kind == row.kind && a.name == row.name && a.parent == row.parent
                 };

@@ -2,13 +2,14 @@
 use std::fmt::Write;
 
 use super::{
-    ChangeAttribution, Comparison, PathDelta, SampledChange, ShareInterval, WorkloadComparison,
+    ChangeAttribution, Comparison, EnvironmentDifference, PathDelta, SampledChange, ShareInterval,
+    WorkloadComparison,
 };
 use crate::{
     replication::{TestKind, Unit as Replication},
     report::figures::Scale,
     results::{PathKind, Unit},
-    stats::{Summary, Verdict},
+    stats::{Criteria, Summary, Verdict},
 };
 
 fn signed_ns(v: f64) -> String {
@@ -67,6 +68,13 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
             .map(|c| format!("{} {}", c.name, signed_ns(c.delta_ns_per_op)))
             .collect();
             let mut part = format!("{} {}", p.name, signed_ns(p.delta_ns_per_op));
+            if let (true, Some(interval)) = (p.sampled_disagrees, p.delta_interval) {
+                let _ = write!(
+                    part,
+                    " {} (! the sampled stacks disagree)",
+                    ns_interval(interval)
+                );
+            }
             if !lsms.is_empty() {
                 let _ = write!(part, " ({})", lsms.join(", "));
             }
@@ -106,11 +114,19 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
     lines
 }
 
+/// `[-120, -60]` ns.
+fn ns_interval((low, high): (f64, f64)) -> String {
+    let end = |v: f64| signed_ns(v).trim_end_matches(" ns").to_string();
+    format!("[{}, {}]", end(low), end(high))
+}
+
 /// `sampled, share of CPU time (2130 -> 2210 samples): security_file_open 7.5% -> 9.8%
-/// (+2.30 pp [+1.10, +3.50]) +85 ns, ...`: the paths whose share changed most, those whose
-/// interval leaves out zero marked `*`. The header names the interval: the rounds' spread, or
-/// samples taken as independent draws (too few rounds), which understates the run-to-run
-/// spread (an A/A compare so marked 6 of 57 listed changes).
+/// (+2.30 pp [+1.10, +3.50]) +85 ns [+40, +130], ...`: the paths whose share changed most,
+/// those whose interval leaves out zero marked `*`. The header names the interval: the rounds'
+/// spread, or samples taken as independent draws (too few rounds), which understates the
+/// run-to-run spread (an A/A compare so marked 6 of 57 listed changes). A row whose exact
+/// timing disagrees beyond both intervals says so (`!`), and one whose change passes the whole
+/// op's says why it can.
 pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     let shown: Vec<String> = s
         .paths
@@ -118,8 +134,8 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
         .take(SHOWN_PATHS)
         .map(|p| {
             let pp = |v: f64| format!("{:+.2}", v * 100.0);
-            format!(
-                "{}{} {} {:.1}% -> {:.1}% ({} pp [{}, {}]) {}",
+            let mut line = format!(
+                "{}{} {} {:.1}% -> {:.1}% ({} pp [{}, {}]) {} {}",
                 if p.significant() { "*" } else { "" },
                 p.kind.name(),
                 p.name,
@@ -128,8 +144,27 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
                 pp(p.share_change),
                 pp(p.share_change_low),
                 pp(p.share_change_high),
-                signed_ns(p.delta_ns_per_op)
-            )
+                signed_ns(p.delta_ns_per_op),
+                ns_interval((p.delta_low_ns, p.delta_high_ns))
+            );
+            if let Some(t) = p.timed_disagrees {
+                let _ = write!(
+                    line,
+                    " ! timed {} {}: the methods disagree beyond both intervals",
+                    signed_ns(t.delta_ns_per_op),
+                    ns_interval((t.low, t.high))
+                );
+            }
+            if let Some(whole) = s.whole_ns.filter(|w| p.delta_ns_per_op.abs() > w.abs()) {
+                let _ = write!(
+                    line,
+                    " (more than the whole op's {}: shares of the sampled passes' CPU time, which \
+                     moved {})",
+                    signed_ns(whole),
+                    signed_ns(s.new_cpu_ns_per_op - s.old_cpu_ns_per_op)
+                );
+            }
+            line
         })
         .collect();
     if shown.is_empty() {
@@ -158,7 +193,7 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     )];
     lines.extend(shown.into_iter().map(|l| format!("  {l}")));
     let fewest = s.old_samples.min(s.new_samples);
-    if fewest < crate::run::PRECISE_STACK_SAMPLES {
+    if fewest < crate::shares::PRECISE_STACK_SAMPLES {
         lines.push(format!(
             "  ({fewest} samples on the smaller side: 2,000 on both sides (run --stack-samples; \
              more --rounds where its passes stop at 2 s a round) narrows these intervals, to \
@@ -168,29 +203,56 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     lines
 }
 
-fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
+/// How the p-values and intervals were adjusted and when a change counts, in one sentence.
+pub(super) fn holm_sentence(c: &Comparison, tested: usize) -> String {
+    format!(
+        "p-values are Holm-adjusted over {tested} workload{}, and each interval is at the level \
+         Holm's step tested its workload at ({:.0}% alone, wider in a family), so it leaves out 0 \
+         exactly when p < {}; a change counts when it does and |change| > {}%.",
+        if tested == 1 { "" } else { "s" },
+        100.0 * (1.0 - c.criteria.alpha),
+        c.criteria.alpha,
+        c.criteria.threshold * 100.0
+    )
+}
+
+/// A workload's notes: the run options a change may owe to, the machine's state, a disturbed
+/// run.
+pub(super) fn notes(w: &WorkloadComparison) -> Vec<String> {
+    w.option_note
+        .iter()
+        .chain(&w.machine_state)
+        .cloned()
+        .chain(w.disturbed_run.as_ref().map(disturbed_note))
+        .collect()
+}
+
+/// What the data rule out on the worse side: `a slowdown above +12.0%` (a time) or `a drop
+/// beyond -8.0%` (a rate).
+pub(super) fn ruled_out(w: &WorkloadComparison) -> Option<String> {
+    let better = w.unit.higher_is_better();
+    let bound = w.change?.worse_bound(better)?;
+    Some(if better {
+        format!("a drop beyond {} ruled out", signed_percent(bound))
+    } else {
+        format!("a slowdown above {} ruled out", signed_percent(bound))
+    })
+}
+
+fn verdict_sentence(w: &WorkloadComparison, criteria: &Criteria) -> String {
+    let confidence = format!("{:.0}%", 100.0 * (1.0 - criteria.alpha));
     match w.verdict {
         Verdict::Regressed => "Performance has regressed.".into(),
         Verdict::Improved => "Performance has improved.".into(),
-        Verdict::NoChange if w.adjusted_p.is_some_and(|p| p < alpha) => {
-            "Change within noise threshold.".into()
-        }
-        Verdict::NoChange => "No change in performance detected.".into(),
-        Verdict::Inconclusive if w.disturbed_run.is_some() => {
-            let d = w.disturbed_run.expect("checked");
-            format!(
-                "Inconclusive: the {} run was disturbed: its rounds spread {} against {} in \
-                 the other side's runs (F-test, p = {:.1e}), so its mean is not one more run \
-                 like them; run it again.",
-                d.side,
-                percent(d.spread.run),
-                percent(d.spread.others),
-                d.spread.p_value
-            )
-        }
+        Verdict::NoChange if leaves_out_zero(w) => "Change within noise threshold.".into(),
+        Verdict::NoChange => match ruled_out(w) {
+            Some(bound) => format!("No change detected; {bound} ({confidence})."),
+            None => "No change in performance detected.".into(),
+        },
         Verdict::Inconclusive if w.machine_speed_changed => {
             "Inconclusive: the machine itself changed the same way (its line among the \
-             environment differences above); measure both sides on a machine that holds steady."
+             environment differences above), which the interval makes room for; measure both \
+             sides on a machine that holds steady."
                 .into()
         }
         Verdict::Inconclusive if w.test.is_none() => {
@@ -198,22 +260,53 @@ fn verdict_sentence(w: &WorkloadComparison, alpha: f64) -> String {
              conditions; measure with --rounds 2 or more, or against a baseline of 3 or more runs."
                 .into()
         }
-        Verdict::Inconclusive => match w.minimum_detectable_effect {
-            Some(mde) if w.floor_over_rounds.is_some_and(|f| f >= 0.8 * mde) => format!(
-                "Inconclusive: the interval is too wide to tell (it detects changes of {} or \
-                 more), and the runs' own spread sets most of it: more rounds would not narrow \
-                 it; more runs a side would, or variants of one run (run --versus).",
-                percent(mde)
-            ),
-            Some(mde) => format!(
-                "Inconclusive: the interval is too wide to tell (it detects changes of {} or \
-                 more); take more rounds or runs.",
-                percent(mde)
-            ),
-            None => {
-                "Inconclusive: the interval is too wide to tell; take more rounds or runs.".into()
-            }
-        },
+        Verdict::Inconclusive => {
+            let band = percent(10.0 * criteria.threshold);
+            let detects = match w.minimum_detectable_effect {
+                Some(mde) if w.floor_over_rounds.is_some_and(|f| f >= 0.8 * mde) => format!(
+                    " (it detects changes of {} or more), and the runs' own spread sets most of \
+                     it: more rounds would not narrow it; more runs a side would, or variants of \
+                     one run (run --versus)",
+                    percent(mde)
+                ),
+                Some(mde) => format!(
+                    " (it detects changes of {} or more); take {}",
+                    percent(mde),
+                    more_of(w.replication)
+                ),
+                None => format!("; take {}", more_of(w.replication)),
+            };
+            format!(
+                "Inconclusive: the interval reaches past {band} both ways, so neither a slowdown \
+                 nor a speedup of that size is ruled out{detects}."
+            )
+        }
+    }
+}
+
+fn leaves_out_zero(w: &WorkloadComparison) -> bool {
+    w.change
+        .and_then(|c| c.ci)
+        .is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0)
+}
+
+/// A single run whose rounds disagree far more than the other side's runs' do.
+fn disturbed_note(d: &super::DisturbedRun) -> String {
+    format!(
+        "the {} run looks disturbed: its rounds spread {} against {} in the other side's runs \
+         (F-test, p = {:.1e}); the interval holds that spread, and a run again would narrow it",
+        d.side,
+        percent(d.spread.run),
+        percent(d.spread.others),
+        d.spread.p_value
+    )
+}
+
+/// What to take more of to narrow an interval: an imported summary can only have more runs.
+fn more_of(replication: Replication) -> &'static str {
+    match replication {
+        Replication::Run => "more runs",
+        _ => "more rounds or runs",
     }
 }
 
@@ -229,6 +322,7 @@ fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
     let noun = match replication {
         Replication::Sample => "samples of one round",
         Replication::Round if s.n == 1 => "round",
+        Replication::Run if s.n == 1 => "run",
         Replication::File if s.n == 1 => "file",
         r => r.noun(),
     };
@@ -244,12 +338,19 @@ fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
 pub(super) fn spread_line(w: &WorkloadComparison) -> String {
     let c = &w.components;
     let level = |v: Option<f64>| v.map_or_else(|| "n/a".into(), percent);
-    let mut line = format!(
-        "spread (sd): samples in a round {}, rounds {}, runs {}",
-        level(c.within_round),
-        level(c.between_rounds),
-        level(c.between_files)
-    );
+    let mut line = if w.replication == Replication::Run {
+        format!(
+            "spread (sd): runs (rows of the summary) {}",
+            level(c.between_rounds)
+        )
+    } else {
+        format!(
+            "spread (sd): samples in a round {}, rounds {}, runs {}",
+            level(c.within_round),
+            level(c.between_rounds),
+            level(c.between_files)
+        )
+    };
     if let Some(mde) = w.minimum_detectable_effect {
         let _ = write!(
             line,
@@ -290,23 +391,80 @@ pub(super) fn replication_sentence(c: &Comparison) -> String {
     } else {
         ""
     };
+    // `run` prints a mean over samples; here a side is its observations at the unit, said
+    // once, since the two figures of one run differ.
+    let measured_in_rounds = |u: &Replication| {
+        matches!(
+            u,
+            Replication::Round | Replication::File | Replication::Pair
+        )
+    };
+    let sides = if used.iter().any(measured_in_rounds) {
+        " Each side reads the mean of its observations (rounds' medians, or runs' values) ± \
+         their 95% interval, n counting them: wider than `run`'s ± over samples, which share \
+         their round's conditions and so agree better than rounds do."
+    } else {
+        ""
+    };
     format!(
-        "Unit of replication: {}.{note}",
+        "Unit of replication: {}.{note}{sides}",
         parts.join("; for others, ")
     )
 }
 
+/// The run options that differ (first: a change may be theirs), then the environment's
+/// differences, each under its heading; empty when none differ.
+pub(super) fn differences(c: &Comparison) -> Vec<(&'static str, &[EnvironmentDifference])> {
+    [
+        (
+            "Run options that differ (they change what ran):",
+            c.options.as_slice(),
+        ),
+        ("Environment differences:", c.environment.as_slice()),
+    ]
+    .into_iter()
+    .filter(|(_, d)| !d.is_empty())
+    .collect()
+}
+
+/// The line saying that nothing compared differs, naming what was compared.
+pub(super) fn no_differences() -> String {
+    format!(
+        "Run options and environment: no differences in {}",
+        super::environment::compared().join(", ")
+    )
+}
+
 fn environment_text(c: &Comparison) -> String {
-    if c.environment.is_empty() {
-        return "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies, build units or machine load
-".into();
+    let sections = differences(c);
+    if sections.is_empty() {
+        return no_differences() + "\n";
     }
-    let mut out = String::from("Environment differences:\n");
-    for d in &c.environment {
-        let (old, new) = d.sides();
-        let _ = writeln!(out, "  {}: {old} -> {new}", d.field);
+    let mut out = String::new();
+    for (heading, section) in sections {
+        let _ = writeln!(out, "{heading}");
+        for d in section {
+            let (old, new) = d.sides();
+            let _ = writeln!(out, "  {}: {old} -> {new}", d.field);
+        }
     }
     out
+}
+
+/// The largest slowdown the comparison could have missed, as the summary says it.
+pub(super) fn missed_sentence(c: &Comparison) -> Option<String> {
+    let m = c.largest_missed_slowdown.as_ref()?;
+    let what = if m.unit.higher_is_better() {
+        "drop"
+    } else {
+        "slowdown"
+    };
+    Some(format!(
+        "the largest {what} it could have missed: {} {} ({:.0}%)",
+        m.workload,
+        signed_percent(m.bound),
+        100.0 * (1.0 - c.criteria.alpha)
+    ))
 }
 
 pub(super) fn totals(c: &Comparison) -> String {
@@ -334,14 +492,7 @@ pub fn render_text(c: &Comparison) -> String {
         .iter()
         .filter(|w| w.adjusted_p.is_some())
         .count();
-    let _ = writeln!(
-        out,
-        "p-values are Holm-adjusted over {tested} workload{}; a change counts when p < {} and \
-         |change| > {}%.",
-        if tested == 1 { "" } else { "s" },
-        c.criteria.alpha,
-        c.criteria.threshold * 100.0
-    );
+    let _ = writeln!(out, "{}", holm_sentence(c, tested));
     let _ = writeln!(out, "{}", replication_sentence(c));
     for w in &c.workloads {
         let _ = writeln!(out, "\n{}", w.name);
@@ -370,9 +521,9 @@ pub fn render_text(c: &Comparison) -> String {
                 }
             }
         }
-        let _ = writeln!(out, "  {}", verdict_sentence(w, c.criteria.alpha));
+        let _ = writeln!(out, "  {}", verdict_sentence(w, &c.criteria));
         let _ = writeln!(out, "  {}", spread_line(w));
-        if let Some(note) = &w.machine_state {
+        for note in notes(w) {
             let _ = writeln!(out, "  note: {note}");
         }
         for e in &w.extras {
@@ -406,7 +557,16 @@ pub fn render_text(c: &Comparison) -> String {
             let _ = writeln!(out, "\nOnly in {side}: {}", names.join(", "));
         }
     }
-    let _ = writeln!(out, "\nSummary: {}", totals(c));
+    if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Terminal) {
+        let _ = write!(out, "\n{table}");
+    }
+    let missed = missed_sentence(c).map(|m| format!("; {m}"));
+    let _ = writeln!(
+        out,
+        "\nSummary: {}{}",
+        totals(c),
+        missed.unwrap_or_default()
+    );
     out
 }
 
@@ -432,31 +592,44 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.old_labels.join(", "),
         c.new_labels.join(", ")
     );
-    if c.environment.is_empty() {
-        out.push_str(
-            "Environment: no differences in kernel, CPU, CPUs, LSMs, lockdown, policy, parallel copies, build units or machine load.
-
-",
-        );
-    } else {
-        out.push_str("**Environment differences**\n\n");
-        for d in &c.environment {
-            let (old, new) = d.sides();
-            let _ = writeln!(out, "- {}: `{old}` → `{new}`", d.field);
+    match differences(c).as_slice() {
+        [] => {
+            let _ = writeln!(out, "{}.\n", no_differences());
         }
-        out.push('\n');
+        sections => {
+            for (heading, section) in sections {
+                let _ = writeln!(out, "**{}**\n", heading.trim_end_matches(':'));
+                for d in section.iter() {
+                    let (old, new) = d.sides();
+                    let _ = writeln!(out, "- {}: `{old}` → `{new}`", d.field);
+                }
+                out.push('\n');
+            }
+        }
     }
     out.push_str(&super::facts::markdown(&c.call_counts));
+    let missed = missed_sentence(c).map(|m| format!("; {m}"));
     let _ = writeln!(
         out,
-        "**{}** (Holm-adjusted p < {}, |change| > {}%)\n",
+        "**{}**{} (Holm-adjusted p < {}, |change| > {}%)\n",
         totals(c),
+        missed.unwrap_or_default(),
         c.criteria.alpha,
         c.criteria.threshold * 100.0
     );
-    let _ = writeln!(out, "{}\n", replication_sentence(c));
+    let tested = c
+        .workloads
+        .iter()
+        .filter(|w| w.adjusted_p.is_some())
+        .count();
+    let _ = writeln!(
+        out,
+        "{} {}\n",
+        holm_sentence(c, tested),
+        replication_sentence(c)
+    );
     out.push_str(
-        "| workload | old | new | change [95% CI] | p (Holm) | verdict | detects (80%) | unit |\n",
+        "| workload | old | new | change [interval] | p (Holm) | verdict | detects (80%) | unit |\n",
     );
     out.push_str("|---|---:|---:|---|---:|---|---:|---|\n");
     for w in &c.workloads {
@@ -480,7 +653,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         );
     }
     for w in c.workloads.iter() {
-        if let Some(note) = &w.machine_state {
+        for note in notes(w) {
             let _ = writeln!(out, "\n_{}: {note}_", w.name);
         }
     }
@@ -522,6 +695,9 @@ pub fn render_markdown(c: &Comparison) -> String {
         for a in attributed {
             let _ = writeln!(out, "{a}");
         }
+    }
+    if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Markdown) {
+        let _ = write!(out, "\n{table}");
     }
     out
 }

@@ -6,13 +6,16 @@
 //! the unit), or, where a side has too few rounds with stack counts (one round, or files
 //! written before rounds were kept), from the pooled counts as independent draws (two
 //! proportions, normal approximation, its variance at the pooled share), which the output
-//! then says. Its ns/op change is share x the op's CPU time on each side.
+//! then says. Its ns/op change is share x the op's CPU time on each side, with an interval
+//! from the share's (the CPU times taken as known): the sampled passes' CPU time per op moves
+//! with the machine too, so a path's sampled change can pass the clean op's whole change, and
+//! the output says so where it does.
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::{
-    results::{PathKind, StackProfile},
+    results::{GroupKind, PathKind, StackProfile},
     shares::{self, RoundCount},
 };
 
@@ -22,10 +25,25 @@ pub struct SampledChange {
     /// The workload's own samples (less the probes' and the lost stacks) on each side.
     pub old_samples: u64,
     pub new_samples: u64,
+    /// The op's CPU time in the sampled passes on each side, ns: what the shares are of.
+    pub old_cpu_ns_per_op: f64,
+    pub new_cpu_ns_per_op: f64,
+    /// The clean op's whole change, ns (None for a rate): a path's sampled change beyond it
+    /// gets a note.
+    pub whole_ns: Option<f64>,
     /// How the share changes' intervals were made.
     pub interval: ShareInterval,
+    /// How many times the binomial variance the rounds' spread made the share changes' (the
+    /// median over the listed paths, at least 1; 1 without round-level intervals): what a
+    /// frame's change of the differential flame graph, which has no rounds of its own, is
+    /// judged with.
+    pub overdispersion: f64,
     /// Paths with a share of at least `LISTED_SHARE` on either side, largest change first.
     pub paths: Vec<SampledPathDelta>,
+    /// The suite summary's groups (the security hooks, each LSM, the framework, the task
+    /// paths); empty where a side's files predate them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupDelta>,
 }
 
 /// Where a share change's interval comes from.
@@ -59,6 +77,21 @@ pub struct SampledPathDelta {
     pub old_ns_per_op: f64,
     pub new_ns_per_op: f64,
     pub delta_ns_per_op: f64,
+    /// Its interval: the share change's, times the new side's CPU time per op.
+    pub delta_low_ns: f64,
+    pub delta_high_ns: f64,
+    /// The exact timing of the same path, where it attributes a change whose interval and this
+    /// one are apart: the two methods disagree beyond their spreads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_disagrees: Option<TimedDelta>,
+}
+
+/// A path's change by exact timing, with its interval, ns per op.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TimedDelta {
+    pub delta_ns_per_op: f64,
+    pub low: f64,
+    pub high: f64,
 }
 
 impl SampledPathDelta {
@@ -73,47 +106,58 @@ const LISTED_SHARE: f64 = 0.005;
 
 type PathKey = (PathKind, String, Option<String>);
 
-/// One side's profiles summed: the workload's own samples per path, in all and round by
-/// round, and the CPU ns per op.
-#[derive(Debug, Default)]
-struct Side {
+/// One side's profiles summed: the workload's own samples per counted item (a path, or a
+/// group of the suite summary), in all and round by round, and the CPU ns per op.
+#[derive(Debug)]
+struct Side<K> {
     samples: u64,
-    paths: BTreeMap<PathKey, u64>,
+    paths: BTreeMap<K, u64>,
     /// Each round's own samples over the side's files, in file order; None when a file kept
     /// no rounds.
     rounds: Option<Vec<u64>>,
-    /// Each path's samples in those rounds (a path absent from a file had none there).
-    path_rounds: BTreeMap<PathKey, Vec<u64>>,
+    /// Each item's samples in those rounds (an item absent from a file had none there).
+    path_rounds: BTreeMap<K, Vec<u64>>,
     cpu_ns: f64,
     ops: u64,
 }
 
-impl Side {
-    fn of(profiles: &[&StackProfile]) -> Side {
+/// One profile's counted items: each with its samples and its samples round by round.
+type Counts<'a, K> = Vec<(K, u64, &'a [u64])>;
+
+impl<K: Ord + Clone> Side<K> {
+    fn of<'a>(
+        profiles: &[&'a StackProfile],
+        counts: impl Fn(&'a StackProfile) -> Counts<'a, K>,
+    ) -> Side<K> {
         let mut side = Side {
+            samples: 0,
+            paths: BTreeMap::new(),
             rounds: Some(Vec::new()),
-            ..Side::default()
+            path_rounds: BTreeMap::new(),
+            cpu_ns: 0.0,
+            ops: 0,
         };
         for p in profiles {
             side.samples += p.own_samples();
             side.cpu_ns += p.on_cpu_ns_per_op * p.ops as f64;
             side.ops += p.ops;
-            for path in &p.paths {
-                *side.paths.entry(key(path)).or_default() += path.inclusive_samples;
+            let items = counts(p);
+            for (key, samples, _) in &items {
+                *side.paths.entry(key.clone()).or_default() += samples;
             }
-            side.add_rounds(p);
+            side.add_rounds(p, &items);
         }
         side
     }
 
     /// `p`'s rounds after the ones so far, or none at all when `p` kept none (or kept them
-    /// for some paths only, which no writer does).
-    fn add_rounds(&mut self, p: &StackProfile) {
+    /// for some items only, which no writer does).
+    fn add_rounds(&mut self, p: &StackProfile, items: &Counts<K>) {
         let Some(rounds) = &mut self.rounds else {
             return;
         };
         let n = p.round_samples.len();
-        let whole = n > 0 && p.paths.iter().all(|path| path.round_samples.len() == n);
+        let whole = n > 0 && items.iter().all(|(_, _, by_round)| by_round.len() == n);
         if !whole {
             self.rounds = None;
             self.path_rounds.clear();
@@ -121,22 +165,22 @@ impl Side {
         }
         let before = rounds.len();
         rounds.extend(&p.round_samples);
-        for path in &p.paths {
-            let counts = self.path_rounds.entry(key(path)).or_default();
+        for (key, _, by_round) in items {
+            let counts = self.path_rounds.entry(key.clone()).or_default();
             counts.resize(before, 0);
-            counts.extend(&path.round_samples);
+            counts.extend(*by_round);
         }
         for counts in self.path_rounds.values_mut() {
             counts.resize(before + n, 0);
         }
     }
 
-    fn share(&self, key: &PathKey) -> f64 {
+    fn share(&self, key: &K) -> f64 {
         self.paths.get(key).copied().unwrap_or(0) as f64 / self.samples.max(1) as f64
     }
 
     /// `key`'s samples and all samples, over the side's files.
-    fn pooled(&self, key: &PathKey) -> RoundCount {
+    fn pooled(&self, key: &K) -> RoundCount {
         RoundCount {
             path: self.paths.get(key).copied().unwrap_or(0),
             all: self.samples,
@@ -151,7 +195,7 @@ impl Side {
     }
 
     /// `key`'s counts round by round (zeros where it was never sampled).
-    fn round_counts(&self, key: &PathKey) -> Vec<RoundCount> {
+    fn round_counts(&self, key: &K) -> Vec<RoundCount> {
         let rounds = self.rounds.as_deref().unwrap_or_default();
         let path = self.path_rounds.get(key);
         rounds
@@ -167,15 +211,67 @@ impl Side {
     fn cpu_ns_per_op(&self) -> f64 {
         self.cpu_ns / self.ops.max(1) as f64
     }
+
+    /// The interval of `key`'s share change from `self` to `new`: the rounds' where both sides
+    /// have enough of them, else the pooled counts'.
+    fn change_interval(&self, new: &Side<K>, key: &K, rounds: bool) -> shares::Interval {
+        let by_rounds = rounds
+            .then(|| shares::change_interval(&self.round_counts(key), &new.round_counts(key)))
+            .flatten();
+        by_rounds
+            .unwrap_or_else(|| shares::binomial_change_interval(self.pooled(key), new.pooled(key)))
+    }
 }
+
+/// A profile's paths, as `Side` counts them.
+fn path_counts(p: &StackProfile) -> Counts<'_, PathKey> {
+    p.paths
+        .iter()
+        .map(|path| (key(path), path.inclusive_samples, &path.round_samples[..]))
+        .collect()
+}
+
+/// A profile's groups (the suite summary's), as `Side` counts them.
+fn group_counts(p: &StackProfile) -> Counts<'_, GroupKey> {
+    p.groups
+        .iter()
+        .map(|g| ((g.kind, g.lsm.clone()), g.samples, &g.round_samples[..]))
+        .collect()
+}
+
+type GroupKey = (GroupKind, Option<String>);
 
 fn key(path: &crate::results::SampledPath) -> PathKey {
     (path.kind, path.name.clone(), path.parent.clone())
 }
 
+/// Marks each sampled path whose change the exact timing also attributes (`timed`, the
+/// attribution's rows) with an interval apart from the sampled one, and the timed row with it.
+pub(super) fn cross_check(sampled: &mut SampledChange, timed: &mut [super::PathDelta]) {
+    for s in &mut sampled.paths {
+        let Some(t) = timed
+            .iter_mut()
+            .find(|t| t.kind == s.kind && t.name == s.name)
+        else {
+            continue;
+        };
+        let Some((low, high)) = t.delta_interval else {
+            continue;
+        };
+        if high < s.delta_low_ns || low > s.delta_high_ns {
+            t.sampled_disagrees = true;
+            s.timed_disagrees = Some(TimedDelta {
+                delta_ns_per_op: t.delta_ns_per_op,
+                low,
+                high,
+            });
+        }
+    }
+}
+
 /// The change of every path's share, None unless both sides have samples.
 pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<SampledChange> {
-    let (o, n) = (Side::of(old), Side::of(new));
+    let (o, n) = (Side::of(old, path_counts), Side::of(new, path_counts));
     if o.samples == 0 || n.samples == 0 {
         return None;
     }
@@ -194,6 +290,7 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
     let mut keys: Vec<_> = o.paths.keys().chain(n.paths.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
+    let mut inflation = Vec::new();
     let mut paths: Vec<SampledPathDelta> = keys
         .into_iter()
         .filter_map(|key| {
@@ -202,16 +299,14 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
                 return None;
             }
             let change = p2 - p1;
-            let by_rounds = match interval {
-                ShareInterval::Rounds { .. } => {
-                    shares::change_interval(&o.round_counts(&key), &n.round_counts(&key))
-                }
-                ShareInterval::Binomial { .. } => None,
-            };
-            let i = by_rounds.unwrap_or_else(|| {
-                shares::binomial_change_interval(o.pooled(&key), n.pooled(&key))
-            });
+            let rounds = matches!(interval, ShareInterval::Rounds { .. });
+            let i = o.change_interval(&n, &key, rounds);
+            let binomial = shares::binomial_change_interval(o.pooled(&key), n.pooled(&key));
+            if rounds && binomial.half_width() > 0.0 {
+                inflation.push((i.half_width() / binomial.half_width()).powi(2));
+            }
             let (old_ns, new_ns) = (p1 * o.cpu_ns_per_op(), p2 * n.cpu_ns_per_op());
+            let delta = new_ns - old_ns;
             let (kind, name, parent) = key;
             Some(SampledPathDelta {
                 kind,
@@ -224,7 +319,10 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
                 share_change_high: i.high,
                 old_ns_per_op: old_ns,
                 new_ns_per_op: new_ns,
-                delta_ns_per_op: new_ns - old_ns,
+                delta_ns_per_op: delta,
+                delta_low_ns: delta + (i.low - change) * n.cpu_ns_per_op(),
+                delta_high_ns: delta + (i.high - change) * n.cpu_ns_per_op(),
+                timed_disagrees: None,
             })
         })
         .collect();
@@ -237,9 +335,85 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
     Some(SampledChange {
         old_samples: o.samples,
         new_samples: n.samples,
+        old_cpu_ns_per_op: o.cpu_ns_per_op(),
+        new_cpu_ns_per_op: n.cpu_ns_per_op(),
+        whole_ns: None,
         interval,
+        overdispersion: median(&mut inflation).map_or(1.0, |m| m.max(1.0)),
         paths,
+        groups: group_change(old, new),
     })
+}
+
+/// How one group of the suite summary (the security hooks, an LSM, the framework, the task
+/// paths) changed its share of a workload's CPU time.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupDelta {
+    pub kind: GroupKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lsm: Option<String>,
+    pub old_share: f64,
+    pub new_share: f64,
+    /// new_share - old_share, with its 95% interval (as a path's: the rounds' where both sides
+    /// kept two or more, else the pooled counts').
+    pub share_change: f64,
+    pub share_change_low: f64,
+    pub share_change_high: f64,
+    pub old_ns_per_op: f64,
+    pub new_ns_per_op: f64,
+}
+
+impl GroupDelta {
+    /// Whether the share's interval leaves out zero.
+    pub fn significant(&self) -> bool {
+        self.share_change_low > 0.0 || self.share_change_high < 0.0
+    }
+
+    pub fn label(&self) -> String {
+        self.kind.label(self.lsm.as_deref())
+    }
+}
+
+/// How each group changed, the security hooks first, then the LSMs and the framework, then
+/// the task paths; empty unless both sides kept groups (files written before them did not).
+pub fn group_change(old: &[&StackProfile], new: &[&StackProfile]) -> Vec<GroupDelta> {
+    let kept =
+        |side: &[&StackProfile]| !side.is_empty() && side.iter().all(|p| !p.groups.is_empty());
+    if !kept(old) || !kept(new) {
+        return Vec::new();
+    }
+    let (o, n) = (Side::of(old, group_counts), Side::of(new, group_counts));
+    if o.samples == 0 || n.samples == 0 {
+        return Vec::new();
+    }
+    let rounds = o.rounds_with_samples().min(n.rounds_with_samples()) >= shares::MIN_ROUNDS;
+    let mut keys: Vec<GroupKey> = o.paths.keys().chain(n.paths.keys()).cloned().collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|key| {
+            let (p1, p2) = (o.share(&key), n.share(&key));
+            let i = o.change_interval(&n, &key, rounds);
+            let (kind, lsm) = key;
+            GroupDelta {
+                kind,
+                lsm,
+                old_share: p1,
+                new_share: p2,
+                share_change: p2 - p1,
+                share_change_low: i.low,
+                share_change_high: i.high,
+                old_ns_per_op: p1 * o.cpu_ns_per_op(),
+                new_ns_per_op: p2 * n.cpu_ns_per_op(),
+            }
+        })
+        .collect()
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    (n > 0).then(|| (values[(n - 1) / 2] + values[n / 2]) / 2.0)
 }
 
 #[cfg(test)]
@@ -279,6 +453,7 @@ pub(crate) mod tests {
                 round_samples: Vec::new(),
             }],
             folded: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -349,7 +524,7 @@ pub(crate) mod tests {
         // counting 0 there.
         let mut other = rounds_profile(&[(10, 1000), (20, 1000)]);
         other.paths[0].name = "security_file_free".into();
-        let side = Side::of(&[&rounds, &other]);
+        let side = Side::of(&[&rounds, &other], path_counts);
         assert_eq!(side.rounds, Some(vec![1000; 6]));
         let open = (PathKind::Hook, "security_file_open".to_string(), None);
         let counts: Vec<u64> = side.round_counts(&open).iter().map(|r| r.path).collect();
@@ -393,6 +568,67 @@ pub(crate) mod tests {
             .last()
             .unwrap()
             .contains("(400 samples on the smaller side"));
+    }
+
+    /// The timed row of security_file_open with this change and interval, ns per op.
+    fn timed(delta: f64, interval: (f64, f64)) -> crate::compare::PathDelta {
+        crate::compare::PathDelta {
+            kind: PathKind::Hook,
+            name: "security_file_open".into(),
+            parent: None,
+            old_ns_per_op: 100.0,
+            new_ns_per_op: 100.0 + delta,
+            delta_ns_per_op: delta,
+            delta_interval: Some(interval),
+            sampled_disagrees: false,
+            top_level: true,
+        }
+    }
+
+    #[test]
+    fn methods_that_disagree_beyond_both_intervals_are_flagged_on_both_rows() {
+        // Sampled: 5% -> 10% of 3000 ns, rounds that agree: about +150 ns, well apart from 0.
+        let old = rounds_profile(&[(50, 1000), (52, 1000), (48, 1000), (50, 1000)]);
+        let new = rounds_profile(&[(100, 1000), (98, 1000), (102, 1000), (100, 1000)]);
+        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        let d = &c.paths[0];
+        assert!(d.delta_low_ns > 100.0 && d.delta_high_ns < 200.0, "{d:?}");
+        assert!(d.delta_low_ns <= d.delta_ns_per_op && d.delta_ns_per_op <= d.delta_high_ns);
+        // Timed: -90 ns [-120, -60]: the opposite sign, apart from the sampled interval.
+        let mut rows = vec![timed(-90.0, (-120.0, -60.0))];
+        cross_check(&mut c, &mut rows);
+        assert!(rows[0].sampled_disagrees);
+        let t = c.paths[0].timed_disagrees.expect("flagged");
+        assert_eq!((t.delta_ns_per_op, t.low, t.high), (-90.0, -120.0, -60.0));
+        let line = &crate::compare::sampled_lines(&c)[1];
+        assert!(
+            line.contains("! timed -90 ns [-120, -60]: the methods disagree"),
+            "{line}"
+        );
+        // Intervals that overlap: both may be right, nothing flagged.
+        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        let mut rows = vec![timed(90.0, (40.0, 120.0))];
+        cross_check(&mut c, &mut rows);
+        assert!(!rows[0].sampled_disagrees && c.paths[0].timed_disagrees.is_none());
+    }
+
+    #[test]
+    fn a_sampled_change_beyond_the_whole_op_s_says_why_it_can_be() {
+        let old = profile(2000, 100, 3000.0);
+        let new = profile(2000, 300, 6000.0);
+        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        // 150 -> 900 ns of a clean op that moved +200 ns.
+        c.whole_ns = Some(200.0);
+        let line = &crate::compare::sampled_lines(&c)[1];
+        assert!(
+            line.contains(
+                "(more than the whole op's +200 ns: shares of the sampled passes' CPU time, \
+                 which moved +3000 ns)"
+            ),
+            "{line}"
+        );
+        c.whole_ns = Some(2000.0);
+        assert!(!crate::compare::sampled_lines(&c)[1].contains("more than the whole"));
     }
 
     #[test]

@@ -56,9 +56,10 @@ fn rounds_are_the_unit_and_their_medians_the_observations() {
     );
     assert_eq!(w.test, Some(TestKind::Welch));
     assert_eq!(w.verdict, Verdict::Regressed);
-    // scipy: ttest_ind([5.5, 5.6, 5.45, 5.55], [5.0, 5.1, 4.95, 5.05], equal_var=False)
+    // mpmath: Welch on the log of the ratio of [5.5, 5.6, 5.45, 5.55] to [5.0, 5.1, 4.95,
+    // 5.05] (stats::welch_ratio), each round's variance above its samples' floor.
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 3.436402807612074e-05).abs() < 1e-9, "{p}");
+    assert!((p - 3.702472955514497e-05).abs() < 1e-9, "{p}");
     let mde = w.minimum_detectable_effect.unwrap();
     assert!(mde > 0.01 && mde < 0.10, "{mde}");
     assert!(w.components.between_rounds.is_some() && w.components.between_files.is_none());
@@ -98,9 +99,9 @@ fn the_variants_of_a_paired_run_pair_round_with_round() {
     .unwrap();
     let w = &unpaired.workloads[0];
     assert_eq!(w.replication, Replication::Round);
-    // scipy: ttest_ind(versus, base, equal_var=False).pvalue
+    // mpmath: Welch on the log of the ratio of versus to base.
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 0.30471251379516934).abs() < 1e-9, "{p}");
+    assert!((p - 0.30543185362457178).abs() < 1e-9, "{p}");
     assert_ne!(w.verdict, Verdict::Regressed);
 
     let c = compare(
@@ -114,9 +115,10 @@ fn the_variants_of_a_paired_run_pair_round_with_round() {
         (w.replication, w.test),
         (Replication::Pair, Some(TestKind::Paired))
     );
-    // scipy: ttest_rel(versus, base).pvalue
+    // mpmath: the ratio estimator of the pairs (d = versus - ratio x base), its variance of
+    // one pair above the rounds' samples' floor on both sides (2 x 1e-4 x pi / 6), 5 df.
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 3.582388085380236e-07).abs() < 1e-12, "{p}");
+    assert!((p - 4.762218831692608e-05).abs() < 1e-12, "{p}");
     assert_eq!(w.verdict, Verdict::Regressed);
     let (paired_mde, unpaired_mde) = (
         w.minimum_detectable_effect.unwrap(),
@@ -137,11 +139,12 @@ fn the_variants_of_a_paired_run_pair_round_with_round() {
 
 #[test]
 fn a_round_missing_on_one_side_leaves_its_pair_out() {
-    let test = replication::paired_test(&[1.0, f64::NAN, 1.2, 1.1], &[1.1, 2.0, 1.3, 1.2]);
+    let none = Default::default();
+    let test = replication::paired_test(&[1.0, f64::NAN, 1.2, 1.1], &[1.1, 2.0, 1.3, 1.2], none);
     let t = test.unwrap();
-    assert_eq!(t.df, 2.0);
-    assert!((t.difference - 0.1).abs() < 1e-12);
-    assert!(replication::paired_test(&[1.0, f64::NAN], &[1.1, 1.2]).is_none());
+    assert_eq!(t.ratio.df, 2.0);
+    assert!((t.ratio.ratio - 3.6 / 3.3).abs() < 1e-12);
+    assert!(replication::paired_test(&[1.0, f64::NAN], &[1.1, 1.2], none).is_none());
 }
 
 #[test]
@@ -200,7 +203,7 @@ fn the_runs_own_spread_bounds_what_more_rounds_can_detect() {
 }
 
 #[test]
-fn a_policy_on_one_side_is_an_environment_difference() {
+fn a_policy_on_one_side_is_a_run_option_difference() {
     let old = sample_results();
     let mut new = sample_results();
     new.options.insert(
@@ -208,7 +211,7 @@ fn a_policy_on_one_side_is_an_environment_difference() {
         serde_json::json!([{ "kind": "landlock", "summary": "landlock (2 layers, 15 rules)" }]),
     );
     let c = compare(&[old], &[new], &Criteria::default()).unwrap();
-    let d = c.environment.iter().find(|d| d.field == "policy").unwrap();
+    let d = c.options.iter().find(|d| d.field == "policy").unwrap();
     assert_eq!(
         (d.old.as_slice(), d.new.as_slice()),
         (
@@ -401,23 +404,25 @@ fn several_files_on_a_side_make_the_file_the_unit() {
     let w = &c.workloads[0];
     assert_eq!(w.replication, Replication::File);
     assert_eq!((w.old.n, w.new.n), (3, 3));
-    // scipy 1.10: ttest_ind([5.1, 5.3, 5.05], [5.0, 5.2, 4.9], equal_var=False).pvalue
+    // mpmath: Welch on the log of the ratio of [5.1, 5.3, 5.05] to [5.0, 5.2, 4.9].
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 0.37497320100311343).abs() < 1e-9, "{p}");
+    assert!((p - 0.37609931126188957).abs() < 1e-9, "{p}");
     // Pooling the 33 samples as independent would call the same data a regression.
-    let pseudo = stats::welch(
-        &stats::summarize(
+    let pseudo = stats::welch_ratio(
+        (&stats::summarize(
             &old.iter()
                 .flat_map(|r| r.workloads[0].clean.clone())
                 .collect::<Vec<_>>(),
         )
-        .unwrap(),
-        &stats::summarize(
+        .unwrap())
+            .into(),
+        (&stats::summarize(
             &new.iter()
                 .flat_map(|r| r.workloads[0].clean.clone())
                 .collect::<Vec<_>>(),
         )
-        .unwrap(),
+        .unwrap())
+            .into(),
     )
     .unwrap();
     assert!(pseudo.p_value < 0.01, "{pseudo:?}");
@@ -445,13 +450,13 @@ fn one_file_a_side_keeps_the_sample_as_the_unit() {
     let w = &c.workloads[0];
     assert_eq!((w.replication, w.old.n, w.new.n), (Replication::File, 1, 3));
     assert_eq!(w.test, Some(TestKind::Prediction));
-    // scipy: 2 * t.sf((5.5 - 5.0) / (0.1 * sqrt(1 + 1/3)), 2)
+    // mpmath: 2 * t.sf(ln(5.5 / 5.0) / ((0.1 / 5.5) * sqrt(1 + 1/3)), 2)
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 0.04941362421328279).abs() < 1e-9, "{p}");
+    assert!((p - 0.045253335407929).abs() < 1e-9, "{p}");
 }
 
 #[test]
-fn imported_kernbench_groups_compare_run_by_run_as_scipy_does() {
+fn imported_kernbench_groups_compare_run_by_run() {
     let log = "\
 vanilla
 815.80user 113.69system 2:04.36elapsed 747%CPU (0avgtext+0avgdata 0maxresident)k
@@ -468,13 +473,14 @@ vanilla
     let groups = crate::import::time::parse(log, "kernbench.log").unwrap();
     let c = compare(&groups[..1], &groups[1..], &Criteria::default()).unwrap();
     let w = &c.workloads[0];
-    assert_eq!((w.replication, w.old.n), (Replication::Round, 4));
-    // scipy 1.10: ttest_ind(new, old, equal_var=False).pvalue of elapsed and user seconds.
+    assert_eq!((w.replication, w.old.n), (Replication::Run, 4));
+    // mpmath: Welch on the log of the ratio of new to old, elapsed and user seconds (each run
+    // a round of one sample: no floor).
     let p = w.change.unwrap().p_value.unwrap();
-    assert!((p - 0.012585686641872386).abs() < 1e-9, "{p}");
+    assert!((p - 0.012515182819644891).abs() < 1e-9, "{p}");
     let user = w.extras.iter().find(|e| e.name == "user").unwrap();
     let p = user.change.unwrap().p_value.unwrap();
-    assert!((p - 0.0062792195891754774).abs() < 1e-9, "{p}");
+    assert!((p - 0.006262606742252802).abs() < 1e-9, "{p}");
 }
 
 /// open_close's and a reference loop's round medians in one file.
@@ -491,7 +497,7 @@ fn with_reference(open_close: &[f64], mem_l1: &[f64], label: &str) -> Results {
 }
 
 #[test]
-fn a_single_run_whose_rounds_disagree_far_more_than_the_baselines_gets_no_verdict() {
+fn a_single_run_whose_rounds_disagree_far_more_than_the_baselines_is_no_surer_than_they_are() {
     let baseline: Vec<Results> = [
         [5.0, 5.1, 4.95, 5.05],
         [5.2, 5.1, 5.15, 5.25],
@@ -507,12 +513,16 @@ fn a_single_run_whose_rounds_disagree_far_more_than_the_baselines_gets_no_verdic
     let c = compare(&baseline, &[disturbed], &Criteria::default()).unwrap();
     let w = &c.workloads[0];
     assert_eq!(w.test, Some(TestKind::Prediction));
-    assert_eq!(w.verdict, Verdict::Inconclusive);
+    // Its rounds' spread is in its interval, which holds 0: no regression, and the note says
+    // the run was disturbed.
+    let (lo, _) = w.change.unwrap().ci.unwrap();
+    assert!(lo < 0.0, "{:?}", w.change);
+    assert_ne!(w.verdict, Verdict::Regressed);
     let d = w.disturbed_run.expect("the new run is disturbed");
     assert_eq!(d.side, "new");
     assert!(d.spread.run > 10.0 * d.spread.others, "{d:?}");
     assert_eq!(c.exit_code(FailOn::Regression), 0);
-    assert!(render_text(&c).contains("the new run was disturbed"));
+    assert!(render_text(&c).contains("the new run looks disturbed"));
     // As slow on average, but every round alike, as the baseline's are: a regression.
     let slower = rounds_file(&[8.8, 8.9, 8.75, 8.85], "new");
     let c = compare(&baseline, &[slower], &Criteria::default()).unwrap();
@@ -595,4 +605,234 @@ fn a_slower_machine_is_not_a_slower_kernel() {
     assert_eq!(verdict(&c, "open_close"), Verdict::Regressed);
     assert_eq!(verdict(&c, "mem_l1"), Verdict::NoChange);
     assert!(!render_text(&c).contains("machine speed"));
+}
+
+/// A reference whose move is within its own noise still says the most anyone knows of the
+/// machine's: a kernel row that moved its way by little more is inconclusive, one far beyond
+/// keeps its verdict.
+#[test]
+fn a_reference_that_moved_within_its_noise_still_bounds_what_the_machine_could_do() {
+    // mem_l1's rounds disagree: +4% on average, but not called a change on its own.
+    let old = with_reference(&[5.0, 5.1, 4.95, 5.05], &[1.20, 1.32, 1.22, 1.30], "old");
+    let new = with_reference(&[5.6, 5.7, 5.55, 5.65], &[1.24, 1.40, 1.25, 1.37], "new");
+    let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+    fn row<'a>(c: &'a Comparison, name: &str) -> &'a WorkloadComparison {
+        c.workloads.iter().find(|w| w.name == name).unwrap()
+    }
+    assert_eq!(row(&c, "mem_l1").verdict, Verdict::NoChange);
+    // open_close +12%, within 3x the reference's +4% in log terms: not told from the machine.
+    let w = row(&c, "open_close");
+    assert_eq!(w.verdict, Verdict::Inconclusive, "{:?}", w.change);
+    assert!(w.machine_speed_changed);
+    assert!(w
+        .machine_state
+        .as_deref()
+        .unwrap()
+        .contains("may have run slower"));
+    assert!(
+        !render_text(&c).contains("machine speed (a loop"),
+        "no environment line"
+    );
+    // +60%: beyond what the machine could make of +4%.
+    let far = with_reference(&[8.0, 8.1, 7.95, 8.05], &[1.24, 1.40, 1.25, 1.37], "new");
+    let c = compare(&[old], &[far], &Criteria::default()).unwrap();
+    assert_eq!(row(&c, "open_close").verdict, Verdict::Regressed);
+}
+
+#[test]
+fn a_run_with_an_injection_against_one_without_names_the_injection_first() {
+    let old = rounds_file(&[5.0, 5.1, 4.95, 5.05], "old");
+    let mut new = rounds_file(&[6.0, 6.1, 5.95, 6.05], "new");
+    new.options
+        .insert("inject".into(), serde_json::json!(["syscall:openat=1000"]));
+    let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+    assert_eq!(c.options[0].field, "inject");
+    let text = render_text(&c);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..3],
+        [
+            "Run options that differ (they change what ran):",
+            "  inject: none -> syscall:openat=1000"
+        ],
+        "{text}"
+    );
+    // open_close calls openat: its regression is the injection's, and it says so.
+    let w = &c.workloads[0];
+    assert_eq!(w.verdict, Verdict::Regressed);
+    assert!(
+        text.contains("note: it calls openat, whose injected delay differs"),
+        "{text}"
+    );
+    let markdown = render_markdown(&c);
+    assert!(
+        markdown.contains("**Run options that differ (they change what ran)**\n\n- inject: `none` → `syscall:openat=1000`"),
+        "{markdown}"
+    );
+    // Nothing differs: one line names everything compared, the options first.
+    let same = compare(
+        std::slice::from_ref(&old),
+        std::slice::from_ref(&old),
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert!(render_text(&same)
+        .contains("Run options and environment: no differences in inject, policy, stack noop"));
+}
+
+#[test]
+fn an_interval_holds_zero_when_holm_s_adjustment_takes_the_significance_away() {
+    // open_close +2.4% with p = 0.04 alone; with the other workload unchanged, Holm doubles
+    // it. The interval printed beside the adjusted p holds 0, and the verdict is not a change.
+    let (mut old, mut new) = (
+        rounds_file(&[5.0, 5.1, 4.95, 5.05], "old"),
+        rounds_file(&[5.12, 5.22, 5.07, 5.17], "new"),
+    );
+    for r in [&mut old, &mut new] {
+        r.workloads[1].clean = vec![2.0, 2.1, 1.9, 2.05, 1.95, 2.0];
+        r.workloads[1].round_sizes = vec![2; 3];
+    }
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let w = &c.workloads[0];
+    let change = w.change.unwrap();
+    let (p, adjusted) = (change.p_value.unwrap(), w.adjusted_p.unwrap());
+    assert!(p < 0.05 && adjusted >= 0.05, "{p} {adjusted}");
+    let (lo, hi) = change.ci.unwrap();
+    assert!(lo < 0.0 && hi > 0.0, "{lo} {hi}");
+    assert!(change.confidence.unwrap() > 0.95);
+    assert!(matches!(
+        w.verdict,
+        Verdict::NoChange | Verdict::Inconclusive
+    ));
+    let text = render_text(&c);
+    assert!(
+        text.contains("No change detected; a slowdown above +"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Summary: 0 regressed, 0 improved, 2 no change, 0 inconclusive; the largest slowdown it could have missed: build +"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_timed_path_s_change_has_an_interval_from_its_rounds() {
+    // openat's per-sample ns per op, three samples in each of four rounds, +100 ns in new.
+    let with_openat = |medians: &[f64], openat: &[f64], label: &str| {
+        let mut r = rounds_file(medians, label);
+        let row = r.workloads[0]
+            .attribution
+            .iter_mut()
+            .find(|a| a.name == "openat")
+            .unwrap();
+        row.samples_ns_per_op = openat.iter().flat_map(|v| [v - 5.0, *v, v + 5.0]).collect();
+        r
+    };
+    let old = with_openat(
+        &[5.0, 5.1, 4.95, 5.05],
+        &[3000.0, 3020.0, 2990.0, 3010.0],
+        "old",
+    );
+    let new = with_openat(
+        &[5.1, 5.2, 5.05, 5.15],
+        &[3100.0, 3120.0, 3090.0, 3110.0],
+        "new",
+    );
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let a = c.workloads[0].attribution.as_ref().unwrap();
+    let openat = a.paths.iter().find(|p| p.name == "openat").unwrap();
+    let (low, high) = openat.delta_interval.expect("rounds on both sides");
+    assert!((openat.delta_ns_per_op - 100.0).abs() < 1e-9, "{openat:?}");
+    assert!(
+        low > 50.0 && low < 100.0 && high > 100.0 && high < 150.0,
+        "{low} {high}"
+    );
+    // Rows with one value a file (no per-sample values) have none.
+    let hook = a
+        .paths
+        .iter()
+        .find(|p| p.name == "security_file_open")
+        .unwrap();
+    assert_eq!(hook.delta_interval, None);
+}
+
+/// open_close's profile over four rounds of 1000 own samples: `landlock` of each round's in
+/// landlock's functions, 50 in the framework's part of the hooks.
+fn with_groups(medians: &[f64], landlock: [u64; 4], label: &str) -> Results {
+    use crate::results::{GroupKind, SampledGroup};
+    let mut r = rounds_file(medians, label);
+    let mut p = crate::compare::sampled::tests::rounds_profile(&[(60, 1000); 4]);
+    let group = |kind, lsm: Option<&str>, by_round: Vec<u64>| {
+        let samples: u64 = by_round.iter().sum();
+        SampledGroup {
+            kind,
+            lsm: lsm.map(String::from),
+            samples,
+            share: samples as f64 / 4000.0,
+            share_low: 0.0,
+            share_high: 1.0,
+            ns_per_op: 0.0,
+            round_samples: by_round,
+        }
+    };
+    p.groups = vec![
+        group(GroupKind::Hooks, None, landlock.map(|l| l + 50).to_vec()),
+        group(GroupKind::Lsm, Some("landlock"), landlock.to_vec()),
+        group(GroupKind::Framework, None, vec![50; 4]),
+        group(GroupKind::TaskPaths, None, vec![0; 4]),
+    ];
+    r.workloads[0].profile = Some(p);
+    r
+}
+
+#[test]
+fn the_security_stack_s_change_is_told_per_lsm_with_the_rounds_interval() {
+    let old = with_groups(&[5.0, 5.1, 4.95, 5.05], [10, 12, 9, 11], "old");
+    let new = with_groups(&[5.4, 5.5, 5.35, 5.45], [60, 62, 58, 61], "new");
+    let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
+    let groups = &c.workloads[0].sampled.as_ref().unwrap().groups;
+    let landlock = groups
+        .iter()
+        .find(|g| g.lsm.as_deref() == Some("landlock"))
+        .unwrap();
+    assert!(
+        (landlock.share_change - 0.049_75).abs() < 1e-9,
+        "{landlock:?}"
+    );
+    assert!(landlock.significant(), "{landlock:?}");
+    let framework = groups.iter().find(|g| g.label() == "framework").unwrap();
+    assert!(!framework.significant(), "{framework:?}");
+    let text = render_text(&c);
+    assert!(text.contains("Security stack change"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("  landlock"))
+        .expect(&text);
+    assert!(
+        row.contains("1.1%") && row.contains("6.0%") && row.contains("*+4.97"),
+        "{row}"
+    );
+    // The task paths held no sample on either side: not listed.
+    assert!(!text.contains("task paths"), "{text}");
+    assert!(
+        text.contains("The largest change inside the hooks: landlock in open_close, 1.1% -> 6.0%"),
+        "{text}"
+    );
+    assert!(render_markdown(&c).contains("└ landlock"));
+    // The same run on both sides: no change, and none marked.
+    let c = compare(
+        std::slice::from_ref(&old),
+        std::slice::from_ref(&old),
+        &Criteria::default(),
+    )
+    .unwrap();
+    let text = render_text(&c);
+    assert!(
+        text.contains("Security stack change") && !text.contains("*+"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("The largest change inside the hooks"),
+        "{text}"
+    );
 }

@@ -7,10 +7,8 @@ use super::{could_find, format_alpha, format_p, noise_line, History, MetricHisto
 use crate::{
     compare::{attribution_lines, html::delta_chart, sampled_lines},
     export::rfc3339,
-    report::{
-        figures::Scale,
-        html::{esc, page},
-    },
+    report::{figures::Scale, html::page},
+    text::esc,
 };
 
 /// The points, the levels, the change points: one colour each, on every chart.

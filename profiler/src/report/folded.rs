@@ -20,6 +20,19 @@ pub fn render(results: &[Results]) -> Result<String> {
             );
         }
     }
+    for r in results {
+        for w in &r.workloads {
+            if let Some(name) = w.profile.as_ref().and_then(|p| p.names_hidden()) {
+                bail!(
+                    "results '{}': {}'s sampled stacks name every frame {name}: the run read \
+                     kallsyms with its addresses hidden (kernel.kptr_restrict), so they are no \
+                     profile; sample again where root can read them",
+                    r.label,
+                    w.name
+                );
+            }
+        }
+    }
     let mut labels = BTreeSet::new();
     if let Some(twice) = results.iter().find(|r| !labels.insert(&r.label)) {
         bail!(
@@ -105,6 +118,7 @@ pub(crate) mod tests {
                 ),
                 ("[other stacks]".into(), 1),
             ],
+            groups: Vec::new(),
         }
     }
 

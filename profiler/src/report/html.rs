@@ -6,11 +6,13 @@ use std::fmt::Write;
 
 use super::{
     figures::{clean_op_ns, num, Residual, Scale},
+    flame::palette::{kind_colour, RESIDUAL_COLOUR},
     text::environment_line,
 };
 use crate::{
     results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
     stats,
+    text::esc,
 };
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:70em;margin:1em auto;color:#222}\
@@ -20,29 +22,9 @@ svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 24px 4px 0}\
 figure{margin:1em 0}figcaption{font-size:90%;color:#555;max-width:60em}\
 figure.flame{margin:1em 0 2em}tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
 
-/// One colour per path kind, on every chart of both pages.
-pub(crate) fn kind_colour(kind: PathKind) -> &'static str {
-    match kind {
-        PathKind::Syscall => "#4e79a7",
-        PathKind::Hook => "#f28e2b",
-        PathKind::Lsm => "#e15759",
-        PathKind::TaskPath => "#59a14f",
-    }
-}
-
-/// The residual (time outside every probed path), grey wherever it is drawn.
-pub(crate) const RESIDUAL_COLOUR: &str = "#bbbbbb";
 /// The clean and probed means: neutral greys, not a path kind's colour.
 const CLEAN_COLOUR: &str = "#555555";
 const PROBED_COLOUR: &str = "#999999";
-
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// A whole page around `body`: inline style, nothing to fetch.
 pub(crate) fn page(title: &str, body: &str) -> String {
@@ -57,6 +39,14 @@ pub fn render(results: &[Results]) -> String {
     let mut body = String::from("<h1>hookprof report</h1>\n");
     // The overviews first: one picture of each run before the details.
     for r in results {
+        if let Some(summary) = super::suite_summary::SuiteSummary::of(r) {
+            let _ = writeln!(
+                body,
+                "<h2>{}: what the security stack costs</h2>",
+                esc(&r.label)
+            );
+            body.push_str(&summary.html_figure());
+        }
         let _ = writeln!(body, "<h2>{}: where each op goes</h2>", esc(&r.label));
         body.push_str(&overview(r));
     }

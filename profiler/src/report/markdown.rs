@@ -51,6 +51,9 @@ fn one(r: &Results) -> String {
         ]);
     }
     let _ = writeln!(out, "{t}\n");
+    if let Some(summary) = super::suite_summary::SuiteSummary::of(r) {
+        let _ = writeln!(out, "{}", summary.render(Markup::Markdown));
+    }
     for w in &r.workloads {
         if let Some(f) = &w.failure {
             let _ = writeln!(out, "- **{}** {}", w.name, f.sentence());

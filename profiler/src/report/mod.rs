@@ -15,8 +15,9 @@ pub mod folded;
 pub mod html;
 pub mod lmbench;
 pub mod markdown;
-mod markup;
+pub(crate) mod markup;
 mod sampled;
+pub mod suite_summary;
 pub mod text;
 
 #[derive(clap::Args, Debug)]

@@ -18,6 +18,10 @@ pub fn render(results: &Results) -> String {
         out.push('\n');
         out.push_str(&workload_block(w));
     }
+    if let Some(summary) = super::suite_summary::SuiteSummary::of(results) {
+        out.push('\n');
+        out.push_str(&summary.render(Markup::Terminal));
+    }
     out
 }
 
@@ -48,11 +52,11 @@ pub(crate) fn environment_line(r: &Results) -> String {
     } else {
         e.active_lsms.join(",")
     };
-    let mut line = format!(
-        "Environment: kernel {}, LSMs {lsms}, lockdown {}",
-        or_unknown(&e.kernel_release),
-        or_unknown(&e.lockdown)
-    );
+    let mut line = format!("Environment: kernel {}", or_unknown(&e.kernel_release));
+    if !e.machine.is_empty() {
+        let _ = write!(line, " ({})", e.machine);
+    }
+    let _ = write!(line, ", LSMs {lsms}, lockdown {}", or_unknown(&e.lockdown));
     if !e.cpu_model.is_empty() {
         let _ = write!(line, ", CPU {}{}", e.cpu_model, cpu_count(e));
     }
@@ -89,11 +93,54 @@ fn probe_lines(r: &Results) -> String {
     if !per_kind.is_empty() {
         let _ = write!(out, " ({})", per_kind.join(", "));
     }
-    let _ = writeln!(out, ", {} refused", p.refused.len());
-    for line in p.refusal_lines() {
-        let _ = writeln!(out, "  {line}");
+    // Probes other than the functions' pairs, each by name (the run said why on stderr).
+    let others: Vec<String> = p
+        .refused
+        .iter()
+        .filter(|r| r.kind != "fentry" && r.kind != "fexit")
+        .map(|r| format!("{} on {}", r.kind, r.target))
+        .collect();
+    if !others.is_empty() {
+        let _ = write!(out, ", refused: {}", others.join(", "));
     }
+    out.push('\n');
+    let _ = writeln!(out, "{}", hooks_line(r));
     out
+}
+
+/// How many hooks and LSM functions each method measured: timed by an fentry/fexit pair (with
+/// the functions refused one, counted as `hookprof hooks` counts them), and sampled in kernel
+/// stacks (those with samples in any workload).
+fn hooks_line(r: &Results) -> String {
+    let p = &r.probes;
+    let mut line = format!("Hooks: {} timed (fentry/fexit", p.timed_functions());
+    let refused = p.refused_functions();
+    if refused > 0 {
+        let why = p
+            .refused
+            .iter()
+            .find(|r| r.kind == "fentry")
+            .map_or("", |r| r.reason.split(':').next().unwrap_or_default());
+        let _ = write!(
+            line,
+            "; refused on {refused} functions, {why}: `hookprof hooks` lists them"
+        );
+    }
+    line.push(')');
+    let mut sampled: Vec<&str> = r
+        .workloads
+        .iter()
+        .filter_map(|w| w.profile.as_ref())
+        .flat_map(|profile| &profile.paths)
+        .filter(|path| matches!(path.kind, PathKind::Hook | PathKind::Lsm))
+        .map(|path| path.name.as_str())
+        .collect();
+    sampled.sort_unstable();
+    sampled.dedup();
+    if r.workloads.iter().any(|w| w.profile.is_some()) {
+        let _ = write!(line, ", {} sampled (kernel stacks)", sampled.len());
+    }
+    line
 }
 
 /// `5.000 us ± 0.1756 us`, or the mean alone when one sample gives no interval.
@@ -381,8 +428,30 @@ pub(crate) mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("Probes: 2 attached (raw_tracepoint 1, fentry 1), 1 refused"));
-        assert!(text.contains("lsm refused on file_open: dynamic ftrace is locked"));
+        assert!(text.contains(
+            "Probes: 2 attached (raw_tracepoint 1, fentry 1), refused: lsm on file_open\n\
+             Hooks: 1 timed (fentry/fexit)\n"
+        ));
+        // Refused pairs are counted once a function, as `hookprof hooks` counts them.
+        let mut r = sample_results();
+        for kind in ["fentry", "fexit"] {
+            for target in ["security_file_open", "security_task_kill"] {
+                r.probes.refused.push(crate::results::Refusal {
+                    kind: kind.into(),
+                    target: target.into(),
+                    errno: Some(1),
+                    reason: crate::probes::refusal::reason(kind, Some(1)),
+                });
+            }
+        }
+        let text = render(&r);
+        assert!(
+            text.contains(
+                "Hooks: 1 timed (fentry/fexit; refused on 2 functions, EPERM: `hookprof hooks` \
+                 lists them)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -64,6 +64,18 @@ impl Destination {
         Ok(Destination { shown, kind })
     }
 
+    /// True when what is written is thrown away: the null device (1:3), whatever its name.
+    pub fn discards(&self) -> bool {
+        let Kind::Through(file) = &self.kind else {
+            return false;
+        };
+        file.metadata().is_ok_and(|m| {
+            m.file_type().is_char_device()
+                && libc::major(m.rdev()) == 1
+                && libc::minor(m.rdev()) == 3
+        })
+    }
+
     /// True when the results go to stdout (anything else printed belongs on stderr then).
     pub fn is_stdout(&self) -> bool {
         matches!(self.kind, Kind::Stdout)

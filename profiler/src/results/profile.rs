@@ -42,6 +42,69 @@ pub struct StackProfile {
     /// sampled first; past `FOLDED_LIMIT` stacks the rest are one `[other stacks]` line.
     #[serde(default)]
     pub folded: Vec<(String, u64)>,
+    /// The paths taken together as the suite summary reads them: every security hook at once,
+    /// each LSM's own functions, the hooks' own dispatch, the task paths. A sample counts once
+    /// in a group however many of the group's paths are on its stack, so groups do not double
+    /// count nested paths as a sum of `paths` would. Absent in files written before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<SampledGroup>,
+}
+
+/// What a [`SampledGroup`] takes together.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupKind {
+    /// Samples with any `security_*` hook on the stack: what the security layer costs.
+    Hooks,
+    /// Samples inside one LSM's own functions (`lsm` names it) under a hook.
+    Lsm,
+    /// Samples inside a hook but in no LSM's function: the framework's dispatch, and the
+    /// work the hook does itself (a security blob's allocation, for one).
+    Framework,
+    /// Samples with a fork/exit/exec task path on the stack.
+    TaskPaths,
+}
+
+/// One group's share of the workload's own CPU samples (the denominator of every share of
+/// the profile: its samples less the probes' and the lost stacks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SampledGroup {
+    pub kind: GroupKind,
+    /// The LSM, for `kind` lsm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsm: Option<String>,
+    pub samples: u64,
+    pub share: f64,
+    /// The share's 95% interval: with the round as the unit where the profile kept two or
+    /// more rounds (`round_samples`), never narrower than the samples' (Wilson score), which
+    /// it is with one round.
+    pub share_low: f64,
+    pub share_high: f64,
+    /// share x the op's own CPU ns.
+    pub ns_per_op: f64,
+    /// `samples` round by round, beside the profile's `round_samples`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_samples: Vec<u64>,
+}
+
+impl GroupKind {
+    /// A group's name as a summary's column or row says it (`lsm`: the LSM's, for `Lsm`).
+    pub fn label(self, lsm: Option<&str>) -> String {
+        match self {
+            GroupKind::Hooks => "security hooks".into(),
+            GroupKind::Lsm => lsm.unwrap_or_default().into(),
+            GroupKind::Framework => "framework".into(),
+            GroupKind::TaskPaths => "task paths".into(),
+        }
+    }
+}
+
+impl SampledGroup {
+    pub fn label(&self) -> String {
+        self.kind.label(self.lsm.as_deref())
+    }
 }
 
 /// The samples a run took in passes for the stacks alone: nothing in those passes is timed, so
@@ -58,6 +121,21 @@ impl StackProfile {
     pub fn own_samples(&self) -> u64 {
         self.samples
             .saturating_sub(self.probe_samples + self.lost_stacks)
+    }
+
+    /// The one name every kernel frame has, when a stack has several frames and they all have
+    /// it: what a run that read kallsyms with its addresses hidden (kernel.kptr_restrict)
+    /// named them, every address past the last symbol listed. Such stacks are no profile.
+    pub fn names_hidden(&self) -> Option<&str> {
+        let stacks = self
+            .folded
+            .iter()
+            .map(|(stack, _)| stack.as_str())
+            .filter(|s| !s.starts_with('['));
+        let mut frames = stacks.clone().flat_map(|s| s.split(';'));
+        let first = frames.next()?;
+        let deep = stacks.clone().any(|s| s.contains(';'));
+        (deep && frames.all(|f| f == first)).then_some(first)
     }
 
     /// Where the samples came from, for a heading: the timed passes' rate, and the passes'

@@ -70,7 +70,7 @@ pub struct LsmProgramRecord {
 /// A syscall the runners' tracked tasks busy-waited on, on their way out of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SyscallInjectionRecord {
-    /// x86_64 name and number.
+    /// Its name and number in the table of the architecture the run was made on.
     pub syscall: String,
     pub nr: u32,
     /// The wait asked for, ns per call.
@@ -183,6 +183,10 @@ pub struct Environment {
     pub kernel_release: String,
     #[serde(default)]
     pub kernel_version: String,
+    /// The machine's architecture (`uname -m`: x86_64, aarch64), whose syscall table names
+    /// the syscalls; empty in files from before it was recorded, and in imports.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub machine: String,
     /// From /sys/kernel/security/lsm, in order.
     #[serde(default)]
     pub active_lsms: Vec<String>,
@@ -218,6 +222,11 @@ pub struct Environment {
     /// imports and files from before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_load: Option<crate::machine_load::MachineLoad>,
+    /// Other processes' BPF programs attached where the run measured, found before and after
+    /// the workloads ran (another hookprof, `top`, bpftrace, an agent): their cost is in every
+    /// time. Empty when there were none; absent when not looked for (imports, older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_bpf_programs: Option<Vec<crate::other_probes::OtherProgram>>,
 }
 
 /// The profiler's peak resident set at the end of a phase of the run.
@@ -234,54 +243,31 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    /// One line per distinct refusal reason, naming what was refused.
-    pub fn refusal_lines(&self) -> Vec<String> {
-        // Group by reason, then kinds refused on the same targets for the same reason (an fentry
-        // and its fexit) share a line.
-        let mut groups: Vec<(Vec<String>, &str, Vec<&str>)> = Vec::new();
-        for r in &self.refused {
-            match groups
-                .iter_mut()
-                .find(|(kinds, why, _)| kinds.contains(&r.kind) && *why == r.reason)
-            {
-                Some((_, _, targets)) => targets.push(&r.target),
-                None => groups.push((vec![r.kind.clone()], &r.reason, vec![&r.target])),
-            }
-        }
-        let mut merged: Vec<(Vec<String>, &str, Vec<&str>)> = Vec::new();
-        for (kinds, why, targets) in groups {
-            match merged
-                .iter_mut()
-                .find(|(_, w, t)| *w == why && *t == targets)
-            {
-                Some((k, _, _)) => k.extend(kinds),
-                None => merged.push((kinds, why, targets)),
-            }
-        }
-        merged
-            .into_iter()
-            .map(|(kinds, why, targets)| {
-                format!(
-                    "{} refused on {}: {why}",
-                    kinds.join("/"),
-                    name_some(&targets)
-                )
-            })
-            .collect()
+    /// The functions refused a timing pair (fentry/fexit), each once: the count `hookprof hooks`
+    /// gives for the same functions.
+    pub fn refused_functions(&self) -> usize {
+        let mut functions: Vec<&str> = self
+            .refused
+            .iter()
+            .filter(|r| r.kind == "fentry" || r.kind == "fexit")
+            .map(|r| r.target.as_str())
+            .collect();
+        functions.sort_unstable();
+        functions.dedup();
+        functions.len()
     }
-}
 
-/// "a, b, c" or, for long lists, "93 functions (a, b, c, d, e, ...)".
-fn name_some(targets: &[&str]) -> String {
-    const SHOWN: usize = 5;
-    if targets.len() <= SHOWN {
-        targets.join(", ")
-    } else {
-        format!(
-            "{} functions ({}, ...)",
-            targets.len(),
-            targets[..SHOWN].join(", ")
-        )
+    /// The functions timed by a pair (fentry attached), each once.
+    pub fn timed_functions(&self) -> usize {
+        let mut functions: Vec<&str> = self
+            .attached
+            .iter()
+            .filter(|a| a.kind == "fentry")
+            .map(|a| a.target.as_str())
+            .collect();
+        functions.sort_unstable();
+        functions.dedup();
+        functions.len()
     }
 }
 

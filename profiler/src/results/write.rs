@@ -35,6 +35,15 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     replace_atomically(path, &mut Contents::Bytes(contents))
 }
 
+/// `write_atomically` for a file only its owner may read (mode 0600, whatever was there): one
+/// that may hold what the command line held.
+pub fn write_privately(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = crate::scratch::results_temp_file(parent_dir(path))?;
+    tmp.as_file()
+        .set_permissions(Permissions::from_mode(0o600))?;
+    finish_replacing(tmp, path, &mut Contents::Bytes(contents))
+}
+
 /// What a results file receives: bytes in memory, or a file they were spooled to as they were
 /// made (a `top -o` recording, which grows with every interval: kept in memory, a day of it
 /// grew the process by hundreds of MB).
@@ -58,13 +67,21 @@ impl Contents<'_> {
 
 /// `write_atomically` of any `Contents`.
 pub(super) fn replace_atomically(path: &Path, contents: &mut Contents) -> std::io::Result<()> {
-    let mut tmp = crate::scratch::results_temp_file(parent_dir(path))?;
+    let tmp = crate::scratch::results_temp_file(parent_dir(path))?;
     if let Ok(old) = std::fs::metadata(path) {
         tmp.as_file()
             .set_permissions(Permissions::from_mode(old.mode() & 0o7777))?;
         // Only root can give a file away; anyone else's replacement is theirs.
         let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
     }
+    finish_replacing(tmp, path, contents)
+}
+
+fn finish_replacing(
+    mut tmp: tempfile::NamedTempFile,
+    path: &Path,
+    contents: &mut Contents,
+) -> std::io::Result<()> {
     contents.write_to(&mut tmp)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

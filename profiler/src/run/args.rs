@@ -89,6 +89,43 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     Policy::parse(s).map_err(|e| format!("{e:#}"))
 }
 
+/// Passes for the stacks alone, after each round's timed passes (`run` and `stat`).
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct StackPassArgs {
+    /// The workload's own stack samples (`--probes stacks`) each workload should hold over its
+    /// rounds: where its timed probed samples hold fewer, each round runs probed passes for
+    /// the stacks alone (at --stack-sample-hz; for `stat`, more runs of the command, untimed)
+    /// until it holds its part or has spent 2 s on them. 2000 (the default) knows a 5% share
+    /// within about +-1 percentage point (95%); 0 takes what the timed samples give.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_STACK_SAMPLES,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub stack_samples: u64,
+    /// Stack samples per second of a task's CPU time in the passes for the stacks alone
+    /// (--stack-samples): none of their time is measured, so they sample faster than the
+    /// timed passes' --sample-hz.
+    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_STACK_SAMPLE_HZ,
+          value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub stack_sample_hz: u64,
+}
+
+impl StackPassArgs {
+    /// The samples each of `rounds` rounds should hold, and the passes' sampling period.
+    pub fn per_round(&self, rounds: u32) -> (u64, u64) {
+        (
+            self.stack_samples.div_ceil(u64::from(rounds)),
+            1_000_000_000 / self.stack_sample_hz,
+        )
+    }
+
+    /// The options as the results record them.
+    pub fn recorded(&self) -> [(&'static str, serde_json::Value); 2] {
+        [
+            ("stack_samples", serde_json::json!(self.stack_samples)),
+            ("stack_sample_hz", serde_json::json!(self.stack_sample_hz)),
+        ]
+    }
+}
+
 /// What a run measures and how: the options `hookprof ab` hands on to the run in each boot.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct MeasureArgs {
@@ -107,20 +144,8 @@ pub struct MeasureArgs {
     /// minute).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub min_sample_ms: u64,
-    /// The workload's own stack samples (`--probes stacks`) each workload should hold over its
-    /// rounds: where its timed probed samples hold fewer, each round runs probed passes for
-    /// the stacks alone (at --stack-sample-hz) until it holds its part or has spent 2 s on
-    /// them. 2000 (the default) knows a 5% share within about +-1 percentage point (95%);
-    /// 0 takes what the timed samples give.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_STACK_SAMPLES,
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub stack_samples: u64,
-    /// Stack samples per second of a task's CPU time in the passes for the stacks alone
-    /// (--stack-samples): none of their time is measured, so they sample faster than the
-    /// timed passes' --sample-hz.
-    #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_STACK_SAMPLE_HZ,
-          value_parser = clap::value_parser!(u64).range(10..=100_000))]
-    pub stack_sample_hz: u64,
+    #[command(flatten)]
+    pub stack_passes: StackPassArgs,
     /// Parallel jobs for the `build` workload (1 to 4096; default: 4 x CPUs, as kernbench's
     /// "optimal").
     #[arg(long, value_parser = parse_jobs)]
@@ -175,8 +200,9 @@ pub struct CommonMeasureArgs {
     /// boot). It returns the verdict it was given.
     #[arg(long)]
     pub stack_noop: bool,
-    /// Run the workloads as this user (name or uid); the profiler keeps root's privileges for
-    /// its probes. Scratch files are owned by that user.
+    /// Run the workloads as this user (name or uid): the runner drops every id, group and
+    /// capability and gets only PATH, the user's HOME, LANG and TMPDIR of the environment; the
+    /// profiler keeps root's privileges for its probes. Scratch files are owned by that user.
     #[arg(long, value_name = "NAME|UID")]
     pub user: Option<String>,
     /// Measure each workload in R rounds: each round starts a fresh runner for every workload
@@ -225,8 +251,11 @@ impl MeasureArgs {
                 },
             samples,
             min_sample_ms,
-            stack_samples,
-            stack_sample_hz,
+            stack_passes:
+                StackPassArgs {
+                    stack_samples,
+                    stack_sample_hz,
+                },
             jobs,
             build_units,
         } = self;
@@ -318,8 +347,10 @@ mod tests {
             },
             samples: 5,
             min_sample_ms: 2,
-            stack_samples: 500,
-            stack_sample_hz: 1999,
+            stack_passes: StackPassArgs {
+                stack_samples: 500,
+                stack_sample_hz: 1999,
+            },
             jobs: Some(3),
             build_units: Some(30),
         };

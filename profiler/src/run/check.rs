@@ -16,7 +16,8 @@ use crate::{
     compare::Comparison,
     environment, injection,
     output::Document,
-    results::{Destination, Environment},
+    probes::kallsyms,
+    results::{Destination, Environment, Refusal},
     runner::{Credentials, Supervisor},
     versus::{self, Variant},
 };
@@ -31,6 +32,8 @@ pub(super) struct Checked {
     pub store: Option<crate::store::Pending>,
     /// `--probes` (None: clean only).
     pub kinds: Option<Kinds>,
+    /// Probes left out before loading, with why (the stacks, where kallsyms hides addresses).
+    pub refused: Vec<Refusal>,
     /// `--inject`'s LSM hooks and their ns.
     pub lsm_inject: Vec<(String, u64)>,
     /// `--user`'s credentials.
@@ -46,6 +49,8 @@ pub(super) fn check(
     args: &CommonMeasureArgs,
     plan: &Plan,
 ) -> Result<Checked> {
+    // The runners' status and children are read there, probes or not.
+    crate::pid_namespace::check_proc()?;
     let destination = session
         .output
         .as_deref()
@@ -58,6 +63,15 @@ pub(super) fn check(
         "run"
     };
     let store = session.store.prepare(command, &session.baseline)?;
+    if let Some(store) = store.as_ref().filter(|s| s.keeps_nothing()) {
+        if destination.as_ref().is_none_or(Destination::discards) {
+            bail!(
+                "results store {}: an in-memory database keeps nothing once hookprof exits, and \
+                 no -o file keeps the run: give -o FILE, or a database file",
+                store.shown()
+            );
+        }
+    }
     check_pin(&args.pin)?;
     check_temp_dir()?;
     if let Some(command) = &plan.setup.command {
@@ -71,7 +85,8 @@ pub(super) fn check(
             args.parallel
         );
     }
-    let kinds = probe_kinds(&args.probes, args.sample_hz)?;
+    let mut kinds = probe_kinds(&args.probes, args.sample_hz)?;
+    let refused = hidden_symbols(&args.probes, &mut kinds)?;
     let lsm_inject = injection::lsm_hooks(&args.inject);
     if kinds.is_none() && (args.stack_noop || !lsm_inject.is_empty()) {
         bail!(
@@ -86,11 +101,38 @@ pub(super) fn check(
         baseline,
         store,
         kinds,
+        refused,
         lsm_inject,
         user,
         variants,
         versus_destination,
     })
+}
+
+/// Sampled stacks are named from kallsyms: where it hides every address (kernel.kptr_restrict),
+/// `--probes stacks` is refused and `--probes auto` leaves the stacks out, recorded as refused,
+/// rather than naming every frame after the last symbol listed.
+fn hidden_symbols(asked: &[String], kinds: &mut Option<Kinds>) -> Result<Vec<Refusal>> {
+    let Some(kinds) = kinds.as_mut().filter(|k| k.stacks.is_some()) else {
+        return Ok(Vec::new());
+    };
+    // Without root kallsyms hides addresses anyway, and the missing privilege is the error.
+    super::probe_setup::require_bpf_privileges()?;
+    if !kallsyms::addresses_hidden()? {
+        return Ok(Vec::new());
+    }
+    let reason = kallsyms::hidden_reason();
+    if asked.iter().any(|k| k == "stacks") {
+        bail!("--probes stacks: {reason}");
+    }
+    kinds.stacks = None;
+    eprintln!("hookprof: no sampled stacks: {reason}");
+    Ok(vec![Refusal {
+        kind: "perf_event".into(),
+        target: "cpu-clock".into(),
+        errno: None,
+        reason,
+    }])
 }
 
 /// Every workload makes its scratch files in the temp directory: one that cannot be written

@@ -153,7 +153,14 @@ pub(super) fn finish(
     }
     if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
+    }
+    // Interrupted while recording: the run is spooled (its warning said where).
+    if recorded
+        .as_ref()
+        .is_err_and(|e| e.is::<crate::store::Interrupted>())
+    {
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     }
     let mut failed: Vec<&str> = variants
         .iter()
@@ -167,7 +174,7 @@ pub(super) fn finish(
             failed.len(),
             failed.join(", ")
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(crate::exit::ERROR));
     }
     if results.workloads.is_empty() {
         bail!("nothing could be measured");
@@ -238,6 +245,9 @@ fn recorded_options(
                 .collect::<Vec<_>>()),
         ),
         ("stack_noop", json!(args.stack_noop)),
+        ("sample_hz", json!(args.sample_hz)),
+        // Where the workloads' files are made: its depth is in every path walk they time.
+        ("tmpdir", json!(std::env::temp_dir())),
         ("timeout_per_workload", json!(args.timeout_per_workload)),
         ("policy", json!(policy_records(policies))),
         ("clock_overhead_ns", json!(clock.as_nanos() as u64)),

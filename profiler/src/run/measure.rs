@@ -108,7 +108,13 @@ struct Taken {
     /// The workload's own part of its samples (the rest the probes' or lost), and over how
     /// many samples it was found.
     own_fraction: Option<(f64, u64)>,
+    /// Clean and probed samples taken again because a runner was stopped while they ran.
+    retaken: [usize; 2],
 }
+
+/// A sample whose runner was stopped is taken again at most this many times (then kept, as
+/// the note says): a run under a debugger's breakpoints would never end otherwise.
+const MAX_RETAKES: usize = 3;
 
 /// One workload's samples over the rounds measured so far.
 pub struct Measured {
@@ -137,6 +143,14 @@ impl Measured {
     /// this workload).
     pub fn finish(self, probes: Option<&Probes>) -> WorkloadResult {
         let Measured { mut result, taken } = self;
+        let [clean, probed] = taken.retaken;
+        if clean + probed > 0 {
+            result.notes.push(format!(
+                "{clean} clean and {probed} probed samples were taken again: the runner was \
+                 stopped (SIGSTOP or SIGTSTP) and continued while they ran, so their time held \
+                 the stop"
+            ));
+        }
         if let Some(p) = probes {
             if !taken.probed.is_empty() {
                 let a = attribute(
@@ -325,8 +339,16 @@ fn sample(
             match (probed, probes.as_deref_mut()) {
                 (false, _) => {
                     *phase = format!("sample {} (clean)", i + 1);
-                    let Wait::Done(runs) = workload.run(ops, false)? else {
-                        return Ok(Wait::Interrupted);
+                    let mut tries = 0;
+                    let runs = loop {
+                        let Wait::Done(runs) = workload.run(ops, false)? else {
+                            return Ok(Wait::Interrupted);
+                        };
+                        if !runs.iter().any(|r| r.stopped) || tries == MAX_RETAKES {
+                            break runs;
+                        }
+                        tries += 1;
+                        taken.retaken[0] += 1;
                     };
                     let values =
                         copy_values(spec, overhead, ops, &runs, &mut taken.clean_ns_per_op);
@@ -341,15 +363,28 @@ fn sample(
                 }
                 (true, Some(p)) => {
                     *phase = format!("sample {} (probed)", i + 1);
-                    let Wait::Done((runs, values)) = probed_pass(
-                        p,
-                        &mut workload,
-                        &pids,
-                        (&context, Pass::Timed, ops),
-                        (&mut *taken, &mut last),
-                    )?
-                    else {
-                        return Ok(Wait::Interrupted);
+                    let mut tries = 0;
+                    let (runs, values) = loop {
+                        let pass = Pass::Timed {
+                            retake_if_stopped: tries < MAX_RETAKES,
+                        };
+                        let Wait::Done(ran) = probed_pass(
+                            p,
+                            &mut workload,
+                            &pids,
+                            (&context, pass, ops),
+                            (&mut *taken, &mut last),
+                        )?
+                        else {
+                            return Ok(Wait::Interrupted);
+                        };
+                        match ran {
+                            Some(ran) => break ran,
+                            None => {
+                                tries += 1;
+                                taken.retaken[1] += 1;
+                            }
+                        }
                     };
                     result.probed.push(over_copies(spec.metric, &values));
                     for ((copy, run), value) in result.copies.iter_mut().zip(&runs).zip(values) {
@@ -443,9 +478,12 @@ fn more_stacks(
         // The first pass gets a quarter of the time left: its ops may take longer than the
         // timed ones (its interrupts), and a two-task ping-pong's timed passes may hold no
         // sample at all to size it by (a 2 s pass then held 29,416 of lat_rpc_udp's).
-        let left = MAX_STACK_PASSES_TIME.saturating_sub(started.elapsed());
-        let left = if stack_ops == 0 { left / 4 } else { left };
-        let fits = (left.as_nanos() as f64 / ns_per_op) as u64;
+        let budget = MAX_STACK_PASSES_TIME.saturating_sub(started.elapsed());
+        let left = if stack_ops == 0 { budget / 4 } else { budget };
+        // One op that fits the whole budget runs even where a quarter is too short for it:
+        // `stat` of a command that takes half a second would never sample faster otherwise.
+        let fits = ((left.as_nanos() as f64 / ns_per_op) as u64)
+            .max(u64::from(budget.as_nanos() as f64 >= ns_per_op));
         let wanted = ((target - have) as f64 / per_op * 1.1).ceil() as u64;
         let ops = whole_rounds(wanted.min(fits), per_round);
         if ops > fits {
@@ -464,6 +502,9 @@ fn more_stacks(
     }
 }
 
+/// A pass's runs, and each copy's metric of it.
+type PassRuns = (Vec<CopyRun>, Vec<f64>);
+
 /// What every probed pass of one workload's round shares.
 struct PassContext {
     spec: &'static WorkloadSpec,
@@ -474,24 +515,26 @@ struct PassContext {
 /// What a probed pass is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Pass {
-    /// A timed sample: its counters, time and stacks all count.
-    Timed,
+    /// A timed sample: its counters, time and stacks all count; with `retake_if_stopped`,
+    /// none of them if a runner was stopped while it ran (the caller takes it again).
+    Timed { retake_if_stopped: bool },
     /// Stacks alone, one every `period_ns` of CPU time: its counters and time are left out,
     /// its faster sampling's interrupts being in them.
     StacksOnly { period_ns: u64 },
 }
 
 /// One probed pass of `ops` ops: its stacks into `taken`, with (a timed pass) its counters'
-/// change since `last`; its runs and each copy's metric back. The timed passes put their runs
-/// into the results; a pass for the stacks alone adds its samples alone, so the clean and
-/// probed samples stay paired and the CPU time per op stays the timed passes'.
+/// change since `last`; its runs and each copy's metric back (None: a timed pass set aside
+/// because a runner was stopped in it). The timed passes put their runs into the results; a
+/// pass for the stacks alone adds its samples alone, so the clean and probed samples stay
+/// paired and the CPU time per op stays the timed passes'.
 fn probed_pass(
     p: &mut Probes,
     workload: &mut RemoteWorkload,
     pids: &[u32],
     (context, pass, ops): (&PassContext, Pass, u64),
     (taken, last): (&mut Taken, &mut Option<Snapshot>),
-) -> Result<Wait<(Vec<CopyRun>, Vec<f64>)>> {
+) -> Result<Wait<Option<PassRuns>>> {
     let PassContext {
         spec,
         overhead,
@@ -509,12 +552,23 @@ fn probed_pass(
     let Wait::Done(runs) = ran? else {
         return Ok(Wait::Interrupted);
     };
+    if pass
+        == (Pass::Timed {
+            retake_if_stopped: true,
+        })
+        && runs.iter().any(|r| r.stopped)
+    {
+        // Nothing of it counts: the next pass starts from here.
+        *last = Some(p.snapshot()?);
+        p.take_samples()?;
+        return Ok(Wait::Done(None));
+    }
     let mut ns_per_op = Vec::with_capacity(runs.len());
     let values = copy_values(spec, overhead, ops, &runs, &mut ns_per_op);
     taken.last_pass_ns_per_op = ns_per_op.iter().copied().fold(0.0, f64::max);
     let now = p.snapshot()?;
     let samples = p.take_samples()?;
-    if pass == Pass::Timed {
+    if let Pass::Timed { .. } = pass {
         for copy in &ns_per_op {
             taken.probed_wall.0 += copy * ops as f64;
             taken.probed_wall.1 += ops;
@@ -531,7 +585,7 @@ fn probed_pass(
     }
     *last = Some(now);
     taken.stacks.add(samples);
-    Ok(Wait::Done((runs, values)))
+    Ok(Wait::Done(Some((runs, values))))
 }
 
 /// Each copy's metric of one sample, the timing overhead taken out; each copy's ns per op

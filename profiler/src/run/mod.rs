@@ -27,6 +27,7 @@ use self::{
     rounds::{Rounds, Work},
 };
 use crate::{
+    other_probes,
     runner::Wait,
     workloads::{self, WorkloadSetup, WorkloadSpec},
 };
@@ -41,9 +42,6 @@ pub const DEFAULT_SAMPLES: u32 = 3;
 /// percentage point. Bought with passes for the stacks alone at --stack-sample-hz: the quick
 /// suite took 2.0x as long here (72 s against 37 s; at the timed passes' rate, 4.9x).
 pub const DEFAULT_STACK_SAMPLES: u64 = 2_000;
-/// The own samples behind a 5% share known within +-1 percentage point (95%, samples taken as
-/// independent): 1.96^2 * 0.05 * 0.95 / 0.01^2.
-pub const PRECISE_STACK_SAMPLES: u64 = 1_825;
 
 /// What a run measures: its workloads (or `stat`'s command), how many samples each takes,
 /// and the size of the work (`--jobs`, the command); `CommonMeasureArgs` adds how.
@@ -63,29 +61,31 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let args = &run_args.measure;
+    let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(args.common.rounds);
     let plan = Plan {
         specs: workloads::chosen(args.workloads.as_deref(), args.suite)?,
         sampling: Sampling {
             samples: args.samples as usize,
             warmup: 1,
             min_sample: Duration::from_millis(args.min_sample_ms),
-            stacks_per_round: args.stack_samples.div_ceil(u64::from(args.common.rounds)),
-            stack_pass_period_ns: 1_000_000_000 / args.stack_sample_hz,
+            stacks_per_round,
+            stack_pass_period_ns,
         },
         setup: WorkloadSetup {
             jobs: args.jobs,
             build_units: args.build_units.map(|u| u as usize),
             ..WorkloadSetup::default()
         },
-        recorded: vec![
+        recorded: [
             ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
             ("workloads", json!(args.workloads)),
             ("min_sample_ms", json!(args.min_sample_ms)),
-            ("stack_samples", json!(args.stack_samples)),
-            ("stack_sample_hz", json!(args.stack_sample_hz)),
             ("jobs", json!(args.jobs)),
             ("build_units", json!(args.build_units)),
-        ],
+        ]
+        .into_iter()
+        .chain(args.stack_passes.recorded())
+        .collect(),
     };
     measure_plan(&run_args.session, &args.common, &plan)
 }
@@ -115,8 +115,11 @@ pub fn measure_plan(
     else {
         bar.finish_and_clear();
         eprintln!("hookprof: interrupted before measuring");
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     };
+    if let Some(p) = probes.probes.as_mut() {
+        p.add_refusals(checked.refused.iter().cloned());
+    }
 
     // The kernel's run-time statistics cross-check the ground-truth programs' cost; they are
     // only switched on when such programs are attached (they cost every program a little).
@@ -139,9 +142,21 @@ pub fn measure_plan(
         specs: &plan.specs,
         variants,
     };
+    // Another tool's programs on the paths measured are in every time: said before the
+    // workloads run, and again for any that come between them.
+    let mut others = other_probes::Watch::default();
+    if let Some(note) = others.look() {
+        supervisor.warn(&format!("note: {note}"));
+    }
     let load_before = crate::machine_load::Snapshot::now();
-    let measuring =
-        rounds::measure_workloads(work, rounds, &engine, &mut probes, &mut supervisor, &bar)?;
+    let measuring = rounds::measure_workloads(
+        work,
+        rounds,
+        &engine,
+        (&mut probes, &mut others),
+        &mut supervisor,
+        &bar,
+    )?;
     for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
         r.workloads = workloads;
         r.complete = measuring.complete;
@@ -160,8 +175,13 @@ pub fn measure_plan(
             load.others_busy_percent, load.steal_percent
         );
     }
+    if let Some(note) = others.look() {
+        eprintln!("hookprof: note: as the workloads ended, {note}");
+    }
+    let others = others.seen();
     for r in &mut results {
         r.environment.machine_load = machine_load;
+        r.environment.other_bpf_programs = Some(others.clone());
     }
     // Unloads every program before anything else is printed.
     probes.unload_into(&mut results)?;

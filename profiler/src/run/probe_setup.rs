@@ -12,9 +12,9 @@ use crate::{
     peak_rss,
     probes::{
         calibration::{self, Calibration},
-        lsm_hook_of,
+        lsm_hook_of, refusal,
         selection::{self, Selection},
-        KernelBtf, ProbePlan, Probes, SyscallInjection, Target,
+        Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
     },
     results::{LsmProgramRecord, Results},
     runner::{Supervisor, Wait},
@@ -80,6 +80,8 @@ pub(super) struct ProbeSetup<'a> {
 
 struct LoadedProbes {
     probes: Probes,
+    /// The kernel's task layout (from its BTF), which the syscall injection loads with too.
+    layout: TaskLayout,
     calibration: Option<Calibration>,
     /// Which timed functions each workload attaches (None: all of them, for every workload).
     focus: Option<Found>,
@@ -133,6 +135,15 @@ pub(super) fn set_up(
     setup: &ProbeSetup,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<RunProbes>> {
+    // What the kernel cannot inject fails now, not after the probes' minutes of set-up.
+    if setup
+        .injections
+        .iter()
+        .any(|v| !injection::syscalls(v).is_empty())
+    {
+        require_bpf_privileges()?;
+        Features::get()?.check_syscall_injection()?;
+    }
     let loaded = match kinds {
         Some(kinds) => {
             let Wait::Done(loaded) = load_probes(kinds, setup, supervisor)? else {
@@ -149,7 +160,9 @@ pub(super) fn set_up(
         None => None,
     };
     // After calibration and discovery: the injection is part of the measured kernel only.
-    let Wait::Done(syscall_injection) = inject_syscalls(&setup.injections, supervisor)? else {
+    let layout = loaded.as_ref().map(|l| l.layout);
+    let Wait::Done(syscall_injection) = inject_syscalls(&setup.injections, layout, supervisor)?
+    else {
         return Ok(Wait::Interrupted);
     };
     Ok(Wait::Done(match loaded {
@@ -289,7 +302,7 @@ fn load_probes(
         return Ok(Wait::Interrupted);
     };
     loaded?;
-    for line in probes.report().refusal_lines() {
+    for line in refusal::lines(&probes.report().refused) {
         eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
@@ -303,6 +316,7 @@ fn load_probes(
     peak_rss::note_phase("calibration");
     Ok(Wait::Done(LoadedProbes {
         probes,
+        layout: kernel.layout(),
         calibration,
         focus,
     }))
@@ -312,6 +326,7 @@ fn load_probes(
 /// supervisor keeping its gate owners naming the runners (None without such an injection).
 fn inject_syscalls(
     variants: &[Vec<Injection>],
+    layout: Option<TaskLayout>,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<Option<SyscallInjection>>> {
     let syscalls: Vec<_> = variants.iter().map(|v| injection::syscalls(v)).collect();
@@ -319,8 +334,15 @@ fn inject_syscalls(
         return Ok(Wait::Done(None));
     }
     require_bpf_privileges()?;
-    let Wait::Done(attached) = supervisor.blocking(move || SyscallInjection::attach(&syscalls))?
-    else {
+    let attach = move || -> Result<_> {
+        // With --probes none, the layout has not been read yet.
+        let layout = match layout {
+            Some(l) => l,
+            None => KernelBtf::load_in_child()?.layout(),
+        };
+        SyscallInjection::attach(&syscalls, &layout)
+    };
+    let Wait::Done(attached) = supervisor.blocking(attach)? else {
         return Ok(Wait::Interrupted);
     };
     let (injection, owners) = attached?;
@@ -348,6 +370,20 @@ fn discover_functions(
     };
     let mut discover =
         |candidates: &[Target]| discovery::discover(&asked, candidates, supervisor, &progress);
+    if asked.trampolines_refused.is_some() {
+        // Nothing can be timed: every function of the catalog `hookprof hooks` tries is refused
+        // alike, and counted as it counts them.
+        let Wait::Done(mut found) = discover(&selection::catalog(kernel, setup.active_lsms))?
+        else {
+            return Ok(Wait::Interrupted);
+        };
+        probes.add_refusals(std::mem::take(&mut found.refused));
+        if setup.stack_noop {
+            // No hook was found to stack on: this fails with the kernel's own reason.
+            stack_noop(probes, kernel, &[], setup.inject)?;
+        }
+        return Ok(Wait::Done(found));
+    }
     let Wait::Done(mut found) = discover(&selection::hook_candidates(kernel))? else {
         return Ok(Wait::Interrupted);
     };
@@ -436,8 +472,9 @@ pub(crate) fn require_bpf_privileges() -> Result<()> {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_BPF: u32 = 39;
     const CAP_PERFMON: u32 = 38;
-    let effective = effective_capabilities();
-    let has = |cap: u32| effective & (1u64 << cap) != 0;
+    crate::pid_namespace::check_proc()?;
+    let caps = crate::credentials::Capabilities::of_this_thread()?;
+    let has = |cap: u32| caps.has_effective(cap);
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
         return Ok(());
     }
@@ -450,16 +487,4 @@ pub(crate) fn require_bpf_privileges() -> Result<()> {
             "neither"
         }
     )
-}
-
-/// The CapEff mask from /proc/self/status.
-fn effective_capabilities() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .unwrap_or(0)
 }

@@ -11,7 +11,8 @@ use super::{
     probe_setup::RunProbes,
 };
 use crate::{
-    peak_rss, results::WorkloadResult, runner::Supervisor, versus::Variant, workloads::WorkloadSpec,
+    other_probes, peak_rss, results::WorkloadResult, runner::Supervisor, versus::Variant,
+    workloads::WorkloadSpec,
 };
 
 /// How many rounds, and the seed of their random orders (recorded in the results).
@@ -38,7 +39,7 @@ pub(super) fn measure_workloads(
     work: Work,
     rounds: Rounds,
     engine: &Engine,
-    probes: &mut RunProbes,
+    (probes, others): (&mut RunProbes, &mut other_probes::Watch),
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
 ) -> anyhow::Result<Measuring> {
@@ -51,7 +52,7 @@ pub(super) fn measure_workloads(
         &work,
         rounds,
         engine,
-        probes,
+        (probes, others),
         supervisor,
         bar,
         &mut measured,
@@ -79,7 +80,7 @@ fn measure_rounds(
     work: &Work,
     rounds: Rounds,
     engine: &Engine,
-    probes: &mut RunProbes,
+    (probes, others): (&mut RunProbes, &mut other_probes::Watch),
     supervisor: &mut Supervisor,
     bar: &ProgressBar,
     measured: &mut [Vec<Measured>],
@@ -138,6 +139,9 @@ fn measure_rounds(
             );
             done_workloads += 1;
             peak_rss::note_phase(&format!("workload {}", spec.name));
+            if let Some(note) = others.look() {
+                supervisor.warn(&format!("note: while {} ran, {note}", spec.name));
+            }
             if let Some(failure) = &measured[v][i].result.failure {
                 supervisor.warn(&format!(
                     "workload {} failed in {}{variant}: {}",

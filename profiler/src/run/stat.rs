@@ -8,7 +8,9 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 use serde_json::json;
 
-use super::{measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs};
+use super::{
+    args::StackPassArgs, measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs,
+};
 use crate::workloads::{command::CommandLine, WorkloadSetup};
 
 #[derive(clap::Args, Debug)]
@@ -26,6 +28,8 @@ pub struct StatArgs {
     #[command(flatten)]
     pub measure: CommonMeasureArgs,
     #[command(flatten)]
+    pub stack_passes: StackPassArgs,
+    #[command(flatten)]
     pub session: SessionArgs,
     /// The command to measure, with its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -33,10 +37,14 @@ pub struct StatArgs {
 }
 
 pub fn stat(args: &StatArgs) -> Result<ExitCode> {
+    use crate::store::location::without_passwords;
     let command = CommandLine {
         argv: args.command.clone(),
         prepare: args.prepare.clone(),
     };
+    // The timed runs, at --sample-hz, hold few stacks of a short command: more runs of it,
+    // untimed, sampled faster, give the profile the precision `run`'s has.
+    let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(args.measure.rounds);
     let plan = Plan {
         specs: vec![command.spec()],
         // One op is one whole run of the command: no op count to calibrate, no build jobs.
@@ -44,15 +52,28 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             samples: args.runs as usize,
             warmup: args.warmup as usize,
             min_sample: Duration::ZERO,
-            // Each sample is a whole run of the command: the user sets how many.
-            stacks_per_round: 0,
-            stack_pass_period_ns: 0,
+            stacks_per_round,
+            stack_pass_period_ns,
         },
         recorded: vec![
-            ("command", json!(command.argv)),
-            ("prepare", json!(command.prepare)),
+            // A URL's password in the command is recorded masked, as on the command line.
+            (
+                "command",
+                json!(command
+                    .argv
+                    .iter()
+                    .map(|a| without_passwords(a))
+                    .collect::<Vec<_>>()),
+            ),
+            (
+                "prepare",
+                json!(command.prepare.as_deref().map(without_passwords)),
+            ),
             ("warmup", json!(args.warmup)),
-        ],
+        ]
+        .into_iter()
+        .chain(args.stack_passes.recorded())
+        .collect(),
         setup: WorkloadSetup {
             command: Some(command),
             ..WorkloadSetup::default()

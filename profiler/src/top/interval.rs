@@ -1,6 +1,6 @@
 //! One interval of `top`: the difference of two readings of the aggregate, as rows per (group,
-//! path) sorted by cost, each also corrected for the probes' own cost. Pure: readings and the
-//! calibration in, rows out.
+//! path) ranked by their time on a CPU, each also corrected for the probes' own cost, with the
+//! time they spent switched out apart. Pure: readings and the calibration in, rows out.
 use std::collections::{BTreeMap, HashMap};
 
 use profiler_common::{AggregateKey, Tally, HIST_BUCKETS, HOOK_PATHS};
@@ -62,17 +62,29 @@ pub struct Row {
     pub calls_per_s: f64,
     /// Calls whose exit was matched (their time is known).
     pub timed: u64,
-    /// Time in the path, entry to exit (a syscall's includes any time it slept).
+    /// Time in the path, entry to exit (a syscall's includes any time it was switched out).
     pub total_ns: u64,
+    /// The part of `total_ns` the tasks spent switched out inside the call, blocked or waiting
+    /// for a CPU (sched_switch): a syscall's wait, not its cost (0 for a function, where it is
+    /// not measured).
+    pub off_cpu_ns: u64,
     /// Timed functions the same tasks entered inside the timed calls (each added a pair).
     pub nested: u64,
     pub ns_per_call: f64,
-    /// `total_ns` over the interval: 1.0 is one CPU's worth.
+    /// `total_ns` over the interval (wall time in the path, its waits included): 1.0 is one
+    /// task in the path for the whole interval.
     pub cpu_share: f64,
     /// `ns_per_call` and `cpu_share` less the probes' own cost inside the timed calls (see
     /// `corrected_ns`), never below zero.
     pub corrected_ns_per_call: f64,
     pub corrected_cpu_share: f64,
+    /// On-CPU time in the path (its time less its wait and the probes' own cost), per timed
+    /// call and over the interval (1.0 is one CPU's worth): what `top` ranks by, as `perf top`
+    /// ranks by samples on a CPU.
+    pub on_cpu_ns_per_call: f64,
+    pub on_cpu_share: f64,
+    /// `off_cpu_ns` per timed call.
+    pub wait_ns_per_call: f64,
     /// Log2 histogram of the timed calls (bucket b: 2^(b-1) <= ns < 2^b).
     #[serde(skip)]
     pub histogram: [u64; HIST_BUCKETS],
@@ -120,6 +132,7 @@ pub fn rows(
             }
             let (kind, path, parent, lsm) = describe(key.path, hooks)?;
             let corrected = corrected_ns(kind, &delta, cost);
+            let on_cpu = (corrected - delta.off_cpu_ns as f64).max(0.0);
             Some(Row {
                 group: names.group(key),
                 kind,
@@ -130,18 +143,23 @@ pub fn rows(
                 calls_per_s: per_second(delta.calls as f64, seconds),
                 timed: delta.timed,
                 total_ns: delta.total_ns,
+                off_cpu_ns: delta.off_cpu_ns,
                 nested: delta.nested,
                 ns_per_call: per_call(delta.total_ns as f64, delta.timed),
                 cpu_share: per_second(delta.total_ns as f64, seconds) / 1e9,
                 corrected_ns_per_call: per_call(corrected, delta.timed),
                 corrected_cpu_share: per_second(corrected, seconds) / 1e9,
+                on_cpu_ns_per_call: per_call(on_cpu, delta.timed),
+                on_cpu_share: per_second(on_cpu, seconds) / 1e9,
+                wait_ns_per_call: per_call(delta.off_cpu_ns as f64, delta.timed),
                 histogram: delta.hist,
             })
         })
         .collect();
+    // Ranked by time on a CPU: a call blocked in wait4 or futex costs the machine nothing.
     rows.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
+        b.on_cpu_share
+            .total_cmp(&a.on_cpu_share)
             .then(b.calls.cmp(&a.calls))
             .then_with(|| (&a.group, &a.path).cmp(&(&b.group, &b.path)))
     });
@@ -313,6 +331,30 @@ mod tests {
             .iter()
             .all(|r| r.corrected_ns_per_call == r.ns_per_call
                 && r.corrected_cpu_share == r.cpu_share));
+    }
+
+    #[test]
+    fn rows_rank_by_time_on_a_cpu_and_keep_the_wait_apart() {
+        let (wait4, statx) = (61, 332);
+        // 10 wait4 calls blocked 90 ms each; 100,000 statx calls of 2 us on a CPU.
+        let mut blocked = tally(10, 900_000_000);
+        blocked.off_cpu_ns = 899_000_000;
+        let before = reading(0, &[]);
+        let after = reading(
+            1_000_000_000,
+            &[
+                (key("bash", wait4), blocked),
+                (key("ls", statx), tally(100_000, 200_000_000)),
+            ],
+        );
+        let rows = rows(&before, &after, &[], &ByComm, None);
+        assert_eq!(rows[0].path, "statx");
+        assert_eq!(rows[0].on_cpu_share, 0.2);
+        assert_eq!(rows[1].path, "wait4");
+        assert_eq!(rows[1].cpu_share, 0.9);
+        assert!((rows[1].on_cpu_share - 0.001).abs() < 1e-12);
+        assert_eq!(rows[1].wait_ns_per_call, 89_900_000.0);
+        assert_eq!(rows[1].on_cpu_ns_per_call, 100_000.0);
     }
 
     #[test]

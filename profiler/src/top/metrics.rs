@@ -3,14 +3,9 @@
 //! histogram (the probes' log2 buckets), as ebpf_exporter serves its maps, and a gauge of the
 //! probes' own cost as top calibrated it (the series are raw times). A scraper that asks
 //! for OpenMetrics (Prometheus does) gets it; others (curl, `promtool check metrics`) get the
-//! Prometheus text format of the same totals. Both are rendered once per interval; the server
-//! thread hands out the latest.
-use std::{
-    collections::BTreeMap,
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    thread::JoinHandle,
-};
+//! Prometheus text format of the same totals. Both are rendered once per interval; the
+//! endpoint (`endpoint`) hands out the latest.
+use std::collections::BTreeMap;
 
 use anyhow::{anyhow, Result};
 use profiler_common::HIST_BUCKETS;
@@ -35,6 +30,7 @@ type Labels = (String, PathKind, String, Option<String>, Option<String>);
 struct Total {
     calls: u64,
     total_ns: u64,
+    off_cpu_ns: u64,
     timed: u64,
     histogram: [u64; HIST_BUCKETS],
 }
@@ -146,11 +142,13 @@ impl Totals {
             let t = self.series.entry(labels).or_insert(Total {
                 calls: 0,
                 total_ns: 0,
+                off_cpu_ns: 0,
                 timed: 0,
                 histogram: [0; HIST_BUCKETS],
             });
             t.calls += r.calls;
             t.total_ns += r.total_ns;
+            t.off_cpu_ns += r.off_cpu_ns;
             t.timed += r.timed;
             for (h, x) in t.histogram.iter_mut().zip(r.histogram) {
                 *h += x;
@@ -218,6 +216,12 @@ impl Totals {
                 TIME_HELP,
                 Type::COUNTER,
                 &|t| counter(t.total_ns as f64 / 1e9),
+            ),
+            family(
+                "hookprof_path_wait_seconds_total",
+                WAIT_HELP,
+                Type::COUNTER,
+                &|t| counter(t.off_cpu_ns as f64 / 1e9),
             ),
             family(
                 "hookprof_path_latency_seconds",
@@ -353,7 +357,11 @@ fn bucket_bounds() -> [f64; HIST_BUCKETS] {
 }
 
 const CALLS_HELP: &str = "Calls into the path by the group's tasks";
-const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes sleeping in it)";
+const TIME_HELP: &str = "Time in the path, entry to exit (a syscall's includes its wait, \
+     hookprof_path_wait_seconds_total)";
+const WAIT_HELP: &str =
+    "The part of the time in the path its tasks spent switched out, blocked or \
+     waiting for a CPU (syscalls; sched_switch)";
 const LATENCY_HELP: &str = "Latency of the path's timed calls";
 const SAMPLED_CPU: &str = "hookprof_sampled_cpu";
 const SAMPLED_CPU_HELP: &str = "CPU time of the scope's tasks as sampled on the cpu-clock \
@@ -393,6 +401,18 @@ impl Collector for Totals {
             for (labels, t) in &self.series {
                 let l = self.labels(labels);
                 ConstCounter::new(t.total_ns as f64 / 1e9).encode(family.encode_family(&l)?)?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "hookprof_path_wait",
+                WAIT_HELP,
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+            )?;
+            for (labels, t) in &self.series {
+                let l = self.labels(labels);
+                ConstCounter::new(t.off_cpu_ns as f64 / 1e9).encode(family.encode_family(&l)?)?;
             }
         }
         let cost = self.cost_series();
@@ -444,81 +464,6 @@ pub struct Exposition {
     pub text: String,
 }
 
-/// The HTTP endpoint: `GET /metrics` answers with the latest exposition.
-pub struct Endpoint {
-    exposition: Arc<Mutex<Exposition>>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<JoinHandle<()>>,
-}
-
-const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-impl Endpoint {
-    /// Listens on `addr`, serving `first` until the first `publish`.
-    pub fn listen(addr: SocketAddr, first: Exposition) -> Result<Endpoint> {
-        let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--listen {addr}: {e}"))?;
-        let server = Arc::new(server);
-        let exposition = Arc::new(Mutex::new(first));
-        let thread = {
-            let (server, exposition) = (Arc::clone(&server), Arc::clone(&exposition));
-            std::thread::spawn(move || serve(&server, &exposition))
-        };
-        Ok(Endpoint {
-            exposition,
-            server,
-            thread: Some(thread),
-        })
-    }
-
-    /// The address it listens on (the port, when `--listen` asked for port 0).
-    pub fn address(&self) -> String {
-        self.server
-            .server_addr()
-            .to_ip()
-            .map_or_else(|| "?".into(), |a| a.to_string())
-    }
-
-    pub fn publish(&self, exposition: Exposition) {
-        if let Ok(mut e) = self.exposition.lock() {
-            *e = exposition;
-        }
-    }
-}
-
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(server: &tiny_http::Server, exposition: &Mutex<Exposition>) {
-    for request in server.incoming_requests() {
-        let path = request.url().split('?').next().unwrap_or_default();
-        let response = if path == "/metrics" && *request.method() == tiny_http::Method::Get {
-            let open_metrics = request.headers().iter().any(|h| {
-                h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
-            });
-            let e = exposition.lock().map(|e| e.clone()).unwrap_or_default();
-            let (body, kind) = if open_metrics {
-                (e.open_metrics, OPEN_METRICS)
-            } else {
-                (e.text, TEXT)
-            };
-            let header =
-                tiny_http::Header::from_bytes("Content-Type", kind).expect("a valid header");
-            tiny_http::Response::from_string(body).with_header(header)
-        } else {
-            tiny_http::Response::from_string("hookprof serves /metrics\n").with_status_code(404)
-        };
-        // A scraper that hung up is its own problem.
-        let _ = request.respond(response);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,11 +481,15 @@ mod tests {
             calls_per_s: 0.0,
             timed: calls,
             total_ns,
+            off_cpu_ns: total_ns / 2,
             nested: 0,
             ns_per_call: 0.0,
             cpu_share: 0.0,
             corrected_ns_per_call: 0.0,
             corrected_cpu_share: 0.0,
+            on_cpu_ns_per_call: 0.0,
+            on_cpu_share: 0.0,
+            wait_ns_per_call: 0.0,
             histogram,
         }
     }
@@ -570,6 +519,16 @@ mod tests {
             )),
             "{text}"
         );
+        // Half of each call switched out (the rows' off_cpu_ns), in both formats.
+        for format in [&rendered.open_metrics, &rendered.text] {
+            let wait: f64 = format
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("hookprof_path_wait_seconds_total{series} ")))
+                .unwrap_or_else(|| panic!("no wait series in {format}"))
+                .parse()
+                .unwrap();
+            assert!((wait - 7.5e-7).abs() < 1e-15, "{format}");
+        }
         // Bucket 3 holds 4..7 ns: le 7 ns has them all, le 3 ns none.
         // (The two formats write the bounds differently: compared as numbers.)
         let bucket = |text: &str, le: f64| -> u64 {

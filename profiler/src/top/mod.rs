@@ -6,6 +6,7 @@
 //! attached -> intervals until a count, Ctrl-C or SIGTERM -> probes detached -> the recording
 //! written.
 mod cells;
+mod endpoint;
 mod interval;
 mod metrics;
 mod sampled;
@@ -24,8 +25,9 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use self::{
+    endpoint::Endpoint,
     interval::{Interval, Reading},
-    metrics::{Endpoint, Totals},
+    metrics::Totals,
     scope::GroupNames,
     view::View,
 };
@@ -44,7 +46,7 @@ use crate::{
 };
 
 #[derive(clap::Args, Debug)]
-#[command(group = clap::ArgGroup::new("scope").multiple(false))]
+#[command(group = clap::ArgGroup::new("scope").multiple(false), after_help = COLUMNS_HELP)]
 pub struct TopArgs {
     /// Count only the tasks of this cgroup (v2) and its descendants: a path from the
     /// hierarchy's root (`/system.slice`) or under its mount.
@@ -90,6 +92,31 @@ pub struct TopArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<SocketAddr>,
 }
+
+/// What each column and counter of the tables is (`--help`; the manual's top page says the
+/// same).
+const COLUMNS_HELP: &str = "\
+Columns (text tables and the terminal view; rows ranked by CPU %):
+  GROUP      the cgroup (--by cgroup; a long path keeps its end) or the command name (--by comm)
+  PATH       the syscall, security_* hook, LSM function or task path
+  CALLS/S    calls into the path a second
+  CPU/CALL   time on a CPU a call, less the probes' own cost (the line above says how much)
+  CPU %      that time over the interval, of one CPU: 100 is one CPU busy in the path the
+             whole interval (only a group's tasks on several CPUs at once pass it)
+  WAIT/CALL  time a syscall's task spent switched out inside it (blocked, or waiting for a
+             CPU), a call: wait4, futex and poll wait here, not in CPU %; - for a function
+  UNDER      the hook an LSM function runs under (its LSM), or the task path a step is in
+Counters on the line above each table (task events always, the others when they happened):
+  fork, exec, exit   task events of the tasks in scope
+  untracked_tasks    tasks the kernel had no timing storage for: counted, never timed
+  unmatched_exits    a timed function's exit that matched no open entry: counted, not timed
+  stale_exits        calls entered before top attached (or last re-attached) that returned
+                     after: their time began before anything watched, so it is not timed
+  stack_full         timed functions entered with the task's stack of open entries full
+  aggregate_full     (group, path) pairs the map had no room for (16384 at once)
+Sampled table (--sample-hz): SAMPLED PATH, CPU % (of one CPU, inclusive), SHARE % of the
+scope's kernel samples with its 95% interval, SELF % (innermost frame), UNDER.
+JSON lines (--format json, -o) carry every figure, raw and corrected: see the manual.";
 
 /// How `top` ended.
 enum Ending {
@@ -142,6 +169,8 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         },
         functions,
         stacks: (args.sample_hz > 0).then(|| 1_000_000_000 / args.sample_hz),
+        // A syscall's time switched out is its wait, shown apart from its time on a CPU.
+        switches: true,
         ..ProbePlan::default()
     };
     let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
@@ -155,7 +184,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         );
     }
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     };
     let mut totals = Totals::new(args.by, cost);
     let endpoint = match args.listen {
@@ -219,7 +248,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     }
     match watched? {
         Ending::Done => Ok(ExitCode::SUCCESS),
-        Ending::Interrupted => Ok(ExitCode::from(130)),
+        Ending::Interrupted => Ok(ExitCode::from(crate::exit::INTERRUPTED)),
     }
 }
 
@@ -301,7 +330,7 @@ fn say_refusals(probes: &Probes, asked: usize) {
         );
         return;
     }
-    for line in report.refusal_lines() {
+    for line in crate::probes::refusal::lines(&report.refused) {
         eprintln!("hookprof: top: {line}");
     }
 }

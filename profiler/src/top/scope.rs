@@ -10,7 +10,10 @@ use anyhow::{bail, Context, Result};
 use profiler_common::{AggregateKey, COMM_LEN};
 
 use super::interval::Names;
-use crate::probes::{GroupBy, Scope};
+use crate::{
+    pid_namespace::PidNamespace,
+    probes::{GroupBy, Scope},
+};
 
 /// The scope and how `top` names it.
 pub struct ChosenScope {
@@ -56,6 +59,16 @@ pub fn choose(cgroup: Option<&Path>, pid: Option<u32>, comm: Option<&str>) -> Re
             .and_then(|v| v.trim().parse::<u32>().ok());
         if let Some(tgid) = tgid.filter(|&t| t != pid) {
             bail!("--pid {pid} is a thread of process {tgid}: name the process (--pid {tgid})");
+        }
+        // In a container the probes know pids as this namespace numbers them, and only for
+        // its own tasks: a process of a namespace nested inside it is not one they can name.
+        if let Some(own) = PidNamespace::own_if_nested() {
+            if PidNamespace::of(&pid.to_string()).is_some_and(|ns| ns != own) {
+                bail!(
+                    "--pid {pid} runs in a pid namespace nested in hookprof's: run top in that \
+                     namespace, or name its cgroup (--cgroup)"
+                );
+            }
         }
         return Ok(ChosenScope {
             scope: Scope::Pid(pid),

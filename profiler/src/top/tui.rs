@@ -73,13 +73,13 @@ impl Tui {
             .map(|r| Row::new(cells(r)))
             .collect();
         let widths = [
-            Constraint::Fill(2),
-            Constraint::Fill(2),
+            Constraint::Max(24),
+            Constraint::Max(28),
+            Constraint::Length(8),
             Constraint::Length(10),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(7),
-            Constraint::Fill(2),
+            Constraint::Length(6),
+            Constraint::Length(10),
+            Constraint::Fill(1),
         ];
         let table = Table::new(rows, widths)
             .header(Row::new(COLUMNS).style(Style::new().add_modifier(Modifier::BOLD)));

@@ -29,9 +29,10 @@ pub struct CommandLine {
 }
 
 impl CommandLine {
-    /// How results name the command's workload: its words joined by spaces.
+    /// How results (and scratch directories) name the command's workload: its words joined
+    /// by spaces, a URL's password masked.
     pub fn name(&self) -> String {
-        self.argv.join(" ")
+        crate::store::location::without_passwords(&self.argv.join(" "))
     }
 
     /// The workload spec for this command (leaked: specs are static, and a process measures

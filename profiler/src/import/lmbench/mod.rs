@@ -13,6 +13,7 @@ use crate::{
     results::{Results, WorkloadResult},
 };
 
+mod placement;
 mod table;
 
 use table::{column_rule, Row};
@@ -517,6 +518,86 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
         for (a, b) in collapsed.iter().zip(&aligned) {
             assert_eq!(a.workloads, b.workloads, "{}", a.label);
         }
+    }
+
+    /// The fixture as a list archive shows a poster's summary with blank cells: the runs of
+    /// `drop` (configuration, workload, runs kept) cut to their first runs, printed with a
+    /// MEAN and a STDEV row under each configuration, and every run of spaces collapsed.
+    fn posted_with_blanks(drop: &[(usize, &str, usize)]) -> String {
+        let mut results = parse(FIXTURE, "fixture").unwrap();
+        for &(config, name, kept) in drop {
+            let w = results[config]
+                .workloads
+                .iter_mut()
+                .find(|w| w.name == name)
+                .unwrap();
+            w.clean.truncate(kept);
+        }
+        crate::report::lmbench::render(&results)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn blank_cells_of_collapsed_rows_are_placed_by_the_posters_mean_and_stdev_rows() {
+        // 01-lsm's last two runs lack Prot Fault (a middle column of the File & VM table),
+        // 02-cap's last two lack Page Fault (its last column, which reads like a cut line).
+        let text = posted_with_blanks(&[(1, "prot_fault", 3), (2, "page_fault", 3)]);
+        let short = "01-lsm Linux 2.4.9-l 35.4 7.9030 135.7 18.8 545.0 2.00000";
+        assert!(text.lines().any(|l| l == short), "{text}");
+        let imported = read(&text, "posted.txt").unwrap();
+        assert_eq!(imported.faults, []);
+        let original = parse(FIXTURE, "fixture").unwrap();
+        let (lsm, cap) = (&imported.results[1], &imported.results[2]);
+        assert_eq!(
+            lsm.workload("prot_fault").unwrap().clean,
+            original[1].workload("prot_fault").unwrap().clean[..3]
+        );
+        // The values after the blank stayed in their own columns.
+        assert_eq!(lsm.workload("page_fault").unwrap().clean, [2.0; 5]);
+        assert_eq!(
+            lsm.workload("mmap_latency").unwrap().clean,
+            original[1].workload("mmap_latency").unwrap().clean
+        );
+        assert_eq!(cap.workload("page_fault").unwrap().clean, [2.0; 3]);
+        assert_eq!(
+            cap.workload("prot_fault").unwrap().clean,
+            original[2].workload("prot_fault").unwrap().clean
+        );
+        // Every other configuration and table reads as the fixture does.
+        assert_eq!(imported.results[0].workloads, original[0].workloads);
+    }
+
+    #[test]
+    fn short_collapsed_rows_that_the_statistics_do_not_place_are_refused_as_before() {
+        let text = posted_with_blanks(&[(1, "prot_fault", 3)]);
+        // Without the statistic rows nothing says where the blank was.
+        let bare: String = text
+            .lines()
+            .filter(|l| !l.contains(" MEAN ") && !l.contains(" STDEV "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let err = parse(&bare, "bare.txt").unwrap_err().to_string();
+        assert!(
+            err.contains("to Page Fault: a cut line (and 1 more)"),
+            "{err}"
+        );
+        // A MEAN row that no placement reproduces says so.
+        let mean = text
+            .lines()
+            .find(|l| l.starts_with("01-lsm MEAN 35.4"))
+            .unwrap()
+            .to_string();
+        let forged = text.replace(&mean, &mean.replacen("35.4", "36.4", 1));
+        let err = parse(&forged, "forged.txt").unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "a cut line (no placement of its blank cells reproduces its statistic rows)"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! Every line of the block under the rule (up to a blank line or the next title) shaped like
 //! the table's rows is a row, whatever its cells hold, so a row of bad cells is named, not
 //! taken for prose.
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use super::placement::{self, Cells, Printed, Statistic, StatisticRow, Unplaced};
 use crate::{
     import::fault::{column_of, Fault},
     lmbench::{looks_numeric, read_value, Cell, Column},
@@ -125,6 +126,7 @@ pub fn read(
             }
         }
     }
+    let blocks = blocks_of(lines, &body);
     body.retain(|&n| !is_statistic_row(lines[n]));
     // Where a collapsed row's OS ends is certain in some rows (a full row, a release that is
     // no number): those teach the host's OS and the table's reach to the rows where it is not.
@@ -153,19 +155,38 @@ pub fn read(
         .map(|p| p.reach())
         .max()
         .unwrap_or(0);
+    let (by_statistics, unplaced) = place_short_rows(lines, &blocks, spans, columns, &hint, reach);
     for n in body {
         let line = lines[n];
-        let Some(p) = place(line, n + 1, spans, columns, &hint, &mut faults) else {
+        let Some(mut p) = place(line, n + 1, spans, columns, &hint, &mut faults) else {
             continue;
         };
-        if p.reach() < reach {
+        if let Some(placement) = by_statistics.get(&n) {
+            let cells: Vec<_> = p.values.iter().flatten().copied().collect();
+            p.values = vec![None; columns.len() - 2];
+            for (cell, &c) in cells.into_iter().zip(placement) {
+                p.values[c] = Some(cell);
+            }
+        } else if p.reach() < reach {
             let kept = p.values.iter().filter(|v| v.is_some()).count();
             let last = |r: usize| match r {
                 0 => "OS".to_string(),
                 r => columns[r + 1].heading(),
             };
+            let why = match unplaced.get(&n) {
+                None => "",
+                Some(Unplaced::NoPlacement) => {
+                    " (no placement of its blank cells reproduces its statistic rows)"
+                }
+                Some(Unplaced::Ambiguous) => {
+                    " (its statistic rows fit more than one placement of its blank cells)"
+                }
+                Some(Unplaced::TooMany) => {
+                    " (too many short rows in its block to place by its statistic rows)"
+                }
+            };
             let problem = format!(
-                "the row ends at column {} where the table's rows go on to {}: a cut line",
+                "the row ends at column {} where the table's rows go on to {}: a cut line{why}",
                 last(p.reach()),
                 last(reach)
             );
@@ -210,6 +231,162 @@ pub fn read(
     }
     faults.sort_by_key(|f| (f.line, f.column));
     Table { faults, next: i }
+}
+
+/// A configuration's runs as they stand in the table, and the statistic rows a poster added
+/// under them (line indices).
+struct Block {
+    runs: Vec<usize>,
+    statistics: Vec<usize>,
+}
+
+/// The table's rows cut into blocks: a statistic row belongs to the runs above it, back to the
+/// previous statistic row (`MEAN` and `STDEV` under one host's runs share them).
+fn blocks_of(lines: &[&str], body: &[usize]) -> Vec<Block> {
+    let mut blocks: Vec<Block> = Vec::new();
+    for &n in body {
+        let statistic = is_statistic_row(lines[n]);
+        match blocks.last_mut() {
+            Some(b) if statistic || b.statistics.is_empty() => {
+                if statistic {
+                    b.statistics.push(n)
+                } else {
+                    b.runs.push(n)
+                }
+            }
+            _ if statistic => {} // statistic rows above any run summarise nothing here
+            _ => blocks.push(Block {
+                runs: vec![n],
+                statistics: Vec::new(),
+            }),
+        }
+    }
+    blocks
+}
+
+/// Collapsed rows that stop short, placed by their block's statistic rows where exactly one
+/// placement reproduces them (the column of each cell, by line index); for the others, why not.
+fn place_short_rows(
+    lines: &[&str],
+    blocks: &[Block],
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+    hint: &OsHint,
+    reach: usize,
+) -> (HashMap<usize, Vec<usize>>, HashMap<usize, Unplaced>) {
+    let mut placed = HashMap::new();
+    let mut unplaced = HashMap::new();
+    let value_columns = &columns[2..];
+    let checked: Vec<bool> = value_columns
+        .iter()
+        .map(|c| matches!(c.cell, Cell::Workload(_) | Cell::Repeat(_)))
+        .collect();
+    let placeable: Vec<bool> = value_columns
+        .iter()
+        .map(|c| c.cell != Cell::Unused)
+        .collect();
+    for block in blocks.iter().filter(|b| !b.statistics.is_empty()) {
+        let rows: Vec<(usize, Placed)> = block
+            .runs
+            .iter()
+            .filter_map(|&n| {
+                Some((
+                    n,
+                    place(lines[n], n + 1, spans, columns, hint, &mut Vec::new())?,
+                ))
+            })
+            .collect();
+        let is_short = |p: &Placed| !p.aligned && p.reach() < reach;
+        if !rows.iter().any(|(_, p)| is_short(p)) {
+            continue;
+        }
+        let cells: Option<Vec<Cells>> = rows
+            .iter()
+            .map(|(_, p)| run_cells(p, is_short(p)))
+            .collect();
+        let statistics: Option<Vec<StatisticRow>> = block
+            .statistics
+            .iter()
+            .filter_map(|&n| statistic_row(lines[n], n + 1, spans, columns))
+            .collect();
+        // A cell that is no number in a short row, or a statistic row that cannot be read,
+        // leaves the row to the faults it has.
+        let (Some(cells), Some(statistics)) = (cells, statistics) else {
+            continue;
+        };
+        let block = placement::Block {
+            rows: &cells,
+            statistics: &statistics,
+            checked: &checked,
+            placeable: &placeable,
+        };
+        let short = rows.iter().filter(|(_, p)| is_short(p)).map(|(n, _)| *n);
+        match block.place() {
+            Ok(placements) => {
+                for ((n, p), columns) in rows.iter().zip(placements) {
+                    if is_short(p) {
+                        placed.insert(*n, columns);
+                    }
+                }
+            }
+            Err(why) => unplaced.extend(short.map(|n| (n, why))),
+        }
+    }
+    (placed, unplaced)
+}
+
+/// A run's values for placement: in their columns, or (a short collapsed row) in order only.
+/// None if a short row's cell is no number (its place cannot be told then).
+fn run_cells(p: &Placed, short: bool) -> Option<Cells> {
+    let mut values = Vec::new();
+    let mut known = Vec::new();
+    for (c, cell) in p.values.iter().enumerate() {
+        let Some((_, text)) = cell else { continue };
+        match Printed::read(text) {
+            Some(v) => {
+                values.push(v);
+                known.push(c);
+            }
+            None if short => return None,
+            None => {} // a bad cell in its place: dropped as a fault, no value here
+        }
+    }
+    Some(Cells {
+        values,
+        columns: (!short).then_some(known),
+    })
+}
+
+/// A statistic row's statistic and values: in their columns when the row kept lmbench's
+/// spacing, else in order. None for a statistic this importer cannot recompute; Some(None)
+/// for one it cannot read (which stops the block's placement).
+fn statistic_row(
+    line: &str,
+    number: usize,
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+) -> Option<Option<StatisticRow>> {
+    let tokens = token_spans(line);
+    let label_at = tokens
+        .iter()
+        .take(2)
+        .position(|&(s, e)| Statistic::of_label(&line[s..e]).is_some())?;
+    let (s, e) = tokens[label_at];
+    let statistic = Statistic::of_label(&line[s..e])?;
+    let cells = if label_at == 1 && is_aligned(line, &tokens, spans) {
+        let p = aligned(line, number, &tokens, spans, columns, &mut Vec::new());
+        run_cells(&p, false)
+    } else {
+        let values: Option<Vec<Printed>> = tokens[label_at + 1..]
+            .iter()
+            .map(|&(s, e)| Printed::read(&line[s..e]))
+            .collect();
+        values.map(|values| Cells {
+            values,
+            columns: None,
+        })
+    };
+    Some(cells.map(|cells| StatisticRow { statistic, cells }))
 }
 
 /// The hosts and OS names of the rows read so far: a line starting with one is a row even when

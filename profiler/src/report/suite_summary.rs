@@ -1,0 +1,410 @@
+//! What the security stack costs across a suite, in one table: per workload the clean op, the
+//! security hooks' share of its CPU time with its interval and ns per op, that share split by
+//! LSM (each LSM's own functions, and the framework's dispatch), and the task paths' share;
+//! sorted by the hooks' share, with one closing line naming the LSM that costs most and where.
+//! It reads the sampled profiles' groups (`StackProfile::groups`), which a run computes once:
+//! sampling sees the hooks wherever the kernel runs them, timed or not.
+use std::fmt::Write;
+
+use super::{figures::Scale, flame::palette::kind_colour, markup::Markup};
+use crate::{
+    results::{GroupKind, PathKind, Results, SampledGroup, StackProfile, Unit, WorkloadResult},
+    stats,
+    text::esc,
+};
+
+/// One workload's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub workload: String,
+    /// The clean op as printed (`1.234 us`), or empty where there is none.
+    pub clean: String,
+    /// The op's own CPU ns, the whole every share here is of.
+    pub own_cpu_ns: f64,
+    pub hooks: Option<SampledGroup>,
+    pub framework: Option<SampledGroup>,
+    /// Each of the summary's `lsms`, in its order.
+    pub lsms: Vec<Option<SampledGroup>>,
+    pub task_paths: Option<SampledGroup>,
+}
+
+/// The suite's rows, most costly hooks first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteSummary {
+    /// The LSMs any workload's samples fell in, most costly (summed share) first.
+    pub lsms: Vec<String>,
+    pub rows: Vec<SummaryRow>,
+    /// Workloads with a profile written before groups were kept.
+    pub without_groups: usize,
+}
+
+impl SuiteSummary {
+    /// The summary of `r`'s profiled workloads; None when none has a profile.
+    pub fn of(r: &Results) -> Option<SuiteSummary> {
+        let profiled: Vec<(&WorkloadResult, &StackProfile)> = r
+            .workloads
+            .iter()
+            .filter_map(|w| Some((w, w.profile.as_ref()?)))
+            .filter(|(_, p)| p.own_samples() > 0)
+            .collect();
+        if profiled.is_empty() {
+            return None;
+        }
+        let group = |p: &StackProfile, kind: GroupKind, lsm: Option<&str>| {
+            p.groups
+                .iter()
+                .find(|g| g.kind == kind && g.lsm.as_deref() == lsm)
+                .cloned()
+        };
+        let mut totals: Vec<(String, f64)> = Vec::new();
+        for g in profiled
+            .iter()
+            .flat_map(|(_, p)| &p.groups)
+            .filter(|g| g.kind == GroupKind::Lsm)
+        {
+            let name = g.lsm.clone().unwrap_or_default();
+            match totals.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, t)) => *t += g.share,
+                None => totals.push((name, g.share)),
+            }
+        }
+        totals.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let lsms: Vec<String> = totals.into_iter().map(|(n, _)| n).collect();
+        let without_groups = profiled.iter().filter(|(_, p)| p.groups.is_empty()).count();
+        let mut rows: Vec<SummaryRow> = profiled
+            .iter()
+            .filter(|(_, p)| !p.groups.is_empty())
+            .map(|(w, p)| SummaryRow {
+                workload: w.name.clone(),
+                clean: stats::summarize(&w.clean)
+                    .map(|s| Scale::of(w.unit, s.mean).show(s.mean))
+                    .unwrap_or_default(),
+                own_cpu_ns: p.on_cpu_ns_per_op * p.own_samples() as f64 / p.samples.max(1) as f64,
+                hooks: group(p, GroupKind::Hooks, None),
+                framework: group(p, GroupKind::Framework, None),
+                lsms: lsms
+                    .iter()
+                    .map(|l| group(p, GroupKind::Lsm, Some(l)))
+                    .collect(),
+                task_paths: group(p, GroupKind::TaskPaths, None),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            share(&b.hooks)
+                .total_cmp(&share(&a.hooks))
+                .then_with(|| a.workload.cmp(&b.workload))
+        });
+        Some(SuiteSummary {
+            lsms,
+            rows,
+            without_groups,
+        })
+    }
+
+    /// The closing line: the LSM whose own functions take the largest share of any workload's
+    /// CPU time, and the workload the security hooks cost most.
+    pub fn verdict(&self) -> String {
+        let costliest_lsm = self
+            .rows
+            .iter()
+            .flat_map(|r| r.lsms.iter().flatten().map(move |g| (r, g)))
+            .max_by(|a, b| a.1.share.total_cmp(&b.1.share));
+        let costliest_hooks = self.rows.first().and_then(|r| Some((r, r.hooks.as_ref()?)));
+        let mut line = String::new();
+        if let Some((r, g)) = costliest_lsm {
+            let _ = write!(
+                line,
+                "{} costs the most of any LSM: {} of {}'s CPU time ({} per op)",
+                g.label(),
+                with_interval(g),
+                r.workload,
+                per_op(g.ns_per_op)
+            );
+        }
+        if let Some((r, g)) = costliest_hooks {
+            if !line.is_empty() {
+                line.push_str("; ");
+            }
+            let _ = write!(
+                line,
+                "the security hooks cost most in {}: {} of its CPU time ({} per op)",
+                r.workload,
+                with_interval(g),
+                per_op(g.ns_per_op)
+            );
+        }
+        if line.is_empty() {
+            "No sample fell in a security hook.".into()
+        } else {
+            line.push('.');
+            line
+        }
+    }
+
+    /// The table with its heading and closing line, in `markup`.
+    pub(crate) fn render(&self, markup: Markup) -> String {
+        let mut out = String::from(
+            "Security stack cost (sampled kernel stacks; each share is of the op's own CPU time, \
+             the probes' left out; an LSM's share is inside the hooks')\n",
+        );
+        if markup == Markup::Markdown {
+            out.push('\n');
+        }
+        let mut header = vec![
+            "workload".to_string(),
+            "clean op".into(),
+            "hooks".into(),
+            "95% interval".into(),
+            "hooks per op".into(),
+        ];
+        header.extend(self.lsms.iter().cloned());
+        header.push("framework".into());
+        header.push("task paths".into());
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut table = markup.table(&header);
+        // A group no sample fell in is absent from the profile: 0%.
+        let pct = |g: &Option<SampledGroup>| percent(share(g));
+        for r in &self.rows {
+            let mut cells = vec![
+                match markup {
+                    Markup::Markdown => format!("`{}`", r.workload),
+                    Markup::Terminal => r.workload.clone(),
+                },
+                r.clean.clone(),
+                pct(&r.hooks),
+                r.hooks.as_ref().map_or("-".into(), interval),
+                per_op(r.hooks.as_ref().map_or(0.0, |g| g.ns_per_op)),
+            ];
+            cells.extend(r.lsms.iter().map(pct));
+            cells.push(pct(&r.framework));
+            cells.push(pct(&r.task_paths));
+            table.add_row(cells);
+        }
+        markup.align_numbers(&mut table, 1);
+        let _ = writeln!(out, "{table}");
+        if self.without_groups > 0 {
+            let _ = writeln!(
+                out,
+                "({} profiled workloads left out: their file was written before hookprof kept \
+                 the groups this table reads; run them again)",
+                self.without_groups
+            );
+        }
+        if markup == Markup::Markdown {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", self.verdict());
+        out
+    }
+}
+
+/// Colours of the LSM segments, in the summary's LSM order; the framework's is the hooks'.
+const LSM_COLOURS: [&str; 6] = [
+    "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
+];
+
+impl SuiteSummary {
+    /// The HTML report's first figure: a row per workload, its hooks' share of the op's CPU
+    /// time drawn as a bar split by LSM and framework (scaled to the costliest workload), with
+    /// the table's figures beside it.
+    pub fn html_figure(&self) -> String {
+        let colour = |i: usize| LSM_COLOURS[i % LSM_COLOURS.len()];
+        let hook_colour = kind_colour(PathKind::Hook);
+        let widest = self
+            .rows
+            .iter()
+            .map(|r| share(&r.hooks))
+            .fold(f64::MIN_POSITIVE, f64::max);
+        let mut out = String::from("<figure id=\"suite-summary\"><table><tr><th>workload</th>");
+        out.push_str(
+            "<th>clean op</th><th style=\"text-align:left\">security hooks, by LSM</th>\
+             <th>hooks</th><th>95% interval</th><th>per op</th><th>task paths</th></tr>\n",
+        );
+        for r in &self.rows {
+            let mut bar = String::new();
+            let parts = r
+                .lsms
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    (
+                        g.as_ref().map_or(String::new(), SampledGroup::label),
+                        colour(i),
+                        g,
+                    )
+                })
+                .chain(std::iter::once((
+                    "framework (the hooks' own dispatch and work)".to_string(),
+                    hook_colour,
+                    &r.framework,
+                )));
+            for (name, colour, g) in parts {
+                let Some(g) = g.as_ref().filter(|g| g.share > 0.0) else {
+                    continue;
+                };
+                let _ = write!(
+                    bar,
+                    "<span style=\"display:inline-block;height:12px;width:{:.1}px;background:{colour}\" \
+                     title=\"{}: {} of the op's CPU time, {} per op\"></span>",
+                    g.share / widest * 320.0,
+                    esc(&name),
+                    with_interval(g),
+                    per_op(g.ns_per_op)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td style=\"text-align:left;white-space:nowrap\">{bar}\
+                 </td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.workload),
+                esc(&r.clean),
+                percent(share(&r.hooks)),
+                r.hooks.as_ref().map_or("-".into(), interval),
+                per_op(r.hooks.as_ref().map_or(0.0, |g| g.ns_per_op)),
+                percent(share(&r.task_paths)),
+            );
+        }
+        out.push_str("</table><figcaption>");
+        for (i, lsm) in self.lsms.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<span style=\"color:{}\">&#9632;</span> {} ",
+                colour(i),
+                esc(lsm)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<span style=\"color:{hook_colour}\">&#9632;</span> framework. What the security \
+             stack costs each workload, from its sampled kernel stacks: the share of the op's own \
+             CPU time (the probes' left out) spent in any security hook, split into each LSM's \
+             own functions and the framework's dispatch; bars are scaled to the costliest \
+             workload. {}</figcaption></figure>",
+            esc(&self.verdict())
+        );
+        out
+    }
+}
+
+/// ns in the unit that suits them (`212.9 ns`, `1.797 ms`).
+fn per_op(ns: f64) -> String {
+    Scale::of(Unit::Nanoseconds, ns).show(ns)
+}
+
+fn share(g: &Option<SampledGroup>) -> f64 {
+    g.as_ref().map_or(0.0, |g| g.share)
+}
+
+fn percent(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+fn interval(g: &SampledGroup) -> String {
+    format!("{}-{}", percent(g.share_low), percent(g.share_high))
+}
+
+fn with_interval(g: &SampledGroup) -> String {
+    format!("{} ({})", percent(g.share), interval(g))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::text::tests::sample_results;
+
+    fn group(kind: GroupKind, lsm: Option<&str>, samples: u64, own: u64) -> SampledGroup {
+        let share = samples as f64 / own as f64;
+        SampledGroup {
+            kind,
+            lsm: lsm.map(String::from),
+            samples,
+            share,
+            share_low: share * 0.9,
+            share_high: share * 1.1,
+            ns_per_op: share * 1000.0,
+            round_samples: Vec::new(),
+        }
+    }
+
+    /// Two profiled workloads: open_close with landlock and the BPF LSM, null_call with none.
+    fn two_workloads() -> Results {
+        let mut r = sample_results();
+        let template = r.workloads[0].clone();
+        r.workloads = ["null_call", "open_close"]
+            .iter()
+            .map(|name| {
+                let mut w = template.clone();
+                w.name = name.to_string();
+                let mut p = crate::report::folded::tests::profile(1);
+                p.samples = 1000;
+                p.probe_samples = 0;
+                p.lost_stacks = 0;
+                p.user_samples = 0;
+                p.on_cpu_ns_per_op = 1000.0;
+                p.groups = if *name == "open_close" {
+                    vec![
+                        group(GroupKind::Hooks, None, 120, 1000),
+                        group(GroupKind::Lsm, Some("landlock"), 30, 1000),
+                        group(GroupKind::Lsm, Some("bpf"), 4, 1000),
+                        group(GroupKind::Framework, None, 86, 1000),
+                    ]
+                } else {
+                    vec![group(GroupKind::Lsm, Some("capability"), 0, 1000)]
+                };
+                w.profile = Some(p);
+                w
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn the_costliest_hooks_come_first_with_each_lsm_in_a_column_of_its_own() {
+        let s = SuiteSummary::of(&two_workloads()).unwrap();
+        assert_eq!(s.lsms, ["landlock", "bpf", "capability"]);
+        let names: Vec<&str> = s.rows.iter().map(|r| r.workload.as_str()).collect();
+        assert_eq!(names, ["open_close", "null_call"]);
+        let text = s.render(Markup::Terminal);
+        let open = text.lines().find(|l| l.contains("open_close")).unwrap();
+        for cell in ["12.0%", "10.8%-13.2%", "120.0 ns", "3.0%", "0.4%", "8.6%"] {
+            assert!(open.contains(cell), "{cell} in {open}");
+        }
+        assert!(
+            text.contains(
+                "landlock costs the most of any LSM: 3.0% (2.7%-3.3%) of open_close's CPU time"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("the security hooks cost most in open_close: 12.0%"));
+        assert!(text.contains("of the op's own CPU time"));
+    }
+
+    #[test]
+    fn the_html_figure_draws_each_lsm_s_part_and_says_the_verdict() {
+        let html = SuiteSummary::of(&two_workloads()).unwrap().html_figure();
+        assert!(html.contains("<td>open_close</td>"), "{html}");
+        // landlock's segment is a quarter of the costliest bar's 320 px.
+        assert!(html.contains("width:80.0px;background:#e15759"), "{html}");
+        assert!(
+            html.contains("landlock costs the most of any LSM"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn profiles_without_groups_are_counted_not_shown_as_free() {
+        let mut r = two_workloads();
+        r.workloads[0].profile.as_mut().unwrap().groups.clear();
+        let s = SuiteSummary::of(&r).unwrap();
+        assert_eq!(s.rows.len(), 1);
+        assert_eq!(s.without_groups, 1);
+        assert!(s
+            .render(Markup::Markdown)
+            .contains("1 profiled workloads left out"));
+        // No profile at all: no summary.
+        for w in &mut r.workloads {
+            w.profile = None;
+        }
+        assert!(SuiteSummary::of(&r).is_none());
+    }
+}
