@@ -44,15 +44,20 @@ fn check_statistics(old: &[f64], new: &[f64]) {
         let figures = [s.mean, s.median, s.stdev, s.pop_stdev, s.min, s.max, s.cv, lo, hi, half];
         assert!(figures.iter().all(|v| v.is_finite()), "{s:?}");
     }
-    let w = stats::welch(&o, &n).expect("two samples a side");
-    let figures = [w.difference, w.std_error, w.df, w.p_value, w.ci.0, w.ci.1];
-    assert!(figures.iter().all(|v| v.is_finite()), "{w:?}");
-    assert!((0.0..=1.0).contains(&w.p_value), "{w:?}");
-    if let Some(c) = stats::relative_change(&o, &n) {
-        let (lo, hi) = c.ci.expect("a Welch test");
+    if let Some(t) = stats::welch_ratio((&o).into(), (&n).into()) {
+        let figures = [t.ratio, t.log_std_error, t.df, t.p_value];
+        assert!(figures.iter().all(|v| v.is_finite()), "{t:?}");
+        assert!((0.0..=1.0).contains(&t.p_value), "{t:?}");
+        let level = stats::holm_levels(&[t.p_value], 0.05)[0];
+        let c = stats::Change::tested(&t, level);
+        let (lo, hi) = c.ci.expect("a ratio test");
         assert!([c.relative, lo, hi].iter().all(|v| v.is_finite()), "{c:?}");
-        let p = stats::holm(&[c.p_value.expect("a p-value")])[0];
-        let _ = stats::verdict(&c, Some(p), false, &Default::default());
+        assert!(lo >= -1.0 && lo <= hi, "{c:?}");
+        let _ = stats::holm(&[t.p_value]);
+        let _ = stats::verdict(&c, false, &Default::default());
+    }
+    if let Some((lo, hi)) = stats::difference_interval(&o, &n) {
+        assert!(lo.is_finite() && hi.is_finite() && lo <= hi, "{lo} {hi}");
     }
 }
 
