@@ -5,6 +5,10 @@
 #
 #   bench/gate.sh aa K N                     false alarms: K + N runs of the same binary, run
 #                                            K+i compared with runs i..K+i-1 (i = 0..N-1)
+#   bench/gate.sh recipe W N                 false alarms as the CI recipe meets them: N runs
+#                                            of the same binary, each from the 4th compared
+#                                            with the runs before it, at most W (the recipe's
+#                                            window, 10): its warm-up included
 #   bench/gate.sh power K N SYSCALL NS       power: K baseline runs with SYSCALL injected for 0
 #                                            ns, then N runs with NS ns, each compared with the
 #                                            baseline (the injection program itself costs
@@ -16,19 +20,23 @@
 #                                            the MDE in ns (e.g. 1.5xstat on newfstatat)
 #
 # Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
-# many compares exited 1, how many workload verdicts were regressed/improved, and each
-# workload's median minimum detectable effect. Needs root; HOOKPROF (default
+# many compares exited 1, how many workload verdicts were regressed/improved, the verdicts by
+# kind, the largest slowdown each compare could have missed, and each workload's median minimum
+# detectable effect. Needs root; HOOKPROF (default
 # target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files; RUN_ARGS
 # (default none) are added to every run (e.g. `--rounds 6 --samples 2`).
 set -eu
 HOOKPROF=${HOOKPROF:-target/release/hookprof}
 RUN_ARGS=${RUN_ARGS:-}
 OUT=${OUT:-$(mktemp -d)}
-mode=${1:?usage: bench/gate.sh aa K N | power K N SYSCALL NS}
+mode=${1:?usage: bench/gate.sh aa K N | recipe W N | power K N SYSCALL NS}
 K=${2:?K baseline runs}
 N=${3:?N compared runs}
+# Runs made, and the first one compared.
+RUNS=$((K + N)) FIRST=$K
 case $mode in
 aa) base_args="" new_args="" ;;
+recipe) base_args="" new_args="" RUNS=$N FIRST=3 ;;
 power)
     base_args="--inject syscall:${4:?SYSCALL}=0"
     new_args="--inject syscall:$4=${5:?NS}"
@@ -75,7 +83,7 @@ EOF_NS
     ;;
 esac
 rm -f "$OUT/runs/probe.json"
-while [ "$i" -lt $((K + N)) ]; do
+while [ "$i" -lt "$RUNS" ]; do
     if [ "$mode" = power ] && [ "$i" -ge "$K" ]; then
         # shellcheck disable=SC2086
         run "$i" $new_args
@@ -85,15 +93,17 @@ while [ "$i" -lt $((K + N)) ]; do
     fi
     i=$((i + 1))
 done
-# The baseline of comparison j: the K runs before it (aa), or the K baseline runs (power).
-j=$K
-while [ "$j" -lt $((K + N)) ]; do
+# The baseline of comparison j: the K runs before it (aa), the K baseline runs (power), or the
+# runs before it, at most W (recipe).
+j=$FIRST
+while [ "$j" -lt "$RUNS" ]; do
     base="$OUT/base-$j"
     rm -rf "$base" && mkdir -p "$base"
     first=$((j - K))
     [ "$mode" = power ] && first=0
+    [ "$first" -lt 0 ] && first=0
     k=$first
-    while [ "$k" -lt $((first + K)) ]; do
+    while [ "$k" -lt "$j" ] && [ "$k" -lt $((first + K)) ]; do
         cp "$OUT/runs/$(printf %03d "$k").json" "$base/"
         k=$((k + 1))
     done
@@ -107,7 +117,7 @@ done
 python3 - "$OUT/compare" "$mode" "${4:-}" <<'EOF'
 import json, os, statistics, sys
 folder, mode, syscall = sys.argv[1], sys.argv[2], sys.argv[3]
-codes, verdicts, changed, mde, attributed = [], 0, 0, {}, 0
+codes, verdicts, changed, mde, attributed, kinds, missed = [], 0, 0, {}, 0, {}, []
 for name in sorted(os.listdir(folder)):
     if not name.endswith(".json"):
         continue
@@ -115,8 +125,12 @@ for name in sorted(os.listdir(folder)):
     rc = int(open(os.path.join(folder, name[:-5] + ".rc")).read())
     codes.append(rc)
     moved = []
+    m = c.get("largest_missed_slowdown")
+    if m:
+        missed.append(f'{m["workload"]} {100 * m["bound"]:+.1f}%')
     for w in c["workloads"]:
         verdicts += 1
+        kinds[w["verdict"]] = kinds.get(w["verdict"], 0) + 1
         if w["verdict"] in ("regressed", "improved"):
             changed += 1
             moved.append(f'{w["name"]} {w["verdict"]} {100 * w["change"]["relative"]:+.1f}%')
@@ -131,6 +145,9 @@ for name in sorted(os.listdir(folder)):
 print(f"{mode}: {sum(1 for r in codes if r == 1)} of {len(codes)} compares exited 1; "
       f"{changed} of {verdicts} workload verdicts regressed/improved"
       + (f"; {attributed} regressions attributed to {syscall} (its row moved most)" if syscall else ""))
+print("verdicts: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+if missed:
+    print("largest slowdown each compare could have missed: " + "; ".join(missed))
 print("median minimum detectable effect per workload (80% power, Holm's strictest step):")
 for w, v in mde.items():
     print(f"  {w:16} {100 * statistics.median(v):6.1f}%")

@@ -37,6 +37,10 @@
 #        200000), MIN_SHARE (percent, 1.0), PATTERN (symbols compared, a Python regex, default
 #        '^(security_|hook_|bpf_lsm_|cap_)'), WORK (scratch dir, /tmp/perf-compare), PIN (a CPU:
 #        taskset both tools' commands to it, and `stat --pin` it; unset = no pinning).
+# DEFAULTS=1 runs both tools at their own defaults instead: `hookprof stat --runs RUNS -- CMD`
+#   (every probe, the timed runs at 249 Hz and runs for the stacks alone at 4,999 Hz to 2,000
+#   own samples) and `perf record -g -- CMD` (perf's default event and 4,000 Hz): what a user
+#   who compares the two tools as they come sees.
 # SKIP_RUN=1 re-prints the tables from WORK's files of an earlier run.
 # Prints, per repetition, a table of every security_* hook and LSM function with >= MIN_SHARE %
 # in either tool, then a summary over the repetitions (per symbol: the range of perf's share, of
@@ -91,19 +95,23 @@ TASKSET=()
 STATPIN=()
 if [ -n "$PIN" ]; then TASKSET=(taskset -c "$PIN"); STATPIN=(--pin "$PIN"); fi
 
+STAT_ARGS=(--probes tasks,stacks --sample-hz "$HZ" --runs "$RUNS" --rounds "$ROUNDS")
+PERF_ARGS=(-e cpu-clock -F "$HZ" -g)
+if [ -n "${DEFAULTS:-}" ]; then STAT_ARGS=(--runs "$RUNS"); PERF_ARGS=(-g); fi
+
 echo "perf-compare: command: $*"
-echo "perf-compare: hookprof $HOOKPROF (stat --probes tasks,stacks --sample-hz $HZ --runs $RUNS --rounds $ROUNDS), $($PERF --version) (record -e cpu-clock -F $HZ -g, $PERF_RUNS runs)"
+echo "perf-compare: hookprof $HOOKPROF (stat ${STAT_ARGS[*]}), $($PERF --version) (record ${PERF_ARGS[*]}, $PERF_RUNS runs)"
 echo "perf-compare: kernel $(uname -r), perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid), LSMs $(cat /sys/kernel/security/lsm 2>/dev/null || echo '?')"
 
 for rep in $(seq 1 "$REPS"); do
     [ -z "${SKIP_RUN:-}" ] || break
     json="$WORK/hookprof.$rep.json"
     folded="$WORK/perf.$rep.script"
-    "$HOOKPROF" stat --probes tasks,stacks --sample-hz "$HZ" --runs "$RUNS" --rounds "$ROUNDS" \
+    "$HOOKPROF" stat "${STAT_ARGS[@]}" \
         "${STATPIN[@]}" -q --no-store -o "$json" -- "$@" > "$WORK/hookprof.$rep.txt" 2>&1
     : > "$folded"
     for r in $(seq 1 "$PERF_RUNS"); do
-        "${TASKSET[@]}" "$PERF" record -q -e cpu-clock -F "$HZ" -g -o "$WORK/perf.data" -- "$@" > /dev/null 2>&1
+        "${TASKSET[@]}" "$PERF" record -q "${PERF_ARGS[@]}" -o "$WORK/perf.data" -- "$@" > /dev/null 2>&1
         "$PERF" script -i "$WORK/perf.data" -F comm,tid,ip,sym 2>/dev/null >> "$folded"
     done
 done
