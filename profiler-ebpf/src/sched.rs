@@ -10,12 +10,8 @@ use aya_ebpf::{
     programs::BtfTracePointContext,
     Global,
 };
-use profiler_common::event;
 
-use crate::{
-    maps::{add_event, entered_in_an_earlier_window},
-    task_state::{self, TaskState},
-};
+use crate::task_state;
 
 /// The state of a task that is still runnable when it leaves a CPU (it yielded).
 const TASK_RUNNING: u32 = 0;
@@ -39,10 +35,10 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> i32 {
         // Preempted, it stays on the run queue whatever its state says; otherwise it is
         // runnable only in TASK_RUNNING (it yielded), else it went to sleep.
         let runnable = preempt & 0xff != 0 || prev_state(&ctx, prev) == TASK_RUNNING;
-        leave_cpu(state, now, u32::from(runnable));
+        state.leave_cpu(now, u32::from(runnable));
     }
     if let Some(state) = task_state::of(next) {
-        enter_cpu(state, now);
+        state.enter_cpu(now);
     }
     0
 }
@@ -57,40 +53,4 @@ fn prev_state(ctx: &BtfTracePointContext, prev: *mut task_struct) -> u32 {
     let field = unsafe { (prev as *const u8).add(TASK_STATE_FIELD_OFFSET.load() as usize) };
     // Unreadable: taken as asleep, the common case of a switch that is no preemption.
     unsafe { bpf_probe_read_kernel(field as *const u32) }.unwrap_or(1)
-}
-
-/// Closes the task's on-CPU interval at `now`; it is off a CPU from here, `runnable` or not.
-#[inline(always)]
-pub fn leave_cpu(state: &mut TaskState, now: u64, runnable: u32) {
-    if state.on_cpu != 0 && fresh(state.switched_ns) {
-        add_event(event::ON_CPU_NS, now.wrapping_sub(state.switched_ns));
-    }
-    state.on_cpu = 0;
-    state.runnable = runnable;
-    state.switched_ns = now;
-}
-
-/// Closes the task's off-CPU interval at `now`; it is on a CPU from here.
-#[inline(always)]
-fn enter_cpu(state: &mut TaskState, now: u64) {
-    if state.on_cpu == 0 && fresh(state.switched_ns) {
-        let off = now.wrapping_sub(state.switched_ns);
-        let index = if state.runnable != 0 {
-            event::OFF_CPU_RUNNABLE_NS
-        } else {
-            event::OFF_CPU_BLOCKED_NS
-        };
-        add_event(index, off);
-        if state.syscall_open != 0 {
-            state.syscall_off_cpu_ns += off;
-        }
-    }
-    state.on_cpu = 1;
-    state.switched_ns = now;
-}
-
-/// Whether an interval that began at `since` began in this attach window.
-#[inline(always)]
-fn fresh(since: u64) -> bool {
-    since != 0 && !entered_in_an_earlier_window(since)
 }

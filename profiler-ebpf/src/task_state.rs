@@ -25,7 +25,10 @@ use aya_ebpf::{
 };
 use profiler_common::event;
 
-use crate::{maps::count_event, scope};
+use crate::{
+    maps::{add_event, count_event, entered_in_an_earlier_window},
+    scope,
+};
 
 /// 1: `TASK_STATE` is task storage; 0: a hash map keyed by thread id (set at load).
 #[unsafe(no_mangle)]
@@ -105,6 +108,38 @@ static TASK_STATE: TaskStorageDef = TaskStorageDef {
 };
 
 impl TaskState {
+    /// Closes the task's on-CPU interval at `now`; it is off a CPU from here, `runnable` or
+    /// not (sched_switch, and a task untracked while it runs).
+    #[inline(always)]
+    pub fn leave_cpu(&mut self, now: u64, runnable: u32) {
+        if self.on_cpu != 0 && fresh(self.switched_ns) {
+            add_event(event::ON_CPU_NS, now.wrapping_sub(self.switched_ns));
+        }
+        self.on_cpu = 0;
+        self.runnable = runnable;
+        self.switched_ns = now;
+    }
+
+    /// Closes the task's off-CPU interval at `now`; it is on a CPU from here. Time off a CPU
+    /// inside an open syscall is also that syscall's wait.
+    #[inline(always)]
+    pub fn enter_cpu(&mut self, now: u64) {
+        if self.on_cpu == 0 && fresh(self.switched_ns) {
+            let off = now.wrapping_sub(self.switched_ns);
+            let index = if self.runnable != 0 {
+                event::OFF_CPU_RUNNABLE_NS
+            } else {
+                event::OFF_CPU_BLOCKED_NS
+            };
+            add_event(index, off);
+            if self.syscall_open != 0 {
+                self.syscall_off_cpu_ns += off;
+            }
+        }
+        self.on_cpu = 1;
+        self.switched_ns = now;
+    }
+
     /// The frame at `index`, if within the stack.
     #[inline(always)]
     pub fn frame(&mut self, index: usize) -> Option<&mut Frame> {
@@ -273,7 +308,7 @@ pub fn track_current() -> bool {
 /// Stops tracking the current task, first counting its on-CPU time up to now.
 pub fn untrack_current() {
     if let Some(state) = current() {
-        crate::sched::leave_cpu(state, unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() }, 0);
+        state.leave_cpu(unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() }, 0);
     }
     forget(Task::Current);
 }
@@ -303,4 +338,11 @@ fn forget(task: Task) {
     if let Some((tid, _)) = identify(task) {
         unsafe { bpf_map_delete_elem(map(), &tid as *const u32 as *mut core::ffi::c_void) };
     }
+}
+
+/// Whether an on- or off-CPU interval that began at `since` began in this attach window (no
+/// probe saw the start of one from before).
+#[inline(always)]
+fn fresh(since: u64) -> bool {
+    since != 0 && !entered_in_an_earlier_window(since)
 }
