@@ -220,7 +220,7 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         .probes
         .attached
         .iter()
-        .filter(|p| p.kind == "fexit")
+        .filter(|p| p.kind.name() == "fexit")
         .count();
     assert!(
         (10..150).contains(&pairs),
@@ -232,7 +232,7 @@ fn run_attributes_hooks_lsms_and_task_paths() {
         .probes
         .attached
         .iter()
-        .filter(|p| p.kind == "fentry")
+        .filter(|p| p.kind.name() == "fentry")
         .map(|p| p.target.as_str())
         .collect();
     for w in &r.workloads {

@@ -67,7 +67,7 @@ fn a_short_run_measures_what_this_kernel_allows() {
         assert!((0.9..1.1).contains(&per_op), "{event} per op: {per_op}");
     }
     // Hooks and task paths, found and timed wherever the kernel takes trampolines.
-    let fentry = r.probes.attached.iter().any(|p| p.kind == "fentry");
+    let fentry = r.probes.attached.iter().any(|p| p.kind.name() == "fentry");
     let open = workload(&r, "open_close");
     if fentry {
         let file_open = row(open, "security_file_open");
@@ -144,8 +144,8 @@ fn write_summary(r: &Results, features: Features, seconds: f64) {
         .sum();
     let summary = serde_json::json!({
         "kernel": r.environment.kernel_release,
-        "attached": count(r.probes.attached.iter().map(|p| p.kind.as_str()).collect()),
-        "refused": count(r.probes.refused.iter().map(|p| p.kind.as_str()).collect()),
+        "attached": count(r.probes.attached.iter().map(|p| p.kind.name()).collect()),
+        "refused": count(r.probes.refused.iter().map(|p| p.kind.name()).collect()),
         "hooks_timed": timed(PathKind::Hook),
         "lsm_functions_timed": timed(PathKind::Lsm),
         "task_paths_timed": timed(PathKind::TaskPath),

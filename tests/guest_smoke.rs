@@ -125,7 +125,7 @@ fn fentry_refused_on(r: &Results, function: &str) -> bool {
         .probes
         .refused
         .iter()
-        .any(|x| x.kind == "fentry" && x.target == function);
+        .any(|x| x.kind.name() == "fentry" && x.target == function);
     if refused {
         let lines = hookprof::probes::refusal::lines(&r.probes.refused);
         assert!(

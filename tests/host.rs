@@ -262,12 +262,12 @@ fn every_default_hook_is_either_attached_or_refused_with_a_reason() {
                 .probes
                 .attached
                 .iter()
-                .any(|p| p.kind == kind && p.target == hook);
+                .any(|p| p.kind.name() == kind && p.target == hook);
             let refused = r
                 .probes
                 .refused
                 .iter()
-                .find(|p| p.kind == kind && p.target == hook);
+                .find(|p| p.kind.name() == kind && p.target == hook);
             assert!(
                 attached != refused.is_some(),
                 "{kind} {hook}: attached={attached} refused={refused:?}"
@@ -392,7 +392,8 @@ fn bad_input_is_one_line_and_exit_code_2() {
             &["run", "--workloads", "null_call", "-o", missing_dir],
             missing_dir,
         ),
-        (&["run", "--probes", "bogus"], "valid: auto, none"),
+        (&["run", "--probes", "bogus"], "possible values: auto, none"),
+        (&["run", "--probes", "auto,hooks"], "auto stands alone"),
         (
             &["run", "--hooks", "security_no_such_hook"],
             "security_no_such_hook",

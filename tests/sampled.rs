@@ -1,7 +1,10 @@
 //! Sampled kernel stacks and the on/off-CPU accounting on the running kernel, which refuses
 //! BPF trampolines: the hooks and LSM functions no fentry can time here are found in the
 //! tracked tasks' sampled stacks, and each op's parts add up to its time.
-use hookprof::results::{GroupKind, PathKind, Results, SampledPath, StackProfile, WorkloadResult};
+use hookprof::{
+    attribution::Breakdown,
+    results::{GroupKind, PathKind, Results, SampledPath, StackProfile, WorkloadResult},
+};
 use hookprof_tests::{hookprof, one_at_a_time, require_root, row, run_to_results, workload};
 
 /// Enough probed time and rate for a thousand samples or more a workload.
@@ -50,7 +53,10 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
     .concat();
     let r = run_to_results(&args);
     assert!(
-        r.probes.attached.iter().any(|a| a.kind == "perf_event"),
+        r.probes
+            .attached
+            .iter()
+            .any(|a| a.kind.name() == "perf_event"),
         "the sampling program did not attach: {:?}",
         r.probes
     );
@@ -245,7 +251,11 @@ fn without_the_stacks_probe_there_is_no_profile_and_the_rest_still_runs() {
     let w = workload(&r, "null_call");
     assert!(w.profile.is_none());
     assert!(w.accounting.is_some());
-    assert!(!r.probes.attached.iter().any(|a| a.kind == "perf_event"));
+    assert!(!r
+        .probes
+        .attached
+        .iter()
+        .any(|a| a.kind.name() == "perf_event"));
     row(w, "getppid");
 }
 
@@ -408,4 +418,78 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
         text.contains(&format!("{own} own samples know a 5% share within")),
         "{text}"
     );
+}
+
+/// The JSON row's `share` is the figure the text report prints, of the whole the workload's
+/// `share_of` names, and each workload's breakdown adds up to that whole.
+#[test]
+fn the_json_share_is_the_one_the_text_prints_and_the_parts_add_up() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let path = out.to_str().unwrap();
+    let run = hookprof(&[
+        "run",
+        "--quiet",
+        "--workloads",
+        "null_call,open_close,fork_proc",
+        "--samples",
+        "2",
+        "-o",
+        path,
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = hookprof(&["report", path]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    let r = Results::load(&out).unwrap();
+    for (w, raw_w) in r.workloads.iter().zip(raw["workloads"].as_array().unwrap()) {
+        let b = Breakdown::of(w).unwrap_or_else(|| panic!("{}: no breakdown", w.name));
+        assert_eq!(raw_w["share_of"], serde_json::json!(b.whole), "{}", w.name);
+        let sum: f64 = b.parts.iter().map(|(_, ns)| ns).sum();
+        assert!(
+            (sum - b.whole_ns).abs() <= 1e-9 * b.whole_ns,
+            "{}: parts {:?} against {}",
+            w.name,
+            b.parts,
+            b.whole_ns
+        );
+        let block = text
+            .split("\n\n")
+            .find(|block| block.starts_with(&format!("{} (", w.name)))
+            .unwrap_or_else(|| panic!("{}: no block in\n{text}", w.name));
+        let raw_rows = raw_w["attribution"].as_array().unwrap();
+        assert_eq!(raw_rows.len(), w.attribution.len());
+        assert!(!raw_rows.is_empty(), "{}: nothing attributed", w.name);
+        for (row, raw_row) in w.attribution.iter().zip(raw_rows) {
+            let share = raw_row["share"].as_f64().unwrap();
+            let shown = b.paths.iter().find(|p| std::ptr::eq(p.row, row)).unwrap();
+            // Equal but for the last bit serde_json's float parsing may round differently.
+            assert!(
+                (shown.share - share).abs() <= 1e-12 * share.abs().max(1e-12),
+                "{} {}: breakdown {} against JSON {share}",
+                w.name,
+                row.name,
+                shown.share
+            );
+            let line = block
+                .lines()
+                .find(|l| {
+                    let mut cells = l.split_whitespace();
+                    cells.next() == Some(row.kind.name()) && cells.next() == Some(&row.name)
+                })
+                .unwrap_or_else(|| panic!("{}: no line for {}:\n{block}", w.name, row.name));
+            assert!(
+                line.contains(&format!(" {:.1}%", share * 100.0)),
+                "{}: JSON share {share} against {line}",
+                w.name
+            );
+        }
+    }
 }

@@ -741,7 +741,7 @@ fn hidden_kernel_addresses_refuse_the_profile_not_misname_it() {
         r.probes
             .refused
             .iter()
-            .any(|f| f.kind == "perf_event" && f.reason.contains("kptr_restrict")),
+            .any(|f| f.kind.name() == "perf_event" && f.reason.contains("kptr_restrict")),
         "{:?}",
         r.probes.refused
     );

@@ -140,7 +140,7 @@ pub fn files(root: &Path, name: &str) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn saving_replaces_and_appending_adds() {

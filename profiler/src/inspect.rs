@@ -16,7 +16,7 @@ use crate::{
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
-    results::ProbeReport,
+    results::{ProbeKind, ProbeReport},
     run::probe_setup::{measure_probe_cost, require_bpf_privileges},
     runner::{Supervisor, Wait},
 };
@@ -159,7 +159,7 @@ fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> 
         let pairs: Vec<_> = report
             .refused
             .iter()
-            .filter(|r| r.kind == "fentry" || r.kind == "fexit")
+            .filter(|r| r.kind.is_trampoline_pair())
             .cloned()
             .collect();
         for line in refusal::lines(&pairs) {
@@ -189,7 +189,12 @@ fn probe_kind_summary(
     lsm: &str,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut kinds = serde_json::Map::new();
-    for kind in ["raw_tracepoint", "tp_btf", "fentry", "fexit"] {
+    for kind in [
+        ProbeKind::RawTracepoint,
+        ProbeKind::TpBtf,
+        ProbeKind::FEntry,
+        ProbeKind::FExit,
+    ] {
         let status = if report.attached.iter().any(|a| a.kind == kind) {
             "available".to_string()
         } else if let Some(r) = report.refused.iter().find(|r| r.kind == kind) {
@@ -197,7 +202,7 @@ fn probe_kind_summary(
         } else {
             "not tried".to_string()
         };
-        kinds.insert(kind.into(), status.into());
+        kinds.insert(kind.name().into(), status.into());
     }
     kinds.insert("lsm".into(), lsm.into());
     kinds
@@ -351,7 +356,7 @@ mod tests {
             .map(Target::top)
             .collect();
         let refusal = |target: &str| Refusal {
-            kind: "fentry".into(),
+            kind: ProbeKind::FEntry,
             target: target.into(),
             errno: Some(libc::EPERM),
             reason: "EPERM: the kernel refuses BPF trampolines here".into(),

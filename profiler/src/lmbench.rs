@@ -1,6 +1,6 @@
 //! The lmbench 2.0 summary layout: the ONE table that maps summary columns to hookprof workload
 //! names, used both to import posted summaries and to print results as one.
-use crate::{results::Unit, workloads::Family};
+use crate::results::{Family, Unit};
 
 /// What a summary column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,13 +5,16 @@
 //! op's time whole, on a CPU (user, kernel, the probes' own) and off it. Rows of both methods
 //! are keyed by the same path names, so they cross-check where both ran. `span_correction`:
 //! the probes' cost taken out of exact timing by the samples inside each span, where they are
-//! enough.
+//! enough. `breakdown`: the one reading of the rows every view prints (shares of one whole,
+//! exclusive parts that add up to it, the residual).
 mod accounting;
+pub mod breakdown;
 mod span_correction;
 mod stacks;
 mod timing;
 
 pub use accounting::account;
+pub use breakdown::{Breakdown, Level, Part, PathShare};
 pub use span_correction::{correct_by_samples, MIN_SPANNED_SAMPLES};
 pub use stacks::{is_probe_frame, profile, SampledStacks};
 pub use timing::{attribute, function_kind, syscall_name, Attribution, ProbedSample};

@@ -58,6 +58,7 @@ mod tests {
             ns_per_call: ns,
             ns_per_op: ns,
             share: 0.0,
+            share_of_clean_op: None,
             corrected_ns_per_call: ns - 100.0,
             corrected_ns_per_op: ns - 100.0,
             correction: Some(CorrectionMethod::Calibrated),

@@ -216,6 +216,11 @@ fn row(
         .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
     let calls_per_op = total.calls as f64 / total_ops.max(1) as f64;
     let ns_per_op = calls_per_op * ns_per_call(&total);
+    let clean_share = if clean_ns_per_op > 0.0 {
+        ns_per_op / clean_ns_per_op
+    } else {
+        0.0
+    };
     let samples_ns_per_op = per_sample
         .iter()
         .zip(samples)
@@ -239,11 +244,9 @@ fn row(
             .filter(|_| total.timed > 0)
             .map(|_| CorrectionMethod::Calibrated),
         dispatch_ns_per_op: None,
-        share: if clean_ns_per_op > 0.0 {
-            ns_per_op / clean_ns_per_op
-        } else {
-            0.0
-        },
+        // Of the clean op until the run's breakdown takes it of its whole (`derive_shares`).
+        share: clean_share,
+        share_of_clean_op: Some(clean_share),
         untimed_calls: total.calls - total.timed,
         histogram,
         samples_ns_per_op,
@@ -307,6 +310,7 @@ mod tests {
         assert_eq!(getppid.kind, PathKind::Syscall);
         assert!((getppid.calls_per_op - 1.0).abs() < 1e-12);
         assert!((getppid.ns_per_call - 50.0).abs() < 1e-12);
+        assert_eq!(getppid.share_of_clean_op, Some(getppid.share));
         assert!((getppid.share - 0.5).abs() < 1e-12);
         assert_eq!(getppid.samples_ns_per_op, vec![50.0, 50.0]);
         // The probed hook is listed even though it was never called.

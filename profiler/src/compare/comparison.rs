@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::{facts, FailOn};
 use crate::{
+    attribution::{Level, Part},
     replication::{Components, TestKind, Unit as Replication},
     results::{PathKind, Unit},
     stats::{Change, Criteria, Summary, Verdict},
@@ -146,11 +147,44 @@ impl MissedSlowdown {
 pub struct ChangeAttribution {
     /// Change of the clean op time, ns.
     pub total_ns: f64,
-    /// "hooks" or "syscalls": the rows the residual is measured against.
-    pub level: &'static str,
+    /// The outermost rows, whose change the residual is the total less (`attribution::
+    /// breakdown`): "syscalls", or "hooks" (hooks and task paths) where none was probed.
+    pub level: Level,
     pub paths: Vec<PathDelta>,
-    /// total_ns minus the top-level rows' deltas.
+    /// The change of each of the breakdown's parts (they add up to total_ns).
+    pub parts: Vec<(Part, f64)>,
+    /// The residual part's change: total_ns less the outermost rows' change.
     pub residual_ns: f64,
+    /// The change is told by the hooks (`top_level` paths) where any was probed.
+    #[serde(skip)]
+    pub by_hooks: bool,
+}
+
+impl ChangeAttribution {
+    /// The parts a change's sentence names after its paths, so that what it names adds up to
+    /// the total: where hooks tell it, the syscalls' own time and the task paths beside them;
+    /// always the residual.
+    pub fn parts_after_paths(&self) -> Vec<(&'static str, Part, f64)> {
+        self.parts
+            .iter()
+            .filter_map(|&(part, ns)| {
+                let name = match part {
+                    Part::Syscall if self.by_hooks && self.level == Level::Syscalls => {
+                        "syscalls' own"
+                    }
+                    Part::TaskPath
+                        if self.by_hooks
+                            && self.paths.iter().any(|p| p.kind == PathKind::TaskPath) =>
+                    {
+                        "task paths"
+                    }
+                    Part::Residual => "residual",
+                    _ => return None,
+                };
+                Some((name, part, ns))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Serialize)]

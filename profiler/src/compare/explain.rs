@@ -5,11 +5,9 @@ use std::collections::BTreeMap;
 
 use super::{pool::PathKey, ChangeAttribution, PathDelta};
 use crate::{
+    attribution::breakdown,
     replication::{self, FileRounds, Unit as Replication},
-    results::{
-        rows::{self, Level},
-        AttributionRow, PathKind, Unit,
-    },
+    results::{rows, AttributionRow, PathKind, Unit},
     stats::{self, Summary},
 };
 
@@ -32,7 +30,20 @@ pub(super) fn attribute_change(
         return None;
     }
     let total_ns = rows::op_ns(unit, new.mean)? - rows::op_ns(unit, old.mean)?;
-    let level = Level::of(old_rows.iter().chain(new_rows).map(|r| r.kind))?;
+    let (level, parts) = breakdown::change(total_ns, old_rows, new_rows)?;
+    // A change is told by hooks where any was probed (the LSM functions under them), else by
+    // the outermost paths; the breakdown's other parts follow them.
+    let by_hooks = old_rows
+        .iter()
+        .chain(new_rows)
+        .any(|r| r.kind == PathKind::Hook);
+    let told_by = |kind: PathKind, parent: Option<&str>| match by_hooks {
+        true => kind == PathKind::Hook && parent.is_none(),
+        false => match level {
+            breakdown::Level::Syscalls => kind == PathKind::Syscall,
+            breakdown::Level::Hooks => kind == PathKind::TaskPath && parent.is_none(),
+        },
+    };
     let mut keys: BTreeMap<(PathKind, &str, Option<&str>), (f64, f64)> = BTreeMap::new();
     let mut order = Vec::new();
     for (rows, is_new) in [(old_rows, false), (new_rows, true)] {
@@ -64,23 +75,20 @@ pub(super) fn attribute_change(
                 delta_ns_per_op: n - o,
                 delta_interval,
                 sampled_disagrees: false,
-                top_level: kind == level.kind(),
+                top_level: told_by(kind, parent),
             }
         })
         .collect();
-    let explained: f64 = paths
-        .iter()
-        .filter(|p| p.top_level)
-        .map(|p| p.delta_ns_per_op)
-        .sum();
     Some(ChangeAttribution {
         total_ns,
-        level: match level {
-            Level::Hooks => "hooks",
-            Level::Syscalls => "syscalls",
-        },
+        level,
+        residual_ns: parts
+            .iter()
+            .find(|(p, _)| *p == breakdown::Part::Residual)
+            .map_or(0.0, |(_, ns)| *ns),
+        parts: parts.to_vec(),
+        by_hooks,
         paths,
-        residual_ns: total_ns - explained,
     })
 }
 

@@ -384,7 +384,7 @@ pub fn html(c: &CallCounts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::{row, sample_results};
+    use crate::results::fixtures::{row, sample_results};
 
     fn calls(r: &mut Results, name: &str, calls_per_op: f64) {
         let rows = &mut r.workloads[0].attribution;
@@ -421,7 +421,7 @@ mod tests {
     fn with_task_probes(mut r: Results) -> Results {
         for event in TASK_EVENTS {
             r.probes.attached.push(crate::results::ProbeRecord {
-                kind: "tp_btf".into(),
+                kind: crate::results::ProbeKind::TpBtf,
                 target: format!("sched_process_{event}"),
             });
         }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta};
 use crate::{
+    attribution::Part,
     report::{
         figures::Scale,
         flame::{
@@ -162,7 +163,14 @@ pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
             ));
         }
     }
-    rows.push(("residual".into(), RESIDUAL_COLOUR, a.residual_ns));
+    for (name, part, ns) in a.parts_after_paths() {
+        let colour = match part {
+            Part::Syscall => kind_colour(PathKind::Syscall),
+            Part::TaskPath => kind_colour(PathKind::TaskPath),
+            _ => RESIDUAL_COLOUR,
+        };
+        rows.push((name.into(), colour, ns));
+    }
     rows.push(("whole op".into(), "#555", a.total_ns));
     let reach = rows
         .iter()

@@ -50,8 +50,9 @@ fn by_size(mut paths: Vec<&PathDelta>) -> Vec<&PathDelta> {
 /// Paths shown per line before "and N more".
 const SHOWN_PATHS: usize = 5;
 
-/// `open_close +512 ns: security_file_open +430 ns (apparmor_file_open +410 ns), residual
-/// +82 ns`, and a second line for the syscalls and task paths around those hooks.
+/// `open_close +512 ns: security_file_open +430 ns (apparmor_file_open +410 ns), syscalls'
+/// own +20 ns, residual +62 ns` (what it names adds up to the change), and a second line for
+/// the syscalls and task paths around those hooks.
 pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
     let top = by_size(a.paths.iter().filter(|p| p.top_level).collect());
     let mut parts: Vec<String> = top
@@ -84,7 +85,9 @@ pub fn attribution_lines(name: &str, a: &ChangeAttribution) -> Vec<String> {
     if top.len() > SHOWN_PATHS {
         parts.push(format!("{} more", top.len() - SHOWN_PATHS));
     }
-    parts.push(format!("residual {}", signed_ns(a.residual_ns)));
+    for (name, _, ns) in a.parts_after_paths() {
+        parts.push(format!("{name} {}", signed_ns(ns)));
+    }
     let mut lines = vec![format!(
         "{name} {}: {}",
         signed_ns(a.total_ns),

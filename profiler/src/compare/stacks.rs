@@ -94,7 +94,7 @@ fn side(files: &[Results], name: &str) -> Vec<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{folded::tests::profile, text::tests::sample_results};
+    use crate::{report::folded::tests::profile, results::fixtures::sample_results};
 
     #[test]
     fn a_workload_profiled_on_both_sides_has_its_stacks_summed_per_side() {

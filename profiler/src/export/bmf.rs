@@ -103,7 +103,7 @@ fn measure_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn a_workload_is_a_benchmark_with_latency_in_ns_and_a_measure_per_path() {

@@ -200,7 +200,9 @@ fn workload_tests(r: &Results, w: &WorkloadResult, build_id: &str) -> Vec<Test> 
                 "calls_per_op": row.calls_per_op,
                 "ns_per_call": row.ns_per_call,
                 "corrected_ns_per_op": row.corrected_ns_per_op,
-                "share_of_op": row.share,
+                "share": row.share,
+                "share_of": w.share_of,
+                "share_of_clean_op": row.share_of_clean_op,
                 "untimed_calls": row.untimed_calls,
                 "figure": f.map(|f| figure_misc(&f, Unit::Nanoseconds)),
             }),
@@ -257,7 +259,7 @@ fn environment(r: &Results) -> Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn each_workload_and_each_path_is_a_test_of_one_build() {

@@ -117,7 +117,7 @@ pub(crate) fn rfc3339(unix_seconds: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn a_figure_is_taken_over_rounds_when_the_file_has_them() {

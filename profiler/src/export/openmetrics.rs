@@ -209,7 +209,7 @@ fn path_samples(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn a_paths_histogram_is_cumulative_in_seconds_and_counts_its_calls() {

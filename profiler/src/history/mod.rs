@@ -575,7 +575,7 @@ mod tests {
     use super::*;
     use crate::{
         compare::sampled::tests::profile,
-        report::text::tests::{row, sample_results},
+        results::fixtures::{row, sample_results},
         results::PathKind,
     };
 

@@ -142,12 +142,12 @@ fn file_stem(label: &str) -> String {
 }
 
 /// An empty, complete results document for an imported configuration.
-pub(crate) fn new_results(label: &str, source: &str) -> Results {
+pub(crate) fn new_results(label: &str, from: &str) -> Results {
     Results {
         schema_version: SCHEMA_VERSION,
         label: label.to_string(),
         complete: true,
-        source: source.to_string(),
+        source: crate::results::Source::Import(from.to_string()),
         environment: Environment {
             hookprof_version: env!("CARGO_PKG_VERSION").to_string(),
             ..Default::default()

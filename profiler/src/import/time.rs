@@ -354,16 +354,19 @@ fn into_results(groups: Vec<Group>) -> Vec<Results> {
                 n += 1;
             }
             labels.push(label.clone());
-            let mut r = new_results(&label, "import:time");
+            let mut r = new_results(&label, "time");
             let series = |f: fn(&TimeLine) -> f64| g.runs.iter().map(f).collect::<Vec<f64>>();
             let extra = |name: &str, unit, clean| ExtraMetric {
                 name: name.into(),
                 unit,
                 clean,
             };
-            let family = crate::workloads::Family::Macro.key();
-            let mut build =
-                WorkloadResult::new("build", family, Unit::Seconds, series(|t| t.elapsed));
+            let mut build = WorkloadResult::new(
+                "build",
+                crate::results::Family::Macro,
+                Unit::Seconds,
+                series(|t| t.elapsed),
+            );
             build.extra = vec![
                 extra("user", Unit::Seconds, series(|t| t.user)),
                 extra("system", Unit::Seconds, series(|t| t.system)),
@@ -413,7 +416,7 @@ Kernbench results, 3 runs each
         assert_eq!(build.extra[1].clean, [113.69, 113.20]);
         assert_eq!(build.extra[2].clean, [747.0, 748.0]);
         assert_eq!(results[1].workload("build").unwrap().clean, [125.0]);
-        assert_eq!(results[1].source, "import:time");
+        assert_eq!(results[1].source.to_string(), "import:time");
     }
 
     #[test]

@@ -78,14 +78,12 @@ impl Probes {
                 }
                 // A function can be in BTF and load, yet not attach (an __init function the
                 // kernel has freed): its pair is refused and the rest go on.
-                Err(e) if timed => {
-                    unattachable.push(refusal::refusal(a.kind.name(), &a.target, &e))
-                }
+                Err(e) if timed => unattachable.push(refusal::refusal(a.kind, &a.target, &e)),
                 // Sampling is one probe kind among others: where the kernel will not open
                 // a cpu-clock event for it, the run goes on without stacks.
                 Err(e) if a.kind == Kind::PerfEvent => {
                     sampling_refused
-                        .get_or_insert_with(|| refusal::refusal(a.kind.name(), "cpu-clock", &e));
+                        .get_or_insert_with(|| refusal::refusal(a.kind, "cpu-clock", &e));
                 }
                 Err(e) => {
                     return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
@@ -132,9 +130,9 @@ impl Probes {
         if self.refused.iter().any(|r| r.target == target) {
             return;
         }
-        for kind in ["fentry", "fexit"] {
+        for kind in [Kind::FEntry, Kind::FExit] {
             self.refused.push(Refusal {
-                kind: kind.into(),
+                kind,
                 ..refusal.clone()
             });
         }
@@ -200,6 +198,8 @@ fn attach_one(
             let id = p.attach()?;
             OwnedLink::Fd(p.take_link(id)?.into())
         }
+        // BPF LSM programs are `attach_lsm`'s, kept apart from the attachments.
+        Kind::Lsm => unreachable!("a BPF LSM program among the attachments"),
     })
 }
 

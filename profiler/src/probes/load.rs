@@ -83,7 +83,7 @@ impl Probes {
                 probes.load_tp_btf("sched_switch", "sched_switch");
             } else {
                 probes.refused.push(Refusal {
-                    kind: Kind::TpBtf.name().into(),
+                    kind: Kind::TpBtf,
                     target: "sched_switch".into(),
                     errno: None,
                     reason: "its tracepoint has no prev_state argument (Linux 5.18) and the \
@@ -171,7 +171,7 @@ impl Probes {
         if !self.record(&entry, Kind::FEntry, function, entered) {
             // The pair stands or falls together: its fexit is refused for the same reason.
             let mut exit_refusal = self.refused.last().expect("just recorded").clone();
-            exit_refusal.kind = "fexit".into();
+            exit_refusal.kind = Kind::FExit;
             self.refused.push(exit_refusal);
             return Err(errno);
         }
@@ -257,7 +257,7 @@ impl Probes {
                 true
             }
             Err(e) => {
-                self.refused.push(refusal::refusal(kind.name(), target, &e));
+                self.refused.push(refusal::refusal(kind, target, &e));
                 false
             }
         }
@@ -269,15 +269,15 @@ impl Probes {
 pub fn pair_refusals(target: &Target, kernel: &KernelBtf, errno: Option<i32>) -> [Refusal; 2] {
     let function = &target.function;
     let (errno, why) = if kernel.has_function(function) {
-        (errno, reason("fentry", errno))
+        (errno, reason(Kind::FEntry, errno))
     } else {
         (
             Some(libc::ENOENT),
             "not a traceable function on this kernel".to_string(),
         )
     };
-    ["fentry", "fexit"].map(|kind| Refusal {
-        kind: kind.into(),
+    [Kind::FEntry, Kind::FExit].map(|kind| Refusal {
+        kind,
         target: function.clone(),
         errno,
         reason: why.clone(),

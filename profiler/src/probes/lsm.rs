@@ -68,7 +68,7 @@ impl Probes {
         let link = match attached {
             Ok(link) => link,
             Err(e) => {
-                let r = refusal::refusal("lsm", hook, &e);
+                let r = refusal::refusal(crate::results::ProbeKind::Lsm, hook, &e);
                 bail!(
                     "the kernel refused a BPF LSM program on {hook}: {}",
                     r.reason

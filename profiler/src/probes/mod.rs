@@ -44,7 +44,7 @@ pub use self::{
     stacks::RawSample,
     syscall_injection::{GateOwners, SyscallInjection},
 };
-use crate::results::{ProbeRecord, ProbeReport, Refusal};
+use crate::results::{ProbeKind as Kind, ProbeRecord, ProbeReport, Refusal};
 
 /// Makes `tgids` the only entries of a `GATE_OWNERS` map (of any instance of the object).
 fn replace_gate_owners<T: std::borrow::BorrowMut<aya::maps::MapData>>(
@@ -118,28 +118,6 @@ impl ProbePlan {
     /// Whether the probes may time a function besides the calibration's.
     fn needs_slots(&self) -> bool {
         (!self.functions.is_empty() || self.functions_later) && self.trampolines_refused.is_none()
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    RawTracepoint,
-    TpBtf,
-    FEntry,
-    FExit,
-    /// One perf event per CPU (`target` names the CPU).
-    PerfEvent,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::RawTracepoint => "raw_tracepoint",
-            Kind::TpBtf => "tp_btf",
-            Kind::FEntry => "fentry",
-            Kind::FExit => "fexit",
-            Kind::PerfEvent => "perf_event",
-        }
     }
 }
 
@@ -261,7 +239,7 @@ impl Probes {
                 .attachments
                 .iter()
                 .map(|a| ProbeRecord {
-                    kind: a.kind.name().into(),
+                    kind: a.kind,
                     target: a.target.clone(),
                 })
                 .collect(),

@@ -3,7 +3,7 @@
 //! how many functions and a few of those a user would look for first.
 use aya::programs::ProgramError;
 
-use crate::results::Refusal;
+use crate::results::{ProbeKind, Refusal};
 
 /// The errno behind an aya error, if the kernel gave one.
 pub fn errno_of(err: &ProgramError) -> Option<i32> {
@@ -21,14 +21,14 @@ pub fn errno_of(err: &ProgramError) -> Option<i32> {
 }
 
 /// A plain reason for a refusal of `kind`.
-pub fn reason(kind: &str, errno: Option<i32>) -> String {
+pub fn reason(kind: ProbeKind, errno: Option<i32>) -> String {
     match (kind, errno) {
-        ("fentry" | "fexit" | "lsm", Some(libc::EPERM)) => {
+        (ProbeKind::FEntry | ProbeKind::FExit | ProbeKind::Lsm, Some(libc::EPERM)) => {
             "EPERM: the kernel refuses BPF trampolines here (dynamic ftrace locked or disabled; \
              lockdown or a hardened config)"
                 .into()
         }
-        ("lsm", Some(libc::EINVAL)) => {
+        (ProbeKind::Lsm, Some(libc::EINVAL)) => {
             "EINVAL: BPF LSM is not active (add bpf to the lsm= boot parameter)".into()
         }
         (_, Some(libc::ENOENT)) => "ENOENT: the attach point does not exist on this kernel".into(),
@@ -42,10 +42,10 @@ pub fn reason(kind: &str, errno: Option<i32>) -> String {
     }
 }
 
-pub fn refusal(kind: &str, target: &str, err: &ProgramError) -> Refusal {
+pub fn refusal(kind: ProbeKind, target: &str, err: &ProgramError) -> Refusal {
     let errno = errno_of(err);
     Refusal {
-        kind: kind.into(),
+        kind,
         target: target.into(),
         errno,
         reason: reason(kind, errno),
@@ -81,10 +81,10 @@ pub fn lines(refused: &[Refusal]) -> Vec<String> {
     for r in refused {
         match groups
             .iter_mut()
-            .find(|(kinds, why, _)| kinds.contains(&r.kind.as_str()) && *why == r.reason)
+            .find(|(kinds, why, _)| kinds.contains(&r.kind.name()) && *why == r.reason)
         {
             Some((_, _, targets)) => targets.push(&r.target),
-            None => groups.push((vec![&r.kind], &r.reason, vec![&r.target])),
+            None => groups.push((vec![r.kind.name()], &r.reason, vec![&r.target])),
         }
     }
     let mut merged: Vec<(Vec<&str>, &str, Vec<&str>)> = Vec::new();
@@ -136,9 +136,9 @@ mod libc {
 mod tests {
     use super::*;
 
-    fn refused(kind: &str, target: &str) -> Refusal {
+    fn refused(kind: ProbeKind, target: &str) -> Refusal {
         Refusal {
-            kind: kind.into(),
+            kind,
             target: target.into(),
             errno: Some(1),
             reason: reason(kind, Some(1)),
@@ -156,8 +156,8 @@ mod tests {
             "security_audit_rule_init",
             "security_inode_permission",
         ] {
-            all.push(refused("fentry", f));
-            all.push(refused("fexit", f));
+            all.push(refused(ProbeKind::FEntry, f));
+            all.push(refused(ProbeKind::FExit, f));
         }
         let said = lines(&all);
         assert_eq!(said.len(), 1, "{said:?}");
@@ -171,7 +171,7 @@ mod tests {
             said[0]
         );
         // A few: all of them, by name.
-        let few = lines(&[refused("lsm", "file_open")]);
+        let few = lines(&[refused(ProbeKind::Lsm, "file_open")]);
         assert_eq!(
             few,
             ["lsm refused on file_open: EPERM: the kernel refuses BPF trampolines here (dynamic \

@@ -44,7 +44,7 @@ impl Probes {
             p.load()
         })();
         if let Err(e) = loaded {
-            let refusal = super::refusal::refusal(Kind::PerfEvent.name(), "cpu-clock", &e);
+            let refusal = super::refusal::refusal(Kind::PerfEvent, "cpu-clock", &e);
             self.refused.push(refusal);
             return;
         }

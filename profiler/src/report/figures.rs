@@ -2,9 +2,9 @@
 //! hyperfine prints `612.3 µs`, not `0.0006 s`), what a metric is called, the probes' cost
 //! with the sign of a cost, the residual, a failed workload's phase and error, and where a
 //! run's numbers came from.
-use crate::results::{
-    rows::{self, Level},
-    AttributionRow, Results, Unit, WorkloadResult,
+use crate::{
+    attribution::Breakdown,
+    results::{rows, Results, ShareWhole, Source, Unit},
 };
 
 /// A number with about four significant digits, without exponent notation.
@@ -88,89 +88,35 @@ pub(crate) fn percent(fraction: f64) -> String {
     format!("{:+.1}%", fraction * 100.0)
 }
 
-/// The clean op in ns: a time metric's mean, or, for bandwidth, what the rows' shares were
-/// taken of (each row's ns per op over its share of the clean op).
-pub(crate) fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
-    rows::op_ns(w.unit, clean_mean).or_else(|| {
-        w.attribution
-            .iter()
-            .find(|r| r.share > 0.0 && r.ns_per_op > 0.0)
-            .map(|r| r.ns_per_op / r.share)
-    })
-}
-
-/// The op time outside the top-level probed paths: the same figure in every format. Where
-/// sched_switch measured the probed op's CPU time (over all its tasks), that is the whole the
-/// rows (CPU time too) are taken from, so the residual is user time and the probes' cost
-/// outside the timed spans, at or above zero but for noise (below -5% the sentence says which
-/// two figures disagree); without it, the clean op is the
-/// whole, and the residual is negative when the probed paths (which carry the probes' own
-/// cost, and a blocking call's wait) take more than it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Residual {
-    pub level: Level,
-    pub ns: f64,
-    pub op_ns: f64,
-    /// The whole is the probed op's CPU time, not the clean op.
-    pub of_cpu_time: bool,
-}
-
-impl Residual {
-    pub fn of(w: &WorkloadResult, clean_mean: f64) -> Option<Residual> {
-        if let Some(a) = &w.accounting {
-            let mut r = Residual::of_rows(a.on_cpu_ns_per_op, &w.attribution)?;
-            r.of_cpu_time = true;
-            return Some(r);
-        }
-        Residual::of_rows(clean_op_ns(w, clean_mean)?, &w.attribution)
-    }
-
-    pub fn of_rows(op_ns: f64, rows: &[AttributionRow]) -> Option<Residual> {
-        let (level, ns) = rows::residual_ns(op_ns, rows)?;
-        Some(Residual {
-            level,
-            ns,
-            op_ns,
-            of_cpu_time: false,
-        })
-    }
-
-    /// What the residual is a part of: `of the clean op`, or of the probed op's CPU time.
-    pub fn whole(&self) -> &'static str {
-        if self.of_cpu_time {
-            "of the probed op's CPU time"
-        } else {
-            "of the clean op"
-        }
-    }
-
-    /// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks`, and why a
-    /// negative one is negative.
-    pub fn sentence(&self) -> String {
-        let whole = self.whole();
-        let mut s = format!(
-            "Residual: {} ns/op ({:.1}% {whole}) {}",
-            num(self.ns),
-            self.ns / self.op_ns * 100.0,
-            self.level.describe()
-        );
-        if self.of_cpu_time {
+/// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed syscalls`, and why a
+/// negative one is negative.
+pub(crate) fn residual_sentence(b: &Breakdown) -> String {
+    let ns = b.residual_ns();
+    let mut s = format!(
+        "Residual: {} ns/op ({:.1}% {}) {}",
+        num(ns),
+        ns / b.whole_ns * 100.0,
+        b.whole.of(),
+        b.level.describe()
+    );
+    match b.whole {
+        ShareWhole::ProbedOpCpuTime => {
             s.push_str(" (user time, and the probes' cost outside the spans they time)");
-            if self.ns < -0.05 * self.op_ns {
+            if ns < -0.05 * b.whole_ns {
                 s.push_str(
                     ": below zero, the timed paths' CPU time (their enter-to-exit time less \
                      what sched_switch saw them switched out) exceeds the CPU time sched_switch \
                      counted for the op's tasks",
                 );
             }
-        } else if self.ns < 0.0 {
-            s.push_str(
-                ": the probed paths take more than the clean op (their times include the \
-                 probes' own cost)",
-            );
         }
-        s
+        ShareWhole::CleanOp if ns < 0.0 => s.push_str(
+            ": the probed paths take more than the clean op (their times include the probes' \
+             own cost)",
+        ),
+        ShareWhole::CleanOp => {}
     }
+    s
 }
 
 /// Why a run is incomplete: the workloads that failed, else an interruption.
@@ -188,16 +134,16 @@ pub(crate) fn incomplete_reason(r: &Results) -> Option<String> {
 
 /// `label base, measured by hookprof` or `label 00-base, imported from lmbench`.
 pub(crate) fn origin(r: &Results) -> String {
-    match r.source.strip_prefix("import:") {
-        Some(from) => format!("label {}, imported from {from}", r.label),
-        None => format!("label {}, measured by {}", r.label, r.source),
+    match &r.source {
+        Source::Import(from) => format!("label {}, imported from {from}", r.label),
+        Source::Hookprof => format!("label {}, measured by hookprof", r.label),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn times_are_shown_in_the_unit_their_size_calls_for() {
@@ -244,27 +190,34 @@ mod tests {
 
     #[test]
     fn a_negative_residual_is_the_same_figure_and_says_why() {
-        let w = &sample_results().workloads[0];
-        let r = Residual::of(w, 5.0).unwrap();
-        assert_eq!(r.ns, 4500.0);
-        let r = Residual::of(w, 0.4).unwrap();
-        assert_eq!(r.ns, -100.0);
+        let mut w = sample_results().workloads[0].clone();
+        let b = Breakdown::of(&w).unwrap();
         assert!(
-            r.sentence()
-                .starts_with("Residual: -100.0 ns/op (-25.0% of the clean op) outside the probed hooks: the probed paths take more"),
+            residual_sentence(&b).starts_with(
+                "Residual: 2000 ns/op (40.0% of the clean op) outside the probed syscalls"
+            ),
             "{}",
-            r.sentence()
+            residual_sentence(&b)
+        );
+        w.clean = vec![2.9];
+        let b = Breakdown::of(&w).unwrap();
+        assert!(
+            residual_sentence(&b)
+                .starts_with("Residual: -100.0 ns/op (-3.4% of the clean op) outside the probed syscalls: the probed paths take more"),
+            "{}",
+            residual_sentence(&b)
         );
     }
 
     #[test]
-    fn a_bandwidth_op_is_what_its_rows_shares_were_taken_of() {
+    fn a_bandwidth_op_is_what_its_rows_clean_shares_were_taken_of() {
         let mut w = sample_results().workloads[0].clone();
         w.unit = Unit::MegabytesPerSecond;
         // The fixture's shares are of a 5000 ns op.
-        assert_eq!(clean_op_ns(&w, 977.6), Some(5000.0));
+        let b = Breakdown::of(&w).unwrap();
+        assert_eq!(b.whole_ns, 5000.0);
         w.attribution.clear();
-        assert_eq!(clean_op_ns(&w, 977.6), None);
+        assert!(Breakdown::of(&w).is_none());
     }
 
     #[test]
@@ -289,7 +242,7 @@ mod tests {
     fn the_origin_says_label_and_source() {
         let mut r = sample_results();
         assert_eq!(origin(&r), "label base, measured by hookprof");
-        r.source = "import:lmbench".into();
+        r.source = Source::Import("lmbench".into());
         assert_eq!(origin(&r), "label base, imported from lmbench");
     }
 }

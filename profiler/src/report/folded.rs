@@ -80,7 +80,7 @@ fn frame(name: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     /// A profile of a few stacks: openat through security_file_open into AppArmor and Landlock,
     /// a probe, user mode and the stacks past the limit.

@@ -5,12 +5,13 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{clean_op_ns, num, Residual, Scale},
+    figures::{num, Scale},
     flame::palette::{kind_colour, RESIDUAL_COLOUR},
     text::environment_line,
 };
 use crate::{
-    results::{rows, AttributionRow, PathKind, Results, Unit, WorkloadResult},
+    attribution::{Breakdown, Part},
+    results::{AttributionRow, PathKind, Results, Unit, WorkloadResult},
     stats,
     text::esc,
 };
@@ -64,65 +65,61 @@ pub fn render(results: &[Results]) -> String {
     page("hookprof report", &body)
 }
 
-/// One row of the suite overview: a workload's clean op split into exclusive parts.
+/// One row of the suite overview: a workload's breakdown in its exclusive parts.
 struct Split {
     name: String,
-    /// (part, ns per op), in the order drawn; LSM functions first, inside their hooks' share.
-    parts: Vec<(Part, f64)>,
+    /// (segment, ns per op), in the order drawn.
+    parts: Vec<(Segment, f64)>,
     op_ns: f64,
     /// The clean mean as printed, with its unit, or why there is none.
     shown: String,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Part {
-    Lsm,
-    Hook,
-    TaskPath,
-    Syscall,
-    Residual,
+/// A bar's segment: one of the breakdown's parts, or a workload with nothing attributed.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Segment {
+    Of(Part),
     NotProbed,
 }
 
-impl Part {
-    const ALL: [Part; 6] = [
-        Part::Syscall,
-        Part::Hook,
-        Part::Lsm,
-        Part::TaskPath,
-        Part::Residual,
-        Part::NotProbed,
+impl Segment {
+    const ALL: [Segment; 6] = [
+        Segment::Of(Part::Syscall),
+        Segment::Of(Part::Hook),
+        Segment::Of(Part::Lsm),
+        Segment::Of(Part::TaskPath),
+        Segment::Of(Part::Residual),
+        Segment::NotProbed,
     ];
 
     fn name(self) -> &'static str {
         match self {
-            Part::Syscall => "syscalls (outside hooks and task paths)",
-            Part::Hook => "security hooks (their own dispatch)",
-            Part::Lsm => "LSM functions under the hooks",
-            Part::TaskPath => "fork/exit/exec task paths",
-            Part::Residual => "residual (user space, unprobed kernel work)",
-            Part::NotProbed => "nothing attributed (clean figure only)",
+            Segment::Of(Part::Syscall) => "syscalls (outside hooks and task paths)",
+            Segment::Of(Part::Hook) => "security hooks (their own dispatch)",
+            Segment::Of(Part::Lsm) => "LSM functions under the hooks",
+            Segment::Of(Part::TaskPath) => "fork/exit/exec task paths",
+            Segment::Of(Part::Residual) => "residual (outside the outermost probed paths)",
+            Segment::NotProbed => "nothing attributed (clean figure only)",
         }
     }
 
     fn colour(self) -> &'static str {
         match self {
-            Part::Syscall => kind_colour(PathKind::Syscall),
-            Part::Hook => kind_colour(PathKind::Hook),
-            Part::Lsm => kind_colour(PathKind::Lsm),
-            Part::TaskPath => kind_colour(PathKind::TaskPath),
-            Part::Residual => RESIDUAL_COLOUR,
-            Part::NotProbed => "#e8e8e8",
+            Segment::Of(Part::Syscall) => kind_colour(PathKind::Syscall),
+            Segment::Of(Part::Hook) => kind_colour(PathKind::Hook),
+            Segment::Of(Part::Lsm) => kind_colour(PathKind::Lsm),
+            Segment::Of(Part::TaskPath) => kind_colour(PathKind::TaskPath),
+            Segment::Of(Part::Residual) => RESIDUAL_COLOUR,
+            Segment::NotProbed => "#e8e8e8",
         }
     }
 }
 
-/// Splits a workload's clean op. Hooks run inside syscalls or task paths, and task paths
-/// (fork, exit, exec) inside syscalls, so each part is what its paths take less what runs
-/// inside them; the residual is the op less every syscall (less every hook and task path when
-/// syscalls were not probed). Probes inflate what they time, so the parts can add up to more
-/// than the clean op: the bar then runs past the 100% line. A workload with nothing
-/// attributed is one bar of clean figure; a failed one has no bar, only why.
+/// A workload's row of the overview: its breakdown's parts (LSM functions, the hooks' own
+/// dispatch, task paths, the syscalls' own time, the residual), each drawn as its share of
+/// the breakdown's whole. Probes inflate what they time, so a part can be below zero and the
+/// others then run past the 100% line. A workload with nothing attributed is one bar of clean
+/// figure; a failed one has no bar, only why.
 fn split(w: &WorkloadResult) -> Split {
     let Some(clean) = stats::summarize(&w.clean) else {
         let why = match &w.failure {
@@ -137,50 +134,29 @@ fn split(w: &WorkloadResult) -> Split {
         };
     };
     let shown = Scale::of(w.unit, clean.mean).show(clean.mean);
-    // The whole the rows are parts of: the probed op's CPU time where sched_switch measured
-    // it (the rows are CPU time then, over all the op's tasks), else the clean op.
-    let whole = match &w.accounting {
-        Some(a) => Some(a.on_cpu_ns_per_op),
-        None => clean_op_ns(w, clean.mean),
-    };
-    let op_ns = whole.filter(|_| !w.attribution.is_empty());
-    let Some(op_ns) = op_ns else {
+    let Some(b) = Breakdown::of(w) else {
         return Split {
             name: w.name.clone(),
-            parts: vec![(Part::NotProbed, 1.0)],
+            parts: vec![(Segment::NotProbed, 1.0)],
             op_ns: 1.0,
             shown,
         };
     };
-    let total = |kind: PathKind| -> f64 {
-        w.attribution
-            .iter()
-            .filter(|r| r.kind == kind && (kind == PathKind::Lsm || r.parent.is_none()))
-            .map(|r| rows::ns_per_op(r).max(0.0))
-            .sum()
-    };
-    let (lsm, hooks, tasks, syscalls) = (
-        total(PathKind::Lsm),
-        total(PathKind::Hook),
-        total(PathKind::TaskPath),
-        total(PathKind::Syscall),
-    );
-    let inside_syscalls = if syscalls > 0.0 {
-        syscalls
-    } else {
-        hooks + tasks
-    };
-    let parts = vec![
-        (Part::Lsm, lsm),
-        (Part::Hook, (hooks - lsm).max(0.0)),
-        (Part::TaskPath, tasks),
-        (Part::Syscall, (syscalls - hooks - tasks).max(0.0)),
-        (Part::Residual, (op_ns - inside_syscalls).max(0.0)),
+    // LSM functions first: they are drawn inside their hooks' share.
+    let order = [
+        Part::Lsm,
+        Part::Hook,
+        Part::TaskPath,
+        Part::Syscall,
+        Part::Residual,
     ];
     Split {
         name: w.name.clone(),
-        parts,
-        op_ns,
+        parts: order
+            .into_iter()
+            .map(|p| (Segment::Of(p), b.part(p).max(0.0)))
+            .collect(),
+        op_ns: b.whole_ns,
         shown,
     }
 }
@@ -207,7 +183,7 @@ pub fn overview(r: &Results) -> String {
         label_w + bar_w + value_w
     );
     // Legend: two rows of three.
-    for (i, part) in Part::ALL.iter().enumerate() {
+    for (i, part) in Segment::ALL.iter().enumerate() {
         let (x, y) = ((i % 3) as f64 * 260.0, (i / 3) as f64 * legend_h);
         let _ = write!(
             svg,
@@ -245,7 +221,7 @@ pub fn overview(r: &Results) -> String {
             let share = ns / s.op_ns;
             let w = (share * full).min(label_w + bar_w - x);
             let what = match part {
-                Part::NotProbed => String::new(),
+                Segment::NotProbed => String::new(),
                 _ => format!(": {} ns/op, {:.1}% of the op", num(ns), share * 100.0),
             };
             let _ = write!(
@@ -287,11 +263,7 @@ pub fn overview(r: &Results) -> String {
 }
 
 fn workload_section(w: &WorkloadResult) -> String {
-    let mut out = format!(
-        "<h3>{} <small>({})</small></h3>\n",
-        esc(&w.name),
-        esc(&w.family)
-    );
+    let mut out = format!("<h3>{} <small>({})</small></h3>\n", esc(&w.name), w.family);
     if let Some(f) = &w.failure {
         let _ = writeln!(
             out,
@@ -304,13 +276,9 @@ fn workload_section(w: &WorkloadResult) -> String {
         return out;
     };
     out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit));
-    if !w.attribution.is_empty() {
-        // The residual rule every format uses (`Residual::of`): of the probed op's CPU time
-        // where sched_switch measured it, else of the clean op.
-        if let Some(residual) = Residual::of(w, clean.mean) {
-            out.push_str(&stacked_bar(&residual, &w.attribution));
-        }
-        out.push_str(&attribution_table(w));
+    if let Some(b) = Breakdown::of(w) {
+        out.push_str(&stacked_bar(&b));
+        out.push_str(&attribution_table(&b));
         for row in w
             .attribution
             .iter()
@@ -372,32 +340,25 @@ fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: Unit
     svg
 }
 
-/// The op (the residual's whole) split into the top-level paths and the residual, each drawn
-/// as its share of it: paths that take more than the op run past the dashed 100% line, as in
-/// the overview. Segments take their kind's colour, alternately lighter.
-fn stacked_bar(residual: &Residual, rows: &[AttributionRow]) -> String {
-    let Some((_, top)) = rows::top_level(rows) else {
-        return String::new();
-    };
-    let op_ns = residual.op_ns;
+/// The breakdown's whole split into its parts, each drawn as its share of it, with the
+/// residual the text prints: parts that take more than the whole run past the dashed 100%
+/// line, as in the overview. Segments take their kind's colour, alternately lighter.
+fn stacked_bar(b: &Breakdown) -> String {
+    let op_ns = b.whole_ns;
     if op_ns <= 0.0 {
         return String::new();
     }
-    let mut segments: Vec<(String, &str, f64)> = top
-        .iter()
-        .map(|r| {
-            (
-                format!("{} {}", r.kind.name(), r.name),
-                kind_colour(r.kind),
-                rows::ns_per_op(r).max(0.0),
-            )
+    let segments: Vec<(String, &str, f64)> = Part::ALL
+        .into_iter()
+        .filter(|p| b.part(*p) != 0.0)
+        .map(|p| {
+            let name = match p {
+                Part::Residual => format!("residual ({})", b.level.describe()),
+                _ => Segment::Of(p).name().to_string(),
+            };
+            (name, Segment::Of(p).colour(), b.part(p))
         })
         .collect();
-    segments.push((
-        format!("residual ({})", residual.level.describe()),
-        RESIDUAL_COLOUR,
-        residual.ns,
-    ));
     let drawn: f64 = segments.iter().map(|(_, _, ns)| ns.max(0.0)).sum();
     let width = 600.0;
     let full = width / (drawn / op_ns).clamp(1.0, 3.0);
@@ -436,31 +397,33 @@ fn stacked_bar(residual: &Residual, rows: &[AttributionRow]) -> String {
          <text x=\"{:.1}\" y=\"34\" text-anchor=\"{}\">100% {}</text></svg>",
         full,
         if full > width - 60.0 { "end" } else { "middle" },
-        residual.whole()
+        b.whole.of()
     );
     svg
 }
 
-fn attribution_table(w: &WorkloadResult) -> String {
-    let accounting = w.accounting.as_ref();
+fn attribution_table(b: &Breakdown) -> String {
     let mut out = format!(
         "<table><tr><th>path</th><th>kind</th><th>calls/op</th><th>ns/call</th><th>ns/op</th>\
          <th>{}</th></tr>\n",
-        rows::share_heading(accounting)
+        b.whole.heading()
     );
-    for (name, r) in rows::ordered_rows(&w.attribution) {
-        let name = match name.strip_prefix("  ") {
-            Some(lsm) => format!("&nbsp;&nbsp;└ {}", esc(lsm)),
-            None => esc(&name),
-        };
+    for p in &b.paths {
+        let mut name = esc(&p.row.name);
+        if let Some(hook) = p.under {
+            name = format!("{name} (under {})", esc(hook));
+        }
+        if p.depth > 0 {
+            name = format!("&nbsp;&nbsp;└ {name}");
+        }
         let _ = writeln!(
             out,
             "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
-            r.kind.name(),
-            num(r.calls_per_op),
-            num(r.ns_per_call),
-            num(rows::ns_per_op(r)),
-            rows::share(r, accounting) * 100.0
+            p.row.kind.name(),
+            num(p.row.calls_per_op),
+            num(p.row.ns_per_call),
+            num(p.ns_per_op),
+            p.share * 100.0
         );
     }
     out.push_str("</table>\n");
@@ -534,7 +497,7 @@ fn histogram(row: &AttributionRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn the_page_is_self_contained_with_the_three_charts() {
@@ -545,9 +508,9 @@ mod tests {
         assert!(html.contains("aria-label=\"where an operation's time goes\""));
         // One histogram per attribution row that has counts.
         assert_eq!(html.matches("aria-label=\"latency histogram\"").count(), 4);
-        // The residual segment: 4500 of 5000 ns.
+        // The residual segment: 2000 of 5000 ns, as the text says.
         assert!(
-            html.contains("residual (outside the probed hooks) 4500 ns/op (90.0%)"),
+            html.contains("residual (outside the probed syscalls) 2000 ns/op (40.0%)"),
             "{html}"
         );
     }
@@ -560,7 +523,12 @@ mod tests {
         // open_close: 5000 ns clean; apparmor 380 ns inside security_file_open's 400 (+ the
         // 100 of security_file_free), openat 3000 ns around them.
         let w = split(&sample_results().workloads[0]);
-        let part = |p: Part| w.parts.iter().find(|(q, _)| *q == p).map(|(_, ns)| *ns);
+        let part = |p: Part| {
+            w.parts
+                .iter()
+                .find(|(q, _)| *q == Segment::Of(p))
+                .map(|(_, ns)| *ns)
+        };
         assert_eq!(part(Part::Lsm), Some(380.0));
         assert_eq!(part(Part::Hook), Some(120.0));
         assert_eq!(part(Part::Syscall), Some(2500.0));
@@ -568,7 +536,7 @@ mod tests {
         // build was not probed: one bar of clean time.
         let b = split(&sample_results().workloads[1]);
         assert_eq!(b.parts.len(), 1);
-        assert!(b.parts[0].0 == Part::NotProbed);
+        assert!(b.parts[0].0 == Segment::NotProbed);
     }
 
     #[test]
@@ -604,38 +572,38 @@ mod tests {
     }
 
     #[test]
-    fn the_breakdown_bar_draws_the_table_s_shares_and_the_residual_as_text_says() {
+    fn the_breakdown_bar_draws_the_parts_and_the_residual_as_text_says() {
         let mut w = sample_results().workloads[0].clone();
-        // The hooks take 9100 ns of a 5000 ns op: 182% of it, as the table says.
+        // The hooks take 9100 ns of a 5000 ns op, more than openat around them: its own part
+        // is below zero, and the parts still add up to the op.
         w.attribution[1].ns_per_op = 9000.0;
-        let bar = stacked_bar(
-            &Residual::of_rows(5000.0, &w.attribution).unwrap(),
-            &w.attribution,
-        );
+        let bar = stacked_bar(&Breakdown::of(&w).unwrap());
         assert!(
-            bar.contains("hook security_file_open 9000 ns/op (180.0%)"),
+            bar.contains("security hooks (their own dispatch) 8720 ns/op (174.4%)"),
             "{bar}"
         );
         assert!(
-            bar.contains("residual (outside the probed hooks) -4100 ns/op (-82.0%)"),
+            bar.contains("syscalls (outside hooks and task paths) -6100 ns/op (-122.0%)"),
             "{bar}"
         );
-        // 100% of the op at 600 / 1.82 px: the bar runs past the line, never renormalised.
-        assert!(bar.contains("<path d=\"M329.7 0V24\""), "{bar}");
+        assert!(
+            bar.contains("residual (outside the probed syscalls) 2000 ns/op (40.0%)"),
+            "{bar}"
+        );
+        // 100% of the op at 600 / 2.22 px: the bar runs past the line, never renormalised.
+        assert!(bar.contains("<path d=\"M270.3 0V24\""), "{bar}");
     }
 
     #[test]
     fn every_chart_colours_a_path_by_its_kind() {
         let html = render(&[sample_results()]);
         let w = &sample_results().workloads[0];
-        let bar = stacked_bar(
-            &Residual::of_rows(5000.0, &w.attribution).unwrap(),
-            &w.attribution,
-        );
-        // Both hooks orange, as in the overview's legend; the residual grey.
-        assert_eq!(bar.matches("fill=\"#f28e2b\"").count(), 4, "{bar}");
+        let bar = stacked_bar(&Breakdown::of(w).unwrap());
+        // The hooks' part orange (its segment and its legend), as in the overview's legend;
+        // the residual grey.
+        assert_eq!(bar.matches("fill=\"#f28e2b\"").count(), 2, "{bar}");
         assert!(bar.contains(&format!("fill=\"{RESIDUAL_COLOUR}\"")));
-        assert_eq!(Part::Hook.colour(), "#f28e2b");
+        assert_eq!(Segment::Of(Part::Hook).colour(), "#f28e2b");
         // A histogram's bars take their row's kind colour: the LSM function's is red.
         let lsm = histogram(&w.attribution[2]);
         assert!(lsm.contains("fill=\"#e15759\""), "{lsm}");

@@ -2,11 +2,11 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{percent, probe_cost, Residual, Scale},
+    figures::{percent, probe_cost, residual_sentence, Scale},
     markup::Markup,
     text::environment_line,
 };
-use crate::{results::Results, stats};
+use crate::{attribution::Breakdown, results::Results, stats};
 
 pub fn render(results: &[Results]) -> String {
     let mut out = String::new();
@@ -68,13 +68,10 @@ fn one(r: &Results) -> String {
         .filter(|w| !w.attribution.is_empty() || w.profile.is_some())
     {
         let _ = writeln!(out, "### {}\n", w.name);
-        if !w.attribution.is_empty() {
-            let table = Markup::Markdown.attribution_table(w, &[], |_| Vec::new());
+        if let Some(b) = Breakdown::of(w) {
+            let table = Markup::Markdown.attribution_table(&b, &[], |_| Vec::new());
             let _ = writeln!(out, "{table}\n");
-        }
-        let residual = stats::summarize(&w.clean).and_then(|s| Residual::of(w, s.mean));
-        if let Some(residual) = residual {
-            let _ = writeln!(out, "{}\n", residual.sentence());
+            let _ = writeln!(out, "{}\n", residual_sentence(&b));
         }
         if let Some(a) = &w.accounting {
             let _ = writeln!(out, "{}\n", super::sampled::accounting_line(a));
@@ -93,7 +90,7 @@ fn one(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn tables_are_markdown_with_lsm_rows_marked() {
@@ -103,7 +100,7 @@ mod tests {
         assert!(md.contains("+10.0%"), "{md}");
         assert!(md.contains("`└ apparmor_file_open`"), "{md}");
         assert!(
-            md.contains("Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks"),
+            md.contains("Residual: 2000 ns/op (40.0% of the clean op) outside the probed syscalls"),
             "{md}"
         );
         assert!(

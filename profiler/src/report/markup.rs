@@ -3,7 +3,10 @@
 use comfy_table::{presets, CellAlignment, Table, TableComponent};
 
 use super::figures::num;
-use crate::results::{rows, AttributionRow, WorkloadResult};
+use crate::{
+    attribution::{Breakdown, PathShare},
+    results::AttributionRow,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Markup {
@@ -37,41 +40,52 @@ impl Markup {
         table
     }
 
-    /// A path's name as `rows::ordered_rows` gives it (LSM functions indented under their hook):
-    /// markdown collapses leading spaces, so there an LSM row is marked and names are code.
-    fn path(self, ordered_name: String) -> String {
-        match self {
-            Markup::Terminal => ordered_name,
-            Markup::Markdown => match ordered_name.strip_prefix("  ") {
-                Some(lsm) => format!("`└ {lsm}`"),
-                None => format!("`{ordered_name}`"),
-            },
+    /// A path's name in the breakdown's order: an LSM function one level in under its hook
+    /// (markdown collapses leading spaces, so there it is marked, and names are code), one
+    /// whose hook has no row with that hook named.
+    fn path(self, p: &PathShare) -> String {
+        let name = match p.under {
+            Some(hook) => format!("{} (under {hook})", p.row.name),
+            None => p.row.name.clone(),
+        };
+        match (self, p.depth) {
+            (Markup::Terminal, 0) => name,
+            (Markup::Terminal, _) => format!("  {name}"),
+            (Markup::Markdown, 0) => format!("`{name}`"),
+            (Markup::Markdown, _) => format!("`└ {name}`"),
         }
     }
 
-    /// A workload's attribution table: kind, path, calls/op, ns/call, ns/op and share (`rows::
-    /// share`), then the cells `more` adds to each row under the headers in `more_headers`.
+    /// A workload's attribution table: kind, path, calls/op, ns/call, ns/op and share (the
+    /// breakdown's), then the cells `more` adds to each row under the headers in
+    /// `more_headers`.
     pub fn attribution_table(
         self,
-        w: &WorkloadResult,
+        b: &Breakdown,
         more_headers: &[&str],
         more: impl Fn(&AttributionRow) -> Vec<String>,
     ) -> String {
-        let accounting = w.accounting.as_ref();
-        let share = rows::share_heading(accounting);
-        let header: Vec<&str> = ["kind", "path", "calls/op", "ns/call", "ns/op", share]
-            .into_iter()
-            .chain(more_headers.iter().copied())
-            .collect();
+        let header: Vec<&str> = [
+            "kind",
+            "path",
+            "calls/op",
+            "ns/call",
+            "ns/op",
+            b.whole.heading(),
+        ]
+        .into_iter()
+        .chain(more_headers.iter().copied())
+        .collect();
         let mut table = self.table(&header);
-        for (name, r) in rows::ordered_rows(&w.attribution) {
+        for p in &b.paths {
+            let r = p.row;
             let mut cells = vec![
                 r.kind.name().to_string(),
-                self.path(name),
+                self.path(p),
                 num(r.calls_per_op),
                 num(r.ns_per_call),
-                num(rows::ns_per_op(r)),
-                format!("{:.1}%", rows::share(r, accounting) * 100.0),
+                num(p.ns_per_op),
+                format!("{:.1}%", p.share * 100.0),
             ];
             cells.extend(more(r));
             table.add_row(cells);

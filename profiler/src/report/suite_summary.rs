@@ -310,7 +310,7 @@ fn with_interval(g: &SampledGroup) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     fn group(kind: GroupKind, lsm: Option<&str>, samples: u64, own: u64) -> SampledGroup {
         let share = samples as f64 / own as f64;

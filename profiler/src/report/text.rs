@@ -2,11 +2,14 @@
 //! and probed numbers and where each operation's time goes.
 use std::fmt::Write;
 
-use super::figures::{incomplete_reason, origin, probe_cost, Residual, Scale};
+use super::figures::{incomplete_reason, origin, probe_cost, residual_sentence, Scale};
 pub(crate) use super::figures::{num, percent};
 use super::markup::Markup;
 use crate::{
-    results::{AttributionRow, CorrectionMethod, Environment, PathKind, Results, WorkloadResult},
+    attribution::Breakdown,
+    results::{
+        AttributionRow, CorrectionMethod, Environment, PathKind, ProbeKind, Results, WorkloadResult,
+    },
     stats,
 };
 
@@ -81,11 +84,11 @@ fn probe_lines(r: &Results) -> String {
         return "Probes: none (clean numbers only)\n".into();
     }
     // Count attached probes per kind, in the order kinds first appear.
-    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    let mut kinds: Vec<(ProbeKind, usize)> = Vec::new();
     for a in &p.attached {
         match kinds.iter_mut().find(|(k, _)| *k == a.kind) {
             Some((_, n)) => *n += 1,
-            None => kinds.push((&a.kind, 1)),
+            None => kinds.push((a.kind, 1)),
         }
     }
     let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -97,7 +100,7 @@ fn probe_lines(r: &Results) -> String {
     let others: Vec<String> = p
         .refused
         .iter()
-        .filter(|r| r.kind != "fentry" && r.kind != "fexit")
+        .filter(|r| !r.kind.is_trampoline_pair())
         .map(|r| format!("{} on {}", r.kind, r.target))
         .collect();
     if !others.is_empty() {
@@ -119,7 +122,7 @@ fn hooks_line(r: &Results) -> String {
         let why = p
             .refused
             .iter()
-            .find(|r| r.kind == "fentry")
+            .find(|r| r.kind == ProbeKind::FEntry)
             .map_or("", |r| r.reason.split(':').next().unwrap_or_default());
         let _ = write!(
             line,
@@ -236,13 +239,11 @@ fn workload_block(w: &WorkloadResult) -> String {
             .collect();
         let _ = writeln!(out, "  Task events per op: {}", events.join(", "));
     }
-    if !w.attribution.is_empty() {
-        for line in attribution_table(w).lines() {
+    if let Some(b) = Breakdown::of(w) {
+        for line in attribution_table(w, &b).lines() {
             let _ = writeln!(out, "  {line}");
         }
-        if let Some(residual) = Residual::of(w, clean.mean) {
-            let _ = writeln!(out, "  {}", residual.sentence());
-        }
+        let _ = writeln!(out, "  {}", residual_sentence(&b));
     }
     if let Some(a) = &w.accounting {
         let _ = writeln!(out, "  {}", super::sampled::accounting_line(a));
@@ -258,16 +259,16 @@ fn workload_block(w: &WorkloadResult) -> String {
     out
 }
 
-fn attribution_table(w: &WorkloadResult) -> String {
+fn attribution_table(w: &WorkloadResult, b: &Breakdown) -> String {
     if w.attribution.iter().any(|r| r.off_cpu_ns_per_op.is_some()) {
-        return Markup::Terminal.attribution_table(w, &["wait ns/op", "corrected ns/op"], |r| {
+        return Markup::Terminal.attribution_table(b, &["wait ns/op", "corrected ns/op"], |r| {
             vec![
                 r.off_cpu_ns_per_op.map(num).unwrap_or_default(),
                 corrected(r),
             ]
         });
     }
-    Markup::Terminal.attribution_table(w, &["corrected ns/op"], |r| vec![corrected(r)])
+    Markup::Terminal.attribution_table(b, &["corrected ns/op"], |r| vec![corrected(r)])
 }
 
 /// The probe-corrected time with how it was corrected, and a hook's own dispatch cost beside
@@ -288,136 +289,9 @@ fn corrected(r: &AttributionRow) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::results::{
-        Environment, ExtraMetric, ProbeRecord, ProbeReport, Refusal, Unit, SCHEMA_VERSION,
-    };
-
-    pub(crate) fn row(
-        kind: PathKind,
-        name: &str,
-        parent: Option<&str>,
-        calls: f64,
-        ns_call: f64,
-    ) -> AttributionRow {
-        AttributionRow {
-            kind,
-            name: name.into(),
-            parent: parent.map(String::from),
-            lsm: None,
-            corrected_ns_per_call: 0.0,
-            corrected_ns_per_op: 0.0,
-            correction: None,
-            dispatch_ns_per_op: None,
-            calls_per_op: calls,
-            ns_per_call: ns_call,
-            ns_per_op: calls * ns_call,
-            share: calls * ns_call / 5000.0,
-            untimed_calls: 0,
-            histogram: vec![0, 0, 0, 0, 0, 0, 0, 0, 3, 10, 2],
-            samples_ns_per_op: vec![],
-            off_cpu_ns_per_op: None,
-        }
-    }
-
-    /// A run of two workloads: open_close probed with hooks and an LSM, build clean only.
-    pub(crate) fn sample_results() -> Results {
-        Results {
-            schema_version: SCHEMA_VERSION,
-            label: "base".into(),
-            complete: true,
-            source: "hookprof".into(),
-            environment: Environment {
-                kernel_release: "6.1.0-18-amd64".into(),
-                active_lsms: vec!["lockdown".into(), "capability".into(), "apparmor".into()],
-                lockdown: "none".into(),
-                cpu_model: "Test CPU".into(),
-                cpus_online: 2,
-                cpus_allowed: 2,
-                hookprof_version: "0.1.0".into(),
-                ..Default::default()
-            },
-            options: Default::default(),
-            probes: ProbeReport {
-                attached: vec![
-                    ProbeRecord {
-                        kind: "raw_tracepoint".into(),
-                        target: "sys_enter".into(),
-                    },
-                    ProbeRecord {
-                        kind: "fentry".into(),
-                        target: "security_file_open".into(),
-                    },
-                ],
-                refused: vec![Refusal {
-                    kind: "lsm".into(),
-                    target: "file_open".into(),
-                    errno: Some(1),
-                    reason: "dynamic ftrace is locked".into(),
-                }],
-            },
-            calibration: None,
-            lsm_programs: Vec::new(),
-            syscall_injections: Vec::new(),
-            pairing: None,
-            workloads: vec![
-                WorkloadResult {
-                    name: "open_close".into(),
-                    family: "processes".into(),
-                    unit: Unit::Microseconds,
-                    iterations: 1000,
-                    clean: vec![5.0, 5.2, 4.8, 5.0, 5.0],
-                    probed: vec![5.5, 5.5, 5.5, 5.5, 5.5],
-                    extra: vec![],
-                    attribution: vec![
-                        row(PathKind::Syscall, "openat", None, 1.0, 3000.0),
-                        row(PathKind::Hook, "security_file_open", None, 1.0, 400.0),
-                        row(
-                            PathKind::Lsm,
-                            "apparmor_file_open",
-                            Some("security_file_open"),
-                            1.0,
-                            380.0,
-                        ),
-                        row(PathKind::Hook, "security_file_free", None, 1.0, 100.0),
-                    ],
-                    events_per_op: [("exit".to_string(), 0.0), ("fork".to_string(), 0.5)]
-                        .into_iter()
-                        .collect(),
-                    notes: vec!["3 calls could not be timed".into()],
-                    failure: None,
-                    runner_peak_rss_kib: None,
-                    copies: Vec::new(),
-                    round_sizes: Vec::new(),
-                    profile: None,
-                    accounting: None,
-                },
-                WorkloadResult {
-                    name: "build".into(),
-                    family: "macro".into(),
-                    unit: Unit::Seconds,
-                    iterations: 0,
-                    clean: vec![124.36],
-                    probed: vec![],
-                    extra: vec![ExtraMetric {
-                        name: "user".into(),
-                        unit: Unit::Seconds,
-                        clean: vec![815.8],
-                    }],
-                    attribution: vec![],
-                    events_per_op: Default::default(),
-                    notes: vec![],
-                    failure: None,
-                    runner_peak_rss_kib: None,
-                    copies: Vec::new(),
-                    round_sizes: Vec::new(),
-                    profile: None,
-                    accounting: None,
-                },
-            ],
-        }
-    }
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn shows_environment_and_probes() {
@@ -434,10 +308,10 @@ pub(crate) mod tests {
         ));
         // Refused pairs are counted once a function, as `hookprof hooks` counts them.
         let mut r = sample_results();
-        for kind in ["fentry", "fexit"] {
+        for kind in [ProbeKind::FEntry, ProbeKind::FExit] {
             for target in ["security_file_open", "security_task_kill"] {
                 r.probes.refused.push(crate::results::Refusal {
-                    kind: kind.into(),
+                    kind,
                     target: target.into(),
                     errno: Some(1),
                     reason: crate::probes::refusal::reason(kind, Some(1)),
@@ -519,17 +393,19 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn residual_subtracts_top_level_hooks_only() {
+    fn residual_subtracts_the_outermost_paths_only() {
         let text = render(&sample_results());
-        // 5000 ns clean op - (400 + 100) ns in hooks; the LSM row is inside its hook.
+        // 5000 ns clean op - 3000 ns in openat; the hooks and the LSM row run inside it.
         assert!(
-            text.contains("Residual: 4500 ns/op (90.0% of the clean op) outside the probed hooks"),
+            text.contains(
+                "Residual: 2000 ns/op (40.0% of the clean op) outside the probed syscalls"
+            ),
             "{text}"
         );
         let mut r = sample_results();
-        r.workloads[0].attribution[1].ns_per_op = 9000.0;
+        r.workloads[0].attribution[0].ns_per_op = 9000.0;
         assert!(
-            render(&r).contains("Residual: -4100 ns/op (-82.0% of the clean op) outside"),
+            render(&r).contains("Residual: -4000 ns/op (-80.0% of the clean op) outside"),
             "{}",
             render(&r)
         );
@@ -555,14 +431,14 @@ pub(crate) mod tests {
         // openat takes 3000 of the op's 6000 ns of CPU time, the hooks 400 + 100 inside it.
         assert!(text.contains("50.0%") && text.contains("6.7%"), "{text}");
         assert!(
-            text.contains("Residual: 5500 ns/op (91.7% of the probed op's CPU time)"),
+            text.contains("Residual: 3000 ns/op (50.0% of the probed op's CPU time)"),
             "{text}"
         );
         assert!(!text.contains("below zero"), "{text}");
-        r.workloads[0].attribution[1].ns_per_op = 9000.0;
+        r.workloads[0].attribution[0].ns_per_op = 9000.0;
         let text = render(&r);
         assert!(
-            text.contains("Residual: -3100 ns/op (-51.7% of the probed op's CPU time)")
+            text.contains("Residual: -3000 ns/op (-50.0% of the probed op's CPU time)")
                 && text.contains("exceeds the CPU time sched_switch counted"),
             "{text}"
         );

@@ -126,6 +126,10 @@ fn read(input: impl Read, shown: &str, max: u64) -> Result<Results, ResultsError
 
 /// A parse's error as a [`ResultsError`] that names the file, line and column.
 fn explained(parsed: serde_json::Result<Results>, shown: &str) -> Result<Results, ResultsError> {
+    let parsed = parsed.map(|mut r| {
+        r.read_old_shares();
+        r
+    });
     parsed.map_err(|e| {
         let path = shown.to_string();
         if e.is_io() {
@@ -309,7 +313,7 @@ mod tests {
             "{{\"schema_version\": 1, \"label\": \"l\", \"complete\": true,\n\
              \"source\": \"hookprof\", \"environment\": {{\"kernel_release\": \"6.1\",\n\
              \"hookprof_version\": \"0.1\"}}, \"workloads\": [{{\"name\": \"w\",\n\
-             \"family\": \"f\", \"unit\": \"us\", \"clean\": [1.5, {samples}]}}]}}"
+             \"family\": \"latency\", \"unit\": \"us\", \"clean\": [1.5, {samples}]}}]}}"
         )
     }
 

@@ -5,6 +5,8 @@
 //! rows, `schema` its JSON Schema, `load` reads and lists files, `destination` decides before a run where `-o` sends
 //! them, and `write` writes them.
 pub mod destination;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod load;
 mod options;
 mod profile;

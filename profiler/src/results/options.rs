@@ -47,7 +47,7 @@ impl Results {
     /// Whether the file was made by a hookprof run, so an option it does not record was not
     /// given (an import says nothing about them).
     pub fn records_run_options(&self) -> bool {
-        self.source == "hookprof"
+        self.source == super::Source::Hookprof
     }
 }
 
@@ -70,7 +70,7 @@ impl RunOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::text::tests::sample_results;
+    use crate::results::fixtures::sample_results;
 
     #[test]
     fn run_options_read_the_map_and_default_what_it_lacks() {

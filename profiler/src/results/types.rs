@@ -16,7 +16,8 @@ pub struct Results {
     /// false when the run was interrupted and holds only what was gathered so far.
     pub complete: bool,
     /// Where the numbers came from: "hookprof" or "import:lmbench" / "import:time".
-    pub source: String,
+    #[schemars(with = "String")]
+    pub source: Source,
     pub environment: Environment,
     /// The options the run was made with, as given (for the record, not re-read).
     #[serde(default)]
@@ -148,7 +149,7 @@ impl Results {
             self.options
                 .get("build_units")
                 .and_then(serde_json::Value::as_u64)
-                .unwrap_or(crate::workloads::TreeShape::DEFAULT.units as u64)
+                .unwrap_or(DEFAULT_BUILD_UNITS as u64)
         })
     }
 }
@@ -157,7 +158,46 @@ impl Results {
     /// Each sample is a separate run (imported summaries: lmbench's and kernbench's tables
     /// list one value per run), not one of many taken under one run's conditions.
     pub fn samples_are_runs(&self) -> bool {
-        self.source.starts_with("import:")
+        matches!(self.source, Source::Import(_))
+    }
+}
+
+/// Where a results file's numbers came from, spelt in the file as `hookprof` or
+/// `import:FORMAT`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Source {
+    /// Measured by a hookprof run (or stat).
+    Hookprof,
+    /// Imported from another tool's output: lmbench's summary, time's.
+    Import(String),
+}
+
+impl TryFrom<String> for Source {
+    type Error = String;
+    fn try_from(s: String) -> Result<Source, String> {
+        match s.strip_prefix("import:") {
+            _ if s == "hookprof" => Ok(Source::Hookprof),
+            Some(from) if !from.is_empty() => Ok(Source::Import(from.to_string())),
+            _ => Err(format!(
+                "source '{s}' is neither hookprof nor import:FORMAT"
+            )),
+        }
+    }
+}
+
+impl From<Source> for String {
+    fn from(s: Source) -> String {
+        s.to_string()
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Source::Hookprof => f.write_str("hookprof"),
+            Source::Import(from) => write!(f, "import:{from}"),
+        }
     }
 }
 
@@ -249,7 +289,7 @@ impl ProbeReport {
         let mut functions: Vec<&str> = self
             .refused
             .iter()
-            .filter(|r| r.kind == "fentry" || r.kind == "fexit")
+            .filter(|r| r.kind.is_trampoline_pair())
             .map(|r| r.target.as_str())
             .collect();
         functions.sort_unstable();
@@ -262,7 +302,7 @@ impl ProbeReport {
         let mut functions: Vec<&str> = self
             .attached
             .iter()
-            .filter(|a| a.kind == "fentry")
+            .filter(|a| a.kind == ProbeKind::FEntry)
             .map(|a| a.target.as_str())
             .collect();
         functions.sort_unstable();
@@ -273,14 +313,53 @@ impl ProbeReport {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeRecord {
-    /// "raw_tracepoint", "tp_btf", "fentry", "fexit", "lsm".
-    pub kind: String,
+    pub kind: ProbeKind,
     pub target: String,
+}
+
+/// The kind of BPF program a probe is, spelt as libbpf's section names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    RawTracepoint,
+    TpBtf,
+    #[serde(rename = "fentry")]
+    FEntry,
+    #[serde(rename = "fexit")]
+    FExit,
+    /// A BPF LSM program (`--inject`, `--stack-noop`).
+    Lsm,
+    /// One perf event per CPU (`target` names the CPU): the stack sampler.
+    PerfEvent,
+}
+
+impl ProbeKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::RawTracepoint => "raw_tracepoint",
+            ProbeKind::TpBtf => "tp_btf",
+            ProbeKind::FEntry => "fentry",
+            ProbeKind::FExit => "fexit",
+            ProbeKind::Lsm => "lsm",
+            ProbeKind::PerfEvent => "perf_event",
+        }
+    }
+
+    /// A timing pair's half: fentry or fexit.
+    pub fn is_trampoline_pair(self) -> bool {
+        matches!(self, ProbeKind::FEntry | ProbeKind::FExit)
+    }
+}
+
+impl std::fmt::Display for ProbeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Refusal {
-    pub kind: String,
+    pub kind: ProbeKind,
     pub target: String,
     /// errno from the kernel, when it gave one.
     pub errno: Option<i32>,
@@ -339,7 +418,7 @@ pub struct WorkloadResult {
     /// Canonical workload name (`null_call`, `open_close`, `build`, ...).
     pub name: String,
     /// lmbench family: processes, ctxsw, latency, file_vm, bandwidth, memory, macro.
-    pub family: String,
+    pub family: Family,
     pub unit: Unit,
     /// Operations timed per sample (0 for imported data).
     #[serde(default)]
@@ -383,15 +462,19 @@ pub struct WorkloadResult {
     /// The probed op's time on and off CPU (`--probes sched`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounting: Option<super::Accounting>,
+    /// What the attribution rows' `share` is of (None: nothing attributed, or a file from
+    /// before shares said it, read as of the clean op).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of: Option<ShareWhole>,
 }
 
 impl WorkloadResult {
     /// A workload of this name, family and unit with these clean samples and nothing else yet
     /// (the one constructor: measuring and importing fill in the rest).
-    pub fn new(name: &str, family: &str, unit: Unit, clean: Vec<f64>) -> WorkloadResult {
+    pub fn new(name: &str, family: Family, unit: Unit, clean: Vec<f64>) -> WorkloadResult {
         WorkloadResult {
             name: name.into(),
-            family: family.into(),
+            family,
             unit,
             iterations: 0,
             clean,
@@ -406,6 +489,7 @@ impl WorkloadResult {
             round_sizes: Vec::new(),
             profile: None,
             accounting: None,
+            share_of: None,
         }
     }
 
@@ -499,6 +583,78 @@ impl CorrectionMethod {
     }
 }
 
+/// The translation units of the `build` workload's default tree (`--build-units`), which a
+/// file that does not record them built.
+pub const DEFAULT_BUILD_UNITS: usize = 300;
+
+/// The lmbench summary section a workload belongs to, spelt as its key in files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Family {
+    #[serde(rename = "processes")]
+    Processes,
+    #[serde(rename = "ctxsw")]
+    ContextSwitch,
+    #[serde(rename = "latency")]
+    LocalLatency,
+    #[serde(rename = "file_vm")]
+    FileVm,
+    #[serde(rename = "bandwidth")]
+    Bandwidth,
+    #[serde(rename = "memory")]
+    MemoryLatency,
+    #[serde(rename = "macro")]
+    Macro,
+}
+
+impl Family {
+    pub fn key(self) -> &'static str {
+        match self {
+            Family::Processes => "processes",
+            Family::ContextSwitch => "ctxsw",
+            Family::LocalLatency => "latency",
+            Family::FileVm => "file_vm",
+            Family::Bandwidth => "bandwidth",
+            Family::MemoryLatency => "memory",
+            Family::Macro => "macro",
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// The whole a workload's attribution shares are of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareWhole {
+    /// The probed op's CPU time over all its tasks (sched_switch measured it): the rows are
+    /// CPU time too.
+    ProbedOpCpuTime,
+    /// The clean op's mean, where the CPU time was not measured.
+    CleanOp,
+}
+
+impl ShareWhole {
+    /// `of the clean op`, as a sentence names the whole.
+    pub fn of(self) -> &'static str {
+        match self {
+            ShareWhole::ProbedOpCpuTime => "of the probed op's CPU time",
+            ShareWhole::CleanOp => "of the clean op",
+        }
+    }
+
+    /// A share column's heading.
+    pub fn heading(self) -> &'static str {
+        match self {
+            ShareWhole::ProbedOpCpuTime => "CPU share",
+            ShareWhole::CleanOp => "share",
+        }
+    }
+}
+
 /// What kind of path an attribution row measures.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
@@ -543,8 +699,15 @@ pub struct AttributionRow {
     pub ns_per_call: f64,
     /// calls_per_op * ns_per_call.
     pub ns_per_op: f64,
-    /// ns_per_op as a fraction of the clean op time (0..1; may exceed 1 for blocking syscalls).
+    /// ns_per_op as a fraction of the whole its workload's `share_of` names: the figure the
+    /// reports print (rows of one level add up to at most 1 of the probed op's CPU time, but
+    /// for noise).
     pub share: f64,
+    /// ns_per_op as a fraction of the clean op time (may exceed 1: the probes' cost is in
+    /// ns_per_op, and a blocking call's wait where it was not measured apart). None in files
+    /// written before it was kept apart, whose `share` was this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_clean_op: Option<f64>,
     /// ns_per_call less the probes' own cost inside the call, by `correction`; equal to
     /// ns_per_call when nothing nested was probed or no correction was possible.
     #[serde(default)]
@@ -586,7 +749,7 @@ impl Results {
             .flatten()
             .filter_map(|p| p.get("summary").and_then(|s| s.as_str()))
             .collect();
-        match (summaries.is_empty(), self.source == "hookprof") {
+        match (summaries.is_empty(), self.source == Source::Hookprof) {
             (false, _) => summaries.join("; "),
             (true, true) => "none".into(),
             (true, false) => String::new(),

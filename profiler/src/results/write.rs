@@ -12,8 +12,12 @@ use super::Results;
 use crate::stdio::WriteFailed;
 
 impl Results {
+    /// The results as JSON, each row's `share` the one the reports print (derived here, so
+    /// pooled or edited results say it too).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("results serialize")
+        let mut results = self.clone();
+        results.derive_shares();
+        serde_json::to_string_pretty(&results).expect("results serialize")
     }
 }
 

@@ -156,6 +156,36 @@ pub struct MeasureArgs {
     pub build_units: Option<u32>,
 }
 
+/// One `--probes` choice; `auto` and `none` stand alone.
+#[derive(clap::ValueEnum, serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeChoice {
+    Auto,
+    #[value(name = "none")]
+    #[serde(rename = "none")]
+    CleanOnly,
+    Syscalls,
+    Tasks,
+    Hooks,
+    Sched,
+    Stacks,
+}
+
+impl ProbeChoice {
+    /// The name `--probes` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeChoice::Auto => "auto",
+            ProbeChoice::CleanOnly => "none",
+            ProbeChoice::Syscalls => "syscalls",
+            ProbeChoice::Tasks => "tasks",
+            ProbeChoice::Hooks => "hooks",
+            ProbeChoice::Sched => "sched",
+            ProbeChoice::Stacks => "stacks",
+        }
+    }
+}
+
 /// How the work is measured, for `run` and `stat` alike: the probes, the CPUs, the copies, the
 /// ground truth, the user and the timeout.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
@@ -171,8 +201,8 @@ pub struct CommonMeasureArgs {
     /// (kernel stacks sampled on the cpu-clock: each hook's share of the CPU time, where
     /// fentry is refused too). Every kind follows the processes a workload forks only with
     /// tasks among them (stat's command is one).
-    #[arg(long, value_delimiter = ',', default_value = "auto")]
-    pub probes: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
+    pub probes: Vec<ProbeChoice>,
     /// Stack samples per second of a task's CPU time in the timed probed passes (`--probes
     /// stacks`): each sample is a timer interrupt whose cost lands in the timed op.
     #[arg(long, value_name = "HZ", default_value_t = crate::probes::DEFAULT_SAMPLE_HZ,
@@ -264,7 +294,14 @@ impl MeasureArgs {
             "--suite".to_string(),
             suite.get_name().to_string(),
             format!("--hooks={}", hooks.join(",")),
-            format!("--probes={}", probes.join(",")),
+            format!(
+                "--probes={}",
+                probes
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             format!("--sample-hz={sample_hz}"),
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
@@ -329,7 +366,7 @@ mod tests {
             workloads: Some(vec!["null_call".into(), "open_close".into()]),
             common: CommonMeasureArgs {
                 hooks: vec!["security_file_open".into(), "security_file_free".into()],
-                probes: vec!["syscalls".into(), "hooks".into()],
+                probes: vec![ProbeChoice::Syscalls, ProbeChoice::Hooks],
                 sample_hz: 997,
                 pin: vec![0, 1],
                 parallel: 4,

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
 use super::{
+    args::ProbeChoice,
     probe_setup::{probe_kinds, Kinds},
     CommonMeasureArgs, Plan, SessionArgs,
 };
@@ -112,7 +113,7 @@ pub(super) fn check(
 /// Sampled stacks are named from kallsyms: where it hides every address (kernel.kptr_restrict),
 /// `--probes stacks` is refused and `--probes auto` leaves the stacks out, recorded as refused,
 /// rather than naming every frame after the last symbol listed.
-fn hidden_symbols(asked: &[String], kinds: &mut Option<Kinds>) -> Result<Vec<Refusal>> {
+fn hidden_symbols(asked: &[ProbeChoice], kinds: &mut Option<Kinds>) -> Result<Vec<Refusal>> {
     let Some(kinds) = kinds.as_mut().filter(|k| k.stacks.is_some()) else {
         return Ok(Vec::new());
     };
@@ -122,13 +123,13 @@ fn hidden_symbols(asked: &[String], kinds: &mut Option<Kinds>) -> Result<Vec<Ref
         return Ok(Vec::new());
     }
     let reason = kallsyms::hidden_reason();
-    if asked.iter().any(|k| k == "stacks") {
+    if asked.contains(&ProbeChoice::Stacks) {
         bail!("--probes stacks: {reason}");
     }
     kinds.stacks = None;
     eprintln!("hookprof: no sampled stacks: {reason}");
     Ok(vec![Refusal {
-        kind: "perf_event".into(),
+        kind: crate::results::ProbeKind::PerfEvent,
         target: "cpu-clock".into(),
         errno: None,
         reason,

@@ -41,7 +41,7 @@ pub(super) fn begin(
             .clone()
             .unwrap_or_else(|| environment.kernel_release.clone()),
         complete: true,
-        source: "hookprof".into(),
+        source: crate::results::Source::Hookprof,
         environment,
         options: recorded_options(args, plan, &session.policy.policy, engine, rounds.seed),
         probes: probes.map(Probes::report).unwrap_or_default(),
@@ -108,6 +108,8 @@ pub(super) fn finish(
     asked: usize,
 ) -> Result<ExitCode> {
     for results in &mut variants {
+        // The store keeps each row's share as the reports print it.
+        results.derive_shares();
         results.environment.profiler_peak_rss_kib = peak_rss::peak_rss_kib();
         results.environment.profiler_peak_rss_by_phase = peak_rss::phase_peaks();
     }

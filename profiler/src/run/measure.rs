@@ -125,12 +125,7 @@ pub struct Measured {
 impl Measured {
     pub fn new(spec: &WorkloadSpec) -> Measured {
         Measured {
-            result: WorkloadResult::new(
-                spec.name,
-                spec.family.key(),
-                spec.metric.unit(),
-                Vec::new(),
-            ),
+            result: WorkloadResult::new(spec.name, spec.family, spec.metric.unit(), Vec::new()),
             taken: Taken::default(),
         }
     }

@@ -19,7 +19,9 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 use serde_json::json;
 
-pub use self::args::{CommonMeasureArgs, MeasureArgs, PolicyArgs, RunArgs, SessionArgs};
+pub use self::args::{
+    CommonMeasureArgs, MeasureArgs, PolicyArgs, ProbeChoice, RunArgs, SessionArgs,
+};
 use self::{
     finish::Outputs,
     measure::{Engine, Overhead, Sampling},

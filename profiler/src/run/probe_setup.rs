@@ -6,7 +6,10 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
-use super::discovery::{self, Found};
+use super::{
+    args::ProbeChoice,
+    discovery::{self, Found},
+};
 use crate::{
     injection::{self, Injection},
     peak_rss,
@@ -33,31 +36,28 @@ pub struct Kinds {
 
 /// `--probes` into kinds (stacks sampled `sample_hz` times a CPU-second); None means clean
 /// only.
-pub fn probe_kinds(kinds: &[String], sample_hz: u64) -> Result<Option<Kinds>> {
-    let all = ["syscalls", "tasks", "hooks", "sched", "stacks"];
-    let kinds: Vec<&str> = match kinds
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["none"] => return Ok(None),
-        ["auto"] => all.to_vec(),
-        list => list.to_vec(),
+pub fn probe_kinds(chosen: &[ProbeChoice], sample_hz: u64) -> Result<Option<Kinds>> {
+    let alone = [ProbeChoice::Auto, ProbeChoice::CleanOnly];
+    let all = match chosen {
+        [ProbeChoice::CleanOnly] => return Ok(None),
+        [ProbeChoice::Auto] => true,
+        list => {
+            if let Some(p) = list.iter().find(|p| alone.contains(p)) {
+                bail!(
+                    "--probes {}: {} stands alone, not in a list of kinds",
+                    list.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+                    p.name()
+                );
+            }
+            false
+        }
     };
-    if let Some(bad) = kinds.iter().find(|k| !all.contains(k)) {
-        bail!(
-            "unknown probe kind '{bad}'; valid: auto, none, {}",
-            all.join(", ")
-        );
-    }
+    let has = |kind: ProbeChoice| all || chosen.contains(&kind);
     Ok(Some(Kinds {
-        tasks: kinds.contains(&"tasks"),
-        hooks: kinds.contains(&"hooks"),
-        sched: kinds.contains(&"sched"),
-        stacks: kinds
-            .contains(&"stacks")
-            .then(|| 1_000_000_000 / sample_hz.max(1)),
+        tasks: has(ProbeChoice::Tasks),
+        hooks: has(ProbeChoice::Hooks),
+        sched: has(ProbeChoice::Sched),
+        stacks: has(ProbeChoice::Stacks).then(|| 1_000_000_000 / sample_hz.max(1)),
     }))
 }
 

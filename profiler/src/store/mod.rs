@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn runs_get_distinct_ids_and_join_a_baseline_only_when_complete() {
-        let results = crate::report::text::tests::sample_results();
+        let results = crate::results::fixtures::sample_results();
         let args = RecordArgs::default();
         let a = Recorded::new("run", &args, results.clone());
         let b = Recorded::new("run", &args, results.clone());

@@ -322,7 +322,7 @@ fn say_refusals(probes: &Probes, asked: usize) {
         let why = report
             .refused
             .iter()
-            .find(|r| r.kind == "fentry")
+            .find(|r| r.kind == crate::results::ProbeKind::FEntry)
             .map_or("no reason given", |r| r.reason.as_str());
         eprintln!(
             "hookprof: top: the kernel refused fentry/fexit ({why}): timing syscalls and task \

@@ -40,7 +40,7 @@ pub struct TreeShape {
 
 impl TreeShape {
     pub const DEFAULT: TreeShape = TreeShape {
-        units: 300,
+        units: crate::results::DEFAULT_BUILD_UNITS,
         functions_per_unit: 4,
         headers: 40,
     };

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::results::Family;
 use crate::results::Unit;
 
 mod bandwidth;
@@ -45,32 +46,6 @@ pub enum Suite {
     Default,
     /// Default plus the kernbench-like `build` and `fork_exit_storm`.
     Full,
-}
-
-/// The lmbench summary section a workload belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Processes,
-    ContextSwitch,
-    LocalLatency,
-    FileVm,
-    Bandwidth,
-    MemoryLatency,
-    Macro,
-}
-
-impl Family {
-    pub fn key(self) -> &'static str {
-        match self {
-            Family::Processes => "processes",
-            Family::ContextSwitch => "ctxsw",
-            Family::LocalLatency => "latency",
-            Family::FileVm => "file_vm",
-            Family::Bandwidth => "bandwidth",
-            Family::MemoryLatency => "memory",
-            Family::Macro => "macro",
-        }
-    }
 }
 
 /// How the workload's elapsed time becomes its metric.

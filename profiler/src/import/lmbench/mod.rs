@@ -188,7 +188,7 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
             } else {
                 c.host.clone()
             };
-            let mut r = new_results(&label, "import:lmbench");
+            let mut r = new_results(&label, "lmbench");
             r.environment.hostname = c.host.clone();
             r.environment.kernel_release =
                 c.os.split_once(' ')
@@ -205,7 +205,7 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                     Cell::Workload(name) => c
                         .values
                         .get(name)
-                        .map(|v| WorkloadResult::new(name, s.family.key(), s.unit, v.clone())),
+                        .map(|v| WorkloadResult::new(name, s.family, s.unit, v.clone())),
                     _ => None,
                 })
                 .collect();
@@ -226,7 +226,7 @@ mod tests {
         let labels: Vec<&str> = results.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["00-base", "01-lsm", "02-cap"]);
         for r in &results {
-            assert_eq!(r.source, "import:lmbench");
+            assert_eq!(r.source.to_string(), "import:lmbench");
             // 10 + 7 + 6 latency columns with data (no TCP conn) + 7 + 9 + 3.
             assert_eq!(r.workloads.len(), 42, "{}", r.label);
             assert!(

@@ -222,7 +222,7 @@ fn legend<'a>(stacks: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{folded::tests::profile, text::tests::sample_results};
+    use crate::{report::folded::tests::profile, results::fixtures::sample_results};
 
     fn workload() -> WorkloadResult {
         let mut w = sample_results().workloads[0].clone();
