@@ -6,10 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use hookprof::probes::Features;
+use hookprof::probes::{Features, KernelBtf};
 use hookprof::results::{PathKind, Results};
 use hookprof_tests::cleanup::{BpfObjects, Hookprof};
-use hookprof_tests::{hookprof, require_guest, require_root, row, workload, STORE_ENV, TINY_RUN};
+use hookprof_tests::{
+    hookprof, require_guest, require_root, row, run_to_results, workload, STORE_ENV, TINY_RUN,
+};
 
 /// Where the smoke leaves its summary: the host's share, which xtask reads after the boot.
 const SUMMARY: &str = "/mnt/host/kernel-smoke.json";
@@ -87,6 +89,11 @@ fn a_short_run_measures_what_this_kernel_allows() {
             copy_process.calls_per_op > 0.9 && copy_process.ns_per_call > 0.0,
             "copy_process: {copy_process:?}"
         );
+        if r.environment.active_lsms.iter().any(|l| l == "bpf") {
+            fentry_on_a_bpf_lsm_function_turns_no_call_on();
+        } else {
+            eprintln!("the BPF LSM is not active: no bpf_lsm_* function to time");
+        }
     } else {
         assert!(
             stderr.contains("fentry"),
@@ -113,6 +120,52 @@ fn a_short_run_measures_what_this_kernel_allows() {
         assert!((0.9..1.1).contains(&a.tasks), "{name}: {a:?}");
     }
     write_summary(&r, features, seconds);
+}
+
+/// Timing a BPF LSM function must not change which functions the kernel calls. From Linux
+/// 6.12 the kernel calls `bpf_lsm_file_open` only while a BPF LSM program is attached to
+/// file_open (its static key is turned on for BPF LSM links alone, `security_toggle_hook`):
+/// timed by fentry with none attached, it must see no call, and the run must say why. Before,
+/// it is called on every open, as often as its hook.
+fn fentry_on_a_bpf_lsm_function_turns_no_call_on() {
+    let r = run_to_results(&[
+        "--workloads",
+        "open_close",
+        "--hooks",
+        "security_file_open",
+        "--probes",
+        "syscalls,hooks",
+        "--samples",
+        "1",
+        "--min-sample-ms",
+        "20",
+    ]);
+    let open = workload(&r, "open_close");
+    let hook = row(open, "security_file_open");
+    let bpf = row(open, "bpf_lsm_file_open");
+    let on_demand = KernelBtf::load()
+        .expect("the kernel's BTF")
+        .has_function("security_toggle_hook");
+    eprintln!(
+        "bpf_lsm_file_open: {} calls/op beside its hook's {} (called only with a BPF LSM \
+         program attached: {on_demand})",
+        bpf.calls_per_op, hook.calls_per_op
+    );
+    if on_demand {
+        assert_eq!(bpf.calls_per_op, 0.0, "fentry turned its call on: {bpf:?}");
+        assert!(
+            open.notes
+                .iter()
+                .any(|n| n.starts_with("bpf_lsm_file_open: timed and never called")),
+            "no note says why: {:?}",
+            open.notes
+        );
+    } else {
+        assert!(
+            (bpf.calls_per_op - hook.calls_per_op).abs() <= 0.1 * hook.calls_per_op,
+            "bpf_lsm_file_open {bpf:?} against its hook {hook:?}"
+        );
+    }
 }
 
 /// The row of the matrix's table: what loaded, what the kernel refused, what was timed.

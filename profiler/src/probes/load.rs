@@ -12,6 +12,11 @@ use super::{
     Attachment, Features, KernelBtf, Kind, ProbePlan, Probes, Target, CALIBRATION_SLOT, USER_SLOTS,
 };
 
+/// The function through which a kernel turns a BPF LSM hook's call on when a BPF LSM program
+/// attaches, and off when the last goes (Linux 6.12); before it every hook's `bpf_lsm_*`
+/// function was called always.
+const BPF_LSM_TOGGLE: &str = "security_toggle_hook";
+
 /// Deletes a freed task's entry where per-task state is kept by thread id.
 pub(super) const FREE_PROGRAM: &str = "free_raw";
 use crate::results::Refusal;
@@ -56,6 +61,7 @@ impl Probes {
                 .iter()
                 .find(|f| kernel.has_function(f))
                 .map(|f| f.to_string()),
+            bpf_lsm_on_demand: kernel.has_function(BPF_LSM_TOGGLE),
         };
         if plan.syscalls {
             probes.load_raw("sys_enter", "sys_enter");

@@ -166,6 +166,9 @@ pub struct Probes {
     layout: TaskLayout,
     /// The function behind getppid(2) on this kernel, if its BTF has one.
     getppid_function: Option<String>,
+    /// The kernel calls a BPF LSM function only while a BPF LSM program is attached to its
+    /// hook (static calls and keys, Linux 6.12: `security_toggle_hook`).
+    bpf_lsm_on_demand: bool,
 }
 
 impl Probes {
@@ -190,6 +193,13 @@ impl Probes {
     pub fn logging_program_id(&self) -> Option<u32> {
         let loaded = self.attachments.iter().any(|a| a.program == "sys_enter");
         loaded.then(|| self.ebpf.program("sys_enter")?.info().ok().map(|i| i.id()))?
+    }
+
+    /// Whether this kernel calls a BPF LSM function (`bpf_lsm_*`) only while a BPF LSM
+    /// program is attached to its hook: fentry on one then sees no call, and attaching it
+    /// changes nothing the kernel calls (the toggle is for BPF LSM programs alone).
+    pub fn bpf_lsm_on_demand(&self) -> bool {
+        self.bpf_lsm_on_demand
     }
 
     /// True if the syscall programs (which also carry the scope gate) are loaded.

@@ -11,7 +11,10 @@ use anyhow::{Context, Result};
 use crate::{
     attribution::{self, attribute, ProbedSample, SampledStacks},
     probes::{Probes, Snapshot},
-    results::{CopySamples, ExtraMetric, StackPasses, WorkloadFailure, WorkloadResult},
+    results::{
+        AttributionRow, CopySamples, ExtraMetric, PathKind, StackPasses, WorkloadFailure,
+        WorkloadResult,
+    },
     runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
     workloads::{whole_rounds, Extra, Metric, WorkloadSetup, WorkloadSpec},
 };
@@ -158,6 +161,11 @@ impl Measured {
                 result.attribution = a.rows;
                 result.events_per_op = a.events_per_op;
                 note_untimed(&mut result);
+                if p.bpf_lsm_on_demand() {
+                    result
+                        .notes
+                        .extend(bpf_lsm_on_demand_note(&result.attribution));
+                }
                 sampled(&mut result, &taken, p);
             }
         }
@@ -668,6 +676,35 @@ fn add_extras(extra: &mut Vec<ExtraMetric>, extras: Vec<Extra>) {
     }
 }
 
+/// Where the kernel calls BPF LSM functions only with a BPF LSM program on their hook: the
+/// timed ones its hooks ran without calling, said once, so a row of 0 calls reads as the
+/// kernel's, not as the probes' doing (fentry attaches no BPF LSM program, and turns no call
+/// on). With `--stack-noop` or `--inject` the programs hookprof attached are what turn them on.
+fn bpf_lsm_on_demand_note(rows: &[AttributionRow]) -> Option<String> {
+    let hook_calls = |hook: &str| {
+        rows.iter()
+            .find(|r| r.kind == PathKind::Hook && r.name == hook)
+            .map_or(0.0, |r| r.calls_per_op)
+    };
+    let uncalled: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.kind == PathKind::Lsm && r.name.starts_with("bpf_lsm_"))
+        .filter(|r| {
+            let hook = r.parent.as_deref().unwrap_or_default();
+            r.calls_per_op < 0.01 * hook_calls(hook) && hook_calls(hook) > 0.0
+        })
+        .map(|r| r.name.as_str())
+        .collect();
+    (!uncalled.is_empty()).then(|| {
+        format!(
+            "{}: timed and never called: this kernel calls a BPF LSM function only while a \
+             BPF LSM program is attached to its hook (static calls, Linux 6.12), and the \
+             fentry programs that time it attach none, so they change nothing the kernel calls",
+            uncalled.join(", ")
+        )
+    })
+}
+
 fn note_untimed(result: &mut WorkloadResult) {
     for row in &result.attribution {
         // These never return: their calls are counted and can never be timed.
@@ -698,7 +735,29 @@ fn mean(xs: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads::{self, tests::options};
+    use crate::{
+        results::fixtures::row,
+        workloads::{self, tests::options},
+    };
+
+    #[test]
+    fn bpf_lsm_functions_a_hook_ran_without_calling_are_named_once() {
+        let hook = "security_file_open";
+        let mut rows = vec![
+            row(PathKind::Hook, hook, None, 1.0, 400.0),
+            row(PathKind::Lsm, "apparmor_file_open", Some(hook), 1.0, 300.0),
+            row(PathKind::Lsm, "bpf_lsm_file_open", Some(hook), 0.0, 0.0),
+        ];
+        let note = bpf_lsm_on_demand_note(&rows).expect("a note");
+        assert!(
+            note.starts_with("bpf_lsm_file_open: timed and never called"),
+            "{note}"
+        );
+        assert!(!note.contains("apparmor"), "{note}");
+        // Called (a BPF LSM program on the hook turned it on): nothing to say.
+        rows[2].calls_per_op = 1.0;
+        assert_eq!(bpf_lsm_on_demand_note(&rows), None);
+    }
 
     /// Copies report their mean latency but their summed bandwidth: two copies moving 100 MB/s
     /// each move 200 MB/s together, while each op still takes what one copy's op takes.
