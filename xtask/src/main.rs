@@ -122,14 +122,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if code != 0 {
                     bail!("tests in the guest failed (exit code {code})");
                 }
-                kernel_matrix()?;
-                if let (Some(other), Some(prebuild)) = (other, prebuild) {
-                    prebuild.wait()?;
-                    let code = vm::vm_test(&vm::VmTestArgs::of_arch(other))?;
-                    if code != 0 {
-                        bail!("the {other} guest's smoke failed (exit code {code})");
-                    }
+                // Each TCG guest runs on one CPU: the other architecture's smoke boots on the
+                // second while the kernel matrix boots its kernels one after another.
+                let other_smoke = other.zip(prebuild).map(|(other, prebuild)| {
+                    std::thread::spawn(move || -> Result<()> {
+                        prebuild.wait()?;
+                        let code = vm::vm_test(&vm::VmTestArgs::of_arch(other))?;
+                        if code != 0 {
+                            bail!("the {other} guest's smoke failed (exit code {code})");
+                        }
+                        Ok(())
+                    })
+                });
+                let matrix = kernel_matrix();
+                if let Some(smoke) = other_smoke {
+                    smoke.join().map_err(|_| {
+                        anyhow::anyhow!("the other architecture's smoke panicked")
+                    })??;
                 }
+                matrix?;
                 test_ab()?;
             }
             println!("xtask: all tests passed");
