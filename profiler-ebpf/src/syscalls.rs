@@ -30,6 +30,23 @@ pub fn sys_exit(_ctx: RawTracePointContext) -> i32 {
     0
 }
 
+/// The scope gate alone, for passes that sample stacks and time nothing: the workload's tasks
+/// are tracked as in a timed pass, and every other syscall costs one comparison, so the
+/// sampled stacks are the kernel's, not the probes'.
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn scope_sys_enter(ctx: RawTracePointContext) -> i32 {
+    let (regs, nr) = raw_args(&ctx);
+    if nr == SYS_IOCTL {
+        handle_gate(&ctx, regs);
+    } else if nr == SYS_EXECVE || nr == SYS_EXECVEAT {
+        // A spawned child counts from its execve on, as in a timed pass.
+        if let Some(state) = task_state::entering_even_dormant() {
+            state.dormant = 0;
+        }
+    }
+    0
+}
+
 /// Empty programs on the same tracepoints: the floor calibration compares the pair above with.
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn empty_sys_enter(_ctx: RawTracePointContext) -> i32 {

@@ -12,9 +12,18 @@ use aya::programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 
 use super::{
     aggregate::{GroupBy, Scope},
-    loader::{self, Object},
+    ebpf_object::{self, Object},
+    load::SCOPE_PROGRAM,
     refusal, Attachment, Kind, OwnedLink, Probes, TaskLayout, CALIBRATION_SLOT,
 };
+
+/// The tracepoints through which a tracked task's children are tracked and its exit seen.
+const TASK_TRACEPOINTS: [&str; 4] = [
+    "sched_process_fork",
+    "sched_process_exec",
+    "sched_process_exit",
+    "sched_process_free",
+];
 use crate::results::Refusal;
 
 impl Probes {
@@ -23,11 +32,38 @@ impl Probes {
     pub fn attach(&mut self) -> Result<()> {
         let focus = self.focus.take();
         let attached = self.attach_where(|a| {
-            !matches!(a.kind, Kind::FEntry | Kind::FExit)
-                || focus.as_ref().is_none_or(|f| f.contains(&a.target))
+            a.program != SCOPE_PROGRAM
+                && (!matches!(a.kind, Kind::FEntry | Kind::FExit)
+                    || focus.as_ref().is_none_or(|f| f.contains(&a.target)))
         });
         self.focus = focus;
         attached
+    }
+
+    /// Attaches what a pass for the stacks alone needs (`stacks_unprobed`), and nothing that
+    /// would show in its stacks: the sampler, the scope gate without the syscall timing, and
+    /// the task tracepoints that follow the workload's children. No syscall timing, no
+    /// sched_switch: the stacks are the kernel's as the workload runs it, not the probes'
+    /// (the BPF LSM programs of `--inject` and `--stack-noop` stay: they are the kernel
+    /// measured). Otherwise everything, as `attach`.
+    pub fn attach_for_stacks(&mut self) -> Result<()> {
+        if !self.stacks_unprobed() {
+            return self.attach();
+        }
+        self.attach_where(|a| {
+            a.kind == Kind::PerfEvent
+                || a.program == SCOPE_PROGRAM
+                || TASK_TRACEPOINTS.contains(&a.target.as_str())
+        })
+    }
+
+    /// Whether the passes for the stacks alone run without the timing probes: where the
+    /// gate-only program loaded and the workload has no function timed by a pair. A timed
+    /// function's probes are priced by the samples inside its span that landed in them
+    /// (`attribution::correct_by_samples`), which needs the stacks taken with them.
+    pub fn stacks_unprobed(&self) -> bool {
+        self.attachments.iter().any(|a| a.program == SCOPE_PROGRAM)
+            && self.focused_functions().iter().all(Option::is_none)
     }
 
     /// From the next `attach` on, time only `functions` (None: every loaded function).
@@ -219,7 +255,7 @@ pub(super) fn trampolines_reattach(
 }
 
 fn try_reattach(btf: &aya::Btf, layout: &TaskLayout, function: &str) -> Result<bool> {
-    let mut ebpf = loader::load_object(
+    let mut ebpf = ebpf_object::load_object(
         Object::CalibrationSlotOnly,
         super::aggregate::Globals::new(&Scope::Gate, GroupBy::Cgroup),
         false,

@@ -6,7 +6,7 @@ use aya::programs::{BtfTracePoint, FEntry, FExit, ProgramError, RawTracePoint};
 use super::{
     aggregate::{Globals, GroupBy, Scope},
     calibration::CALIBRATION_FUNCTIONS,
-    loader::{self, Object},
+    ebpf_object::{self, Object},
     refusal,
     refusal::reason,
     Attachment, Features, KernelBtf, Kind, ProbePlan, Probes, Target, CALIBRATION_SLOT, USER_SLOTS,
@@ -16,6 +16,9 @@ use super::{
 /// attaches, and off when the last goes (Linux 6.12); before it every hook's `bpf_lsm_*`
 /// function was called always.
 const BPF_LSM_TOGGLE: &str = "security_toggle_hook";
+
+/// The scope gate without the syscall timing (`attach_for_stacks`).
+pub(super) const SCOPE_PROGRAM: &str = "scope_sys_enter";
 
 /// Deletes a freed task's entry where per-task state is kept by thread id.
 pub(super) const FREE_PROGRAM: &str = "free_raw";
@@ -43,8 +46,8 @@ impl Probes {
         };
         let layout = kernel.layout();
         let ebpf =
-            loader::load_object(object, Globals::new(scope, by), plan.entries_only, &layout)?;
-        let btf = loader::aya_btf()?;
+            ebpf_object::load_object(object, Globals::new(scope, by), plan.entries_only, &layout)?;
+        let btf = ebpf_object::aya_btf()?;
         let mut probes = Probes {
             ebpf,
             attachments: Vec::new(),
@@ -100,6 +103,11 @@ impl Probes {
         }
         if plan.stacks.is_some() {
             probes.load_stacks();
+            // The passes for the stacks alone keep the gate and drop the syscall timing,
+            // where a sample's syscall is read from the task's registers, not its record.
+            if plan.syscalls && Features::get()?.task_pt_regs {
+                probes.load_raw(SCOPE_PROGRAM, "sys_enter");
+            }
         }
         probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
         Ok(probes)

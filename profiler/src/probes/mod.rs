@@ -8,10 +8,10 @@ mod attach;
 mod btf;
 pub mod calibration;
 pub mod catalog;
+mod ebpf_object;
 pub mod features;
 pub mod kallsyms;
 mod load;
-mod loader;
 mod lsm;
 pub mod refusal;
 pub mod selection;
@@ -152,7 +152,7 @@ pub struct Probes {
     /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
     /// functions it calls, so a sample's attach and detach stay short.
     focus: Option<Vec<String>>,
-    /// The kernel's BTF as aya needs it (see `loader::aya_btf`).
+    /// The kernel's BTF as aya needs it (see `ebpf_object::aya_btf`).
     btf: &'static aya::Btf,
     /// The probes' own cost, once calibrated.
     correction: Option<Correction>,
@@ -204,11 +204,9 @@ impl Probes {
 
     /// True if the syscall programs (which also carry the scope gate) are loaded.
     pub fn scoping_works(&self) -> bool {
-        self.attachments
+        ["sys_enter", "sys_exit"]
             .iter()
-            .filter(|a| a.kind == Kind::RawTracepoint && a.target.starts_with("sys_"))
-            .count()
-            == 2
+            .all(|p| self.attachments.iter().any(|a| a.program == *p))
     }
 
     pub fn snapshot(&self) -> Result<Snapshot> {

@@ -20,8 +20,8 @@ use profiler_common::SyscallInjectConfig;
 
 use super::{
     aggregate::{Globals, GroupBy, Scope},
+    ebpf_object::{self, Object},
     load::FREE_PROGRAM,
-    loader::{self, Object},
     replace_gate_owners, Features, Snapshot, TaskLayout,
 };
 use crate::{injection::InjectedSyscall, results::SyscallInjectionRecord};
@@ -65,10 +65,10 @@ impl SyscallInjection {
     ) -> Result<(SyscallInjection, GateOwners)> {
         let features = Features::get()?;
         features.check_syscall_injection()?;
-        let btf = loader::aya_btf()?;
+        let btf = ebpf_object::aya_btf()?;
         // Its own instance of the object (no timed function: the calibration slot only), with
         // the run's gate.
-        let mut ebpf = loader::load_object(
+        let mut ebpf = ebpf_object::load_object(
             Object::CalibrationSlotOnly,
             Globals::new(&Scope::Gate, GroupBy::Cgroup),
             false,

@@ -13,7 +13,7 @@ pub mod figures;
 pub mod flame;
 pub mod folded;
 pub mod html;
-pub mod lmbench;
+pub mod lmbench_summary;
 pub mod markdown;
 pub(crate) mod markup;
 mod sampled;
@@ -79,7 +79,7 @@ impl Exporter<[Results]> for output::Text {
 
 impl Exporter<[Results]> for output::Lmbench {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        Ok(lmbench::render(results).into_bytes())
+        Ok(lmbench_summary::render(results).into_bytes())
     }
 }
 

@@ -114,6 +114,11 @@ pub struct StackPasses {
     /// Their sampling period, ns of CPU time per sample.
     pub period_ns: u64,
     pub samples: u64,
+    /// They ran with the sampler and the scope gate alone: no timed function, no syscall
+    /// timing, no sched_switch in their stacks (false in older files, and on kernels without
+    /// bpf_task_pt_regs, where a sample's syscall needs the timing probe's record).
+    #[serde(default)]
+    pub unprobed: bool,
 }
 
 impl StackProfile {
@@ -144,9 +149,14 @@ impl StackProfile {
         let hz = |period_ns: u64| format!("{:.0}", 1e9 / period_ns.max(1) as f64);
         match self.stack_passes {
             Some(s) => format!(
-                "{} at {} Hz in passes for the stacks alone, {} at {} Hz in the timed passes",
+                "{} at {} Hz in passes for the stacks alone{}, {} at {} Hz in the timed passes",
                 s.samples,
                 hz(s.period_ns),
+                if s.unprobed {
+                    " (no timing probe attached)"
+                } else {
+                    ""
+                },
                 self.samples - s.samples.min(self.samples),
                 hz(self.period_ns)
             ),
@@ -240,10 +250,15 @@ mod tests {
         p.stack_passes = Some(StackPasses {
             period_ns: 1_000_000_000 / 4_999,
             samples: 90,
+            unprobed: false,
         });
         assert_eq!(
             p.rates(),
             "90 at 4999 Hz in passes for the stacks alone, 10 at 249 Hz in the timed passes"
         );
+        p.stack_passes.as_mut().unwrap().unprobed = true;
+        assert!(p.rates().starts_with(
+            "90 at 4999 Hz in passes for the stacks alone (no timing probe attached),"
+        ));
     }
 }

@@ -203,6 +203,7 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
             profile.stack_passes = taken.stack_pass_period_ns.map(|period_ns| StackPasses {
                 period_ns,
                 samples: profile.samples - taken.timed_samples,
+                unprobed: probes.stacks_unprobed(),
             });
             attribution::correct_by_samples(&mut result.attribution, &profile);
             result.accounting = account(Some(&profile));
@@ -548,7 +549,8 @@ fn probed_pass(
         p.set_sample_period_ns(period_ns);
         taken.stack_pass_period_ns = Some(period_ns);
     }
-    let ran = attached(Some(&mut *p), pids, || workload.run(ops, true));
+    let stacks_only = matches!(pass, Pass::StacksOnly { .. });
+    let ran = attached_as(Some(&mut *p), pids, stacks_only, || workload.run(ops, true));
     if let Some(period_ns) = timed_period_ns {
         p.set_sample_period_ns(period_ns);
     }
@@ -625,9 +627,23 @@ fn attached<T>(
     pids: &[u32],
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    attached_as(probes, pids, false, f)
+}
+
+/// `attached`, with only what the stacks need where `stacks_only` (`Probes::attach_for_stacks`).
+fn attached_as<T>(
+    probes: Option<&mut Probes>,
+    pids: &[u32],
+    stacks_only: bool,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let Some(p) = probes else { return f() };
     p.set_gate_owners(pids)?;
-    p.attach()?;
+    if stacks_only {
+        p.attach_for_stacks()?;
+    } else {
+        p.attach()?;
+    }
     let out = f();
     p.detach();
     out

@@ -456,7 +456,7 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
 
     /// The fixture as lmbench prints it: fixed-width, columns under the rule's dashes.
     fn fixed_width() -> String {
-        crate::report::lmbench::render(&parse(FIXTURE, "fixture").unwrap())
+        crate::report::lmbench_summary::render(&parse(FIXTURE, "fixture").unwrap())
     }
 
     #[test]
@@ -533,7 +533,7 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
                 .unwrap();
             w.clean.truncate(kept);
         }
-        crate::report::lmbench::render(&results)
+        crate::report::lmbench_summary::render(&results)
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
             .collect::<Vec<_>>()
