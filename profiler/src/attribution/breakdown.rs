@@ -279,7 +279,7 @@ pub fn change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::fixtures::{row, sample_results};
+    use crate::results::fixtures::{accounting, row, sample_results};
 
     #[test]
     fn the_parts_add_up_to_the_whole_and_the_residual_is_outside_the_syscalls() {
@@ -327,16 +327,7 @@ mod tests {
     #[test]
     fn the_cpu_time_is_the_whole_where_it_was_measured_and_json_says_so() {
         let mut r = sample_results();
-        r.workloads[0].accounting = Some(crate::results::Accounting {
-            wall_ns_per_op: 4000.0,
-            on_cpu_ns_per_op: 4000.0,
-            off_cpu_runnable_ns_per_op: 0.0,
-            off_cpu_blocked_ns_per_op: 0.0,
-            user_ns_per_op: None,
-            kernel_ns_per_op: None,
-            probe_ns_per_op: None,
-            tasks: 1.0,
-        });
+        r.workloads[0].accounting = Some(accounting(4000.0, 0.0));
         r.derive_shares();
         let w = &r.workloads[0];
         assert_eq!(w.share_of, Some(ShareWhole::ProbedOpCpuTime));

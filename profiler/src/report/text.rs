@@ -291,7 +291,7 @@ fn corrected(r: &AttributionRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::fixtures::sample_results;
+    use crate::results::fixtures::{accounting, sample_results};
 
     #[test]
     fn shows_environment_and_probes() {
@@ -416,16 +416,7 @@ mod tests {
     #[test]
     fn with_the_op_s_cpu_time_measured_shares_and_residual_are_of_it() {
         let mut r = sample_results();
-        r.workloads[0].accounting = Some(crate::results::Accounting {
-            wall_ns_per_op: 10000.0,
-            on_cpu_ns_per_op: 6000.0,
-            off_cpu_runnable_ns_per_op: 0.0,
-            off_cpu_blocked_ns_per_op: 4000.0,
-            user_ns_per_op: None,
-            kernel_ns_per_op: None,
-            probe_ns_per_op: None,
-            tasks: 1.0,
-        });
+        r.workloads[0].accounting = Some(accounting(6000.0, 4000.0));
         let text = render(&r);
         assert!(text.contains("CPU share"), "{text}");
         // openat takes 3000 of the op's 6000 ns of CPU time, the hooks 400 + 100 inside it.

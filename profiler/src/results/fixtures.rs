@@ -1,9 +1,23 @@
 //! Results to test views and readers on: a run of two workloads, open_close probed with
 //! hooks and an LSM, build clean only.
 use super::{
-    AttributionRow, Environment, ExtraMetric, Family, PathKind, ProbeKind, ProbeRecord,
+    Accounting, AttributionRow, Environment, ExtraMetric, Family, PathKind, ProbeKind, ProbeRecord,
     ProbeReport, Refusal, Results, ShareWhole, Unit, WorkloadResult, SCHEMA_VERSION,
 };
+
+/// One task's accounting of an op: `on_cpu` ns on a CPU, `blocked` ns switched out asleep.
+pub(crate) fn accounting(on_cpu: f64, blocked: f64) -> Accounting {
+    Accounting {
+        wall_ns_per_op: on_cpu + blocked,
+        on_cpu_ns_per_op: on_cpu,
+        off_cpu_runnable_ns_per_op: 0.0,
+        off_cpu_blocked_ns_per_op: blocked,
+        user_ns_per_op: None,
+        kernel_ns_per_op: None,
+        probe_ns_per_op: None,
+        tasks: 1.0,
+    }
+}
 
 pub(crate) fn row(
     kind: PathKind,
