@@ -4,7 +4,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::{
-    ab, compare, history, import, inspect,
+    ab, calibrate_command, compare, history, hooks_command, import,
     probes::KERNEL_BTF_COMMAND,
     report,
     run::{self, stat},
@@ -51,9 +51,9 @@ pub enum Command {
     #[command(subcommand)]
     Import(import::ImportCommand),
     /// What can be probed on this kernel, and what the kernel refused and why.
-    Hooks(inspect::HooksArgs),
+    Hooks(hooks_command::HooksArgs),
     /// The probes' own cost on this kernel.
-    Calibrate(inspect::CalibrateArgs),
+    Calibrate(calibrate_command::CalibrateArgs),
     /// Live: time in syscalls, security hooks, LSM functions and task paths, per cgroup or
     /// command, each interval (a terminal view, JSON lines, an OpenMetrics endpoint).
     Top(Box<top::TopArgs>),

@@ -3,9 +3,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use hookprof::{
-    ab,
+    ab, calibrate_command,
     cli::{Cli, Command},
-    compare, exit, history, import, in_child, inspect, limits,
+    compare, exit, history, hooks_command, import, in_child, limits,
     probes::KernelBtf,
     report,
     run::{self, stat},
@@ -75,8 +75,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report::execute(&args),
         Command::Runs(args) => store::runs::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
-        Command::Hooks(args) => inspect::hooks(&args),
-        Command::Calibrate(args) => inspect::print_calibration(&args),
+        Command::Hooks(args) => hooks_command::hooks(&args),
+        Command::Calibrate(args) => calibrate_command::print_calibration(&args),
         Command::Top(args) => top::top(&args),
     };
     match result {
