@@ -136,7 +136,7 @@ fn fentry_on_a_bpf_lsm_function_turns_no_call_on() {
         "--probes",
         "syscalls,hooks",
         "--samples",
-        "1",
+        "2",
         "--min-sample-ms",
         "20",
     ]);
