@@ -12,12 +12,10 @@ use super::Results;
 use crate::stdio::WriteFailed;
 
 impl Results {
-    /// The results as JSON, each row's `share` the one the reports print (derived here, so
-    /// pooled or edited results say it too).
+    /// The results as JSON. A run's rows' `share` is derived once, as the run ends
+    /// (`derive_shares`), and a loaded file's as it is read.
     pub fn to_json(&self) -> String {
-        let mut results = self.clone();
-        results.derive_shares();
-        serde_json::to_string_pretty(&results).expect("results serialize")
+        serde_json::to_string_pretty(self).expect("results serialize")
     }
 }
 
