@@ -110,6 +110,23 @@ fn layout_of(dom: &str) -> &str {
         .unwrap_or("no layout check ran")
 }
 
+/// What the flame check (`FLAME_CHECK`) read of `page`'s flame graph in chromium: `name=rgb(..)`
+/// per function, `|`-separated. The page is written to `at` with the check before `</body>`.
+fn flame_check(chromium: &Path, page: &str, at: &Path) -> String {
+    std::fs::write(
+        at,
+        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
+    )
+    .unwrap();
+    let dir = at.parent().expect("a page in a directory");
+    let (dom, _) = render(chromium, at, dir);
+    dom.split("data-flame=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the flame check ran")
+        .to_string()
+}
+
 /// Renders `page` headless: the DOM after loading, and a screenshot.
 fn render(chromium: &Path, page: &Path, dir: &Path) -> (String, PathBuf) {
     let common = |c: &mut Command| {
@@ -450,18 +467,8 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
     let report = hookprof(&["report", &old, "--format", "html"]);
     assert!(report.status.success());
     let page = String::from_utf8(report.stdout).unwrap();
-    let checked = dir.path().join("flame.html");
-    std::fs::write(
-        &checked,
-        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
-    )
-    .unwrap();
-    let (dom, _) = render(&chromium, &checked, dir.path());
-    let flame = dom
-        .split("data-flame=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the flame check ran");
+    let flame = flame_check(&chromium, &page, &dir.path().join("flame.html"));
+    let flame = flame.as_str();
     let facts: Vec<&str> = flame.split('|').collect();
     // Hooks orange, AppArmor red, Landlock pink, the probe grey, user mode green, the rest sand.
     for expected in [
@@ -519,18 +526,8 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
     let compare = hookprof(&["compare", &old, &new, "--format", "html"]);
     let page = String::from_utf8(compare.stdout).unwrap();
     assert!(page.contains("Sampled kernel stacks, old to new"), "{page}");
-    let checked = dir.path().join("diff.html");
-    std::fs::write(
-        &checked,
-        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
-    )
-    .unwrap();
-    let (dom, _) = render(&chromium, &checked, dir.path());
-    let flame = dom
-        .split("data-flame=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap();
+    let flame = flame_check(&chromium, &page, &dir.path().join("diff.html"));
+    let flame = flame.as_str();
     let rgb = |name: &str| -> Vec<u32> {
         let f = flame
             .split('|')
@@ -566,18 +563,8 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
     let compare = hookprof(&["compare", &old, &again, "--format", "html"]);
     let page = String::from_utf8(compare.stdout).unwrap();
     assert!(page.contains("0 functions changed beyond chance"), "{page}");
-    let checked = dir.path().join("aa.html");
-    std::fs::write(
-        &checked,
-        page.replace("</body>", &format!("{FLAME_CHECK}</body>")),
-    )
-    .unwrap();
-    let (dom, _) = render(&chromium, &checked, dir.path());
-    let flame = dom
-        .split("data-flame=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap();
+    let flame = flame_check(&chromium, &page, &dir.path().join("aa.html"));
+    let flame = flame.as_str();
     for name in [
         "aa_file_perm",
         "[user]",
