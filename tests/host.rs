@@ -60,7 +60,7 @@ fn build_units_adds_three_execs_a_unit() {
         ])
     };
     let (two, five) = (build("2"), build("5"));
-    assert_eq!(five.options["build_units"], serde_json::json!(5));
+    assert_eq!(five.options.build_units, Some(5));
     let execs = |r: &hookprof::results::Results| workload(r, "build").events_per_op["exec"];
     assert_near(
         "exec events/op, 5 units - 2 units",
@@ -825,8 +825,8 @@ fn rounds_keep_their_samples_apart_and_compare_counts_rounds() {
         "--samples",
         "2",
     ]);
-    assert_eq!(r.options["rounds"], 3);
-    assert!(r.options["round_seed"].is_u64(), "{:?}", r.options);
+    assert_eq!(r.options.rounds, Some(3));
+    assert!(r.options.round_seed.is_some(), "{:?}", r.options);
     for w in &r.workloads {
         assert_eq!(w.round_sizes, [2, 2, 2], "{}", w.name);
         assert_eq!((w.clean.len(), w.probed.len()), (6, 6), "{}", w.name);

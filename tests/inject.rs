@@ -29,7 +29,7 @@ fn run_injected(args: &[&str], inject: &str) -> Results {
     assert!(status.success(), "{inject}: {status}: {}", run.stderr());
     run.assert_left_nothing(&before, &inject);
     let results = Results::load(&run.output()).expect("results file");
-    assert_eq!(results.options["inject"], serde_json::json!([inject]));
+    assert_eq!(results.options.inject, [inject]);
     results
 }
 
@@ -340,10 +340,7 @@ fn a_versus_run_pairs_its_variants_round_by_round() {
     );
     assert_eq!(v.variant, "versus");
     assert_eq!(v.versus_options, "--inject syscall:getppid=3000");
-    assert_eq!(
-        versus.options["inject"],
-        serde_json::json!(["syscall:getppid=3000"])
-    );
+    assert_eq!(versus.options.inject, ["syscall:getppid=3000"]);
     for name in ["null_call", "open_close"] {
         let rounds = |r: &Results| workload(r, name).round_sizes.clone();
         assert_eq!(rounds(&base), vec![3; 6], "{name}");

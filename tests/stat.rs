@@ -48,10 +48,7 @@ fn stat_attributes_a_forking_commands_whole_process_tree_per_run() {
     // processes was counted.
     let prepared = std::fs::read_to_string(&marks).unwrap();
     assert_eq!(prepared.lines().count(), 1 + 3 + 3, "{prepared}");
-    assert_eq!(
-        r.options["command"],
-        serde_json::json!(["/bin/sh", "-c", command])
-    );
+    assert_eq!(r.options.command, ["/bin/sh", "-c", command]);
 
     // The file is an ordinary results file: report reads it, compare pairs it with itself.
     let o = hookprof(&["report", out.to_str().unwrap()]);

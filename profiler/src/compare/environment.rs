@@ -13,7 +13,7 @@ type Field = (&'static str, fn(&Results) -> String);
 /// from before it was recorded) is not compared.
 const RUN_OPTIONS: &[Field] = &[
     ("inject", |r| {
-        let inject = r.run_options().inject;
+        let inject = &r.options.inject;
         match (r.records_run_options(), inject.is_empty()) {
             (false, _) => String::new(),
             (true, true) => "none".into(),
@@ -22,23 +22,26 @@ const RUN_OPTIONS: &[Field] = &[
     }),
     ("policy", Results::policy_summary),
     ("stack noop", |r| {
-        recorded(r, || match r.run_options().stack_noop {
+        recorded(r, || match r.options.stack_noop {
             true => "a no-op BPF LSM program on every hook".into(),
             false => "none".into(),
         })
     }),
     ("user", |r| {
         recorded(r, || {
-            r.run_options().user.unwrap_or_else(|| "the caller".into())
+            r.options
+                .user
+                .clone()
+                .unwrap_or_else(|| "the caller".into())
         })
     }),
     // Copies at once (`--parallel`): a hook's ns/call at N against 1 shows contention.
     ("parallel copies", |r| r.parallel().to_string()),
-    ("probes", |r| joined(&r.run_options().probes)),
-    ("hooks", |r| joined(&r.run_options().hooks)),
+    ("probes", |r| joined(&r.options.probes)),
+    ("hooks", |r| joined(&r.options.hooks)),
     // Each sample is an interrupt whose cost lands in the op it hits.
     ("stack sampling", |r| {
-        let o = r.run_options();
+        let o = &r.options;
         let rate = |hz: Option<u64>| hz.map_or("?".into(), |hz| format!("{hz} Hz"));
         match (o.sample_hz, o.stack_sample_hz) {
             (None, None) => String::new(),
@@ -51,7 +54,7 @@ const RUN_OPTIONS: &[Field] = &[
     }),
     // A deeper directory is a longer path walk in every open and stat.
     ("workloads' files in", |r| {
-        r.run_options().tmpdir.unwrap_or_default()
+        r.options.tmpdir.clone().unwrap_or_default()
     }),
     // A build of another tree size is other work, not a slower kernel.
     ("build units", |r| {

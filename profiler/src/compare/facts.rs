@@ -15,7 +15,7 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    results::{PathKind, Results, WorkloadResult},
+    results::{PathKind, Results, RunOptions, WorkloadResult},
     text::esc,
 };
 
@@ -181,12 +181,23 @@ fn judge(old: &[f64], new: &[f64]) -> Option<CountChange> {
     })
 }
 
-/// What differs in `key` between the option values of the two sides, if anything.
-fn option_difference(old: &[Results], new: &[Results], key: &str) -> Option<String> {
+/// A list option's name and how to read it from a file's options.
+type ListOption = (&'static str, fn(&RunOptions) -> &[String]);
+
+/// What differs in the option `name` (read by `field`) between the two sides, if anything.
+fn option_difference(
+    old: &[Results],
+    new: &[Results],
+    (name, field): ListOption,
+) -> Option<String> {
     let distinct = |side: &[Results]| -> Vec<String> {
         let mut values: Vec<String> = Vec::new();
-        for v in side.iter().filter_map(|r| r.options.get(key)) {
-            let v = v.as_str().map_or_else(|| v.to_string(), String::from);
+        for v in side
+            .iter()
+            .map(|r| field(&r.options))
+            .filter(|v| !v.is_empty())
+        {
+            let v = v.join(",");
             if !values.contains(&v) {
                 values.push(v);
             }
@@ -195,7 +206,7 @@ fn option_difference(old: &[Results], new: &[Results], key: &str) -> Option<Stri
     };
     let (o, n) = (distinct(old), distinct(new));
     (!o.is_empty() && !n.is_empty() && o != n)
-        .then(|| format!("--{key} {} -> {}", o.join(" | "), n.join(" | ")))
+        .then(|| format!("--{name} {} -> {}", o.join(" | "), n.join(" | ")))
 }
 
 /// The call-count differences of the workloads both sides probed, in the old side's order.
@@ -239,9 +250,10 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
             }
         }
     }
-    let selection: Vec<String> = ["hooks", "probes"]
-        .iter()
-        .filter_map(|key| option_difference(old, new, key))
+    let chosen: [ListOption; 2] = [("hooks", |o| &o.hooks), ("probes", |o| &o.probes)];
+    let selection: Vec<String> = chosen
+        .into_iter()
+        .filter_map(|option| option_difference(old, new, option))
         .collect();
     CallCounts {
         rule: format!(
@@ -496,9 +508,8 @@ mod tests {
     fn a_different_hook_selection_is_said() {
         let mut old = sample_results();
         let mut new = sample_results();
-        old.options
-            .insert("hooks".into(), serde_json::json!("default"));
-        new.options.insert("hooks".into(), serde_json::json!("all"));
+        old.options.hooks = vec!["default".into()];
+        new.options.hooks = vec!["all".into()];
         let c = call_counts(&[old], &[new]);
         let note = c.selection_note.unwrap();
         assert!(note.contains("--hooks default -> all"), "{note}");

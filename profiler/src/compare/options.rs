@@ -19,7 +19,7 @@ pub(super) fn note(
         for path in old
             .iter()
             .chain(new)
-            .flat_map(|r| r.run_options().injected_paths())
+            .flat_map(|r| r.options.injected_paths())
         {
             if calls(w, &path) && !injected.contains(&path) {
                 injected.push(path);

@@ -206,10 +206,11 @@ fn the_runs_own_spread_bounds_what_more_rounds_can_detect() {
 fn a_policy_on_one_side_is_a_run_option_difference() {
     let old = sample_results();
     let mut new = sample_results();
-    new.options.insert(
-        "policy".into(),
-        serde_json::json!([{ "kind": "landlock", "summary": "landlock (2 layers, 15 rules)" }]),
-    );
+    new.options.policy = vec![crate::results::PolicyRecord {
+        kind: "landlock".into(),
+        summary: "landlock (2 layers, 15 rules)".into(),
+        rules: serde_json::Value::Null,
+    }];
     let c = compare(&[old], &[new], &Criteria::default()).unwrap();
     let d = c.options.iter().find(|d| d.field == "policy").unwrap();
     assert_eq!(
@@ -265,7 +266,7 @@ fn another_build_tree_size_is_an_environment_difference() {
     let with_units = |units: Option<u64>, build: bool| {
         let mut r = sample_results();
         if let Some(u) = units {
-            r.options.insert("build_units".into(), serde_json::json!(u));
+            r.options.build_units = Some(u);
         }
         if !build {
             r.workloads.retain(|w| w.name != "build");
@@ -646,8 +647,7 @@ fn a_reference_that_moved_within_its_noise_still_bounds_what_the_machine_could_d
 fn a_run_with_an_injection_against_one_without_names_the_injection_first() {
     let old = rounds_file(&[5.0, 5.1, 4.95, 5.05], "old");
     let mut new = rounds_file(&[6.0, 6.1, 5.95, 6.05], "new");
-    new.options
-        .insert("inject".into(), serde_json::json!(["syscall:openat=1000"]));
+    new.options.inject = vec!["syscall:openat=1000".into()];
     let c = compare(std::slice::from_ref(&old), &[new], &Criteria::default()).unwrap();
     assert_eq!(c.options[0].field, "inject");
     let text = render_text(&c);

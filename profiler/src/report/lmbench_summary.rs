@@ -123,8 +123,8 @@ fn section_text(section: &Section, columns: &[&Column], results: &[Results]) -> 
 
 /// The OS column: what an imported summary said, else `Linux <release>` as lmbench prints it.
 fn os_of(r: &Results) -> String {
-    match r.options.get("lmbench_os").and_then(|v| v.as_str()) {
-        Some(os) => os.to_string(),
+    match &r.options.lmbench_os {
+        Some(os) => os.clone(),
         None => format!("Linux {}", r.environment.kernel_release),
     }
 }
@@ -135,8 +135,7 @@ fn run_cell(r: &Results, column: &Column, run: usize) -> String {
         Cell::Os => os_of(r),
         Cell::Mhz => r
             .options
-            .get("lmbench_mhz")
-            .and_then(|v| v.as_f64())
+            .lmbench_mhz
             .map(|mhz| format!("{mhz:.0}"))
             .unwrap_or_default(),
         Cell::Workload(name) | Cell::Repeat(name) => r

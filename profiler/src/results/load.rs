@@ -274,6 +274,25 @@ pub fn files_named(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_file_written_before_options_were_typed_reads_the_same_and_writes_back_whole() {
+        // A run's file from before the options were typed (nulls and all).
+        let old = include_str!("../../../fuzz/seeds/results/seed-null_call.json");
+        let r = Results::parse(old, "seed").unwrap();
+        assert_eq!(r.options.hooks, ["default"]);
+        assert_eq!(r.options.probes, ["syscalls"]);
+        assert_eq!(r.options.samples, Some(2));
+        assert_eq!(
+            r.options.workloads.as_deref(),
+            Some(&["null_call".to_string()][..])
+        );
+        assert_eq!((r.options.user.as_deref(), r.options.jobs), (None, None));
+        assert_eq!(r.options.loop_overhead_ns, Some(0.3952));
+        assert!(r.options.other.is_empty(), "{:?}", r.options.other);
+        let again = Results::parse(&r.to_json(), "written").unwrap();
+        assert_eq!(again, r);
+    }
+
     fn with_environment(environment: serde_json::Value) -> Results {
         let text = serde_json::json!({
             "schema_version": SCHEMA_VERSION,

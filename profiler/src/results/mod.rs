@@ -17,7 +17,7 @@ pub mod write;
 
 pub use destination::Destination;
 pub use load::{files_named, json_files, ResultsError};
-pub use options::RunOptions;
+pub use options::{PolicyRecord, RunOptions};
 pub use profile::*;
 pub use types::*;
 pub use write::{write_atomically, write_or_keep};

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::RunOptions;
+
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -19,9 +21,10 @@ pub struct Results {
     #[schemars(with = "String")]
     pub source: Source,
     pub environment: Environment,
-    /// The options the run was made with, as given (for the record, not re-read).
+    /// The options the run was made with (those a file leaves out were not given, or are
+    /// not known to its source).
     #[serde(default)]
-    pub options: BTreeMap<String, serde_json::Value>,
+    pub options: RunOptions,
     #[serde(default)]
     pub probes: ProbeReport,
     /// The probes' own cost, measured in the same run (absent when nothing could be timed).
@@ -47,9 +50,11 @@ pub struct Results {
 pub struct Pairing {
     /// The run both variants came from (the same in both files).
     pub run: String,
-    /// "base" (the run's own options) or "versus" (the options of `--versus`).
+    /// "base" (the run's own options) or "versus" (the options of `--versus`), or one value of
+    /// `run --sweep` (`seccomp-filters=4`): every value of a sweep is a variant of one run.
     pub variant: String,
-    /// The options that made each variant differ, as given: the base's and the versus'.
+    /// The options that made each variant differ, as given: the base's, and `--versus`'s (or
+    /// `--sweep`'s).
     pub base_options: String,
     pub versus_options: String,
 }
@@ -132,23 +137,13 @@ impl Results {
             .collect()
     }
 
-    /// How many copies of each workload ran at once (`--parallel`; 1 for older files and
-    /// imports).
-    pub fn parallel(&self) -> u64 {
-        self.options
-            .get("parallel")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(1)
-    }
-
     /// The translation units of the `build` workload's tree, if this run built it (older
     /// files: the default tree; imports built something else).
     pub fn build_units(&self) -> Option<u64> {
         let built = self.workloads.iter().any(|w| w.name == "build");
         (built && !self.samples_are_runs()).then(|| {
             self.options
-                .get("build_units")
-                .and_then(serde_json::Value::as_u64)
+                .build_units
                 .unwrap_or(DEFAULT_BUILD_UNITS as u64)
         })
     }
@@ -735,24 +730,4 @@ pub struct AttributionRow {
     /// out of its ns figures (None where sched_switch was not probed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu_ns_per_op: Option<f64>,
-}
-
-impl Results {
-    /// The `--policy` the workloads ran under, one summary per policy joined by "; ": "none"
-    /// for a hookprof run without one, "" when the source cannot say (imports).
-    pub fn policy_summary(&self) -> String {
-        let summaries: Vec<&str> = self
-            .options
-            .get("policy")
-            .and_then(|p| p.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.get("summary").and_then(|s| s.as_str()))
-            .collect();
-        match (summaries.is_empty(), self.source == Source::Hookprof) {
-            (false, _) => summaries.join("; "),
-            (true, true) => "none".into(),
-            (true, false) => String::new(),
-        }
-    }
 }

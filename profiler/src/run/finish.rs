@@ -3,10 +3,9 @@
 //! in the results store, and turned into the exit code (130 interrupted, 2 a workload failed
 //! or nothing measured). A `--versus` run finishes two results, one per variant, and prints
 //! their paired comparison.
-use std::{collections::BTreeMap, process::ExitCode};
+use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use serde_json::json;
 
 use super::{
     measure::{Engine, Overhead},
@@ -19,9 +18,13 @@ use crate::{
     peak_rss,
     policy::Policy,
     probes::{calibration::Calibration, Probes},
-    results::{write::print_or_keep, Destination, Environment, Results, SCHEMA_VERSION},
+    results::{
+        write::print_or_keep, Destination, Environment, PolicyRecord, Results, RunOptions,
+        SCHEMA_VERSION,
+    },
     stats::Criteria,
-    versus::{self, Variant, VersusOptions},
+    sweep::{report::Sweep, SweepSpec},
+    versus::{self, Variant},
 };
 
 /// The results before any workload is measured.
@@ -53,36 +56,50 @@ pub(super) fn begin(
     }
 }
 
-/// Each variant's results: the run's own alone, or with `--versus` the base and the versus
-/// variant, each recording its own policies and injections and the pairing of the two.
+/// Each variant's results: the run's own alone; with `--versus` the base and the versus
+/// variant; with `--sweep` one per value: each recording its own policies and injections and
+/// its place in the run (`pairing`), so `compare` pairs any two of them round by round.
 pub(super) fn variants_of(
     base: Results,
     variants: &[Variant],
-    versus: Option<&VersusOptions>,
+    session: &SessionArgs,
     run: u64,
 ) -> Vec<Results> {
-    let Some(versus) = versus else {
-        return vec![base];
+    let given = match (&session.versus, &session.sweep) {
+        (Some(versus), _) => versus.text().to_string(),
+        (None, Some(sweep)) => format!(
+            "--sweep {}={}",
+            sweep.name(),
+            sweep
+                .values
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        (None, None) => return vec![base],
     };
-    let base_options = versus::base_options(&variants[0].policies, &variants[0].inject);
+    let base_options = versus::base_options(&session.policy.policy, &variants[0].inject);
     variants
         .iter()
         .map(|v| {
             let mut r = base.clone();
-            r.options
-                .insert("policy".into(), json!(policy_records(&v.policies)));
-            r.options.insert(
-                "inject".into(),
-                json!(v.inject.iter().map(ToString::to_string).collect::<Vec<_>>()),
-            );
+            r.options.policy = policy_records(&v.policies);
+            r.options.inject = v.inject.iter().map(ToString::to_string).collect();
+            if let Some(copies) = v.copies {
+                r.options.parallel = Some(copies as u64);
+            }
+            r.options.scratch_depth = v.scratch_depth.map(|d| d as u64);
             r.pairing = Some(versus::pairing(
                 &format!("{run:016x}"),
                 v,
                 &base_options,
-                versus,
+                &given,
             ));
-            if v.name == "versus" {
-                r.label = format!("{} versus {}", r.label, versus.text());
+            match (&session.sweep, v.name.as_str()) {
+                (Some(_), name) => r.label = format!("{} {name}", r.label),
+                (None, "versus") => r.label = format!("{} versus {given}", r.label),
+                (None, _) => {}
             }
             r
         })
@@ -92,8 +109,10 @@ pub(super) fn variants_of(
 /// Where the finished results go.
 pub(super) struct Outputs {
     pub destination: Option<Destination>,
-    /// `--versus`'s second file.
-    pub versus_destination: Option<Destination>,
+    /// The files of the variants after the first (`--versus`, `--sweep`).
+    pub more_destinations: Vec<Destination>,
+    /// `--sweep`: what the variants are the values of.
+    pub sweep: Option<SweepSpec>,
     pub baseline: Option<baseline::Pending>,
     pub store: Option<crate::store::Pending>,
     pub format: Format,
@@ -123,10 +142,9 @@ pub(super) fn finish(
     // (a full disk, a reader gone, a hung-up terminal) loses nothing. A file that cannot be
     // written is kept elsewhere, and its error waits for the store.
     let mut written = Ok(());
-    for (results, destination) in variants
-        .iter()
-        .zip([outputs.destination, outputs.versus_destination])
-    {
+    let destinations =
+        std::iter::once(outputs.destination).chain(outputs.more_destinations.into_iter().map(Some));
+    for (results, destination) in variants.iter().zip(destinations) {
         if let Some(destination) = destination {
             let w = destination.write((results.to_json() + "\n").as_bytes());
             written = written.and(w);
@@ -149,8 +167,12 @@ pub(super) fn finish(
     }
     // With no file and no store, what is printed is the run's only copy.
     let only_copy = !in_file && !in_store;
-    match &variants[..] {
-        [base, versus] => print_comparison(base, versus, outputs.format)?,
+    match (&outputs.sweep, &variants[..]) {
+        (Some(sweep), _) => {
+            let swept = Sweep::of(sweep, &variants);
+            crate::stdio::print(output::render(&swept, outputs.format)?)?;
+        }
+        (None, [base, versus]) => print_comparison(base, versus, outputs.format)?,
         _ => print_results(&variants[0], outputs.format, report_to_stderr, only_copy)?,
     }
     if interrupted {
@@ -196,7 +218,7 @@ fn print_comparison(base: &Results, versus: &Results, format: Format) -> Result<
     Ok(())
 }
 
-fn policy_records(policies: &[Policy]) -> Vec<serde_json::Value> {
+fn policy_records(policies: &[Policy]) -> Vec<PolicyRecord> {
     policies.iter().map(Policy::record).collect()
 }
 
@@ -226,37 +248,26 @@ fn recorded_options(
     policies: &[Policy],
     engine: &Engine,
     round_seed: u64,
-) -> BTreeMap<String, serde_json::Value> {
+) -> RunOptions {
     let Overhead { clock, loop_ns } = engine.overhead;
-    [
-        ("rounds", json!(args.rounds)),
-        // The random workload order of each round follows from it.
-        ("round_seed", json!(round_seed)),
-        ("hooks", json!(args.hooks)),
-        ("probes", json!(args.probes)),
-        ("samples", json!(plan.sampling.samples)),
-        ("pin", json!(args.pin)),
-        ("parallel", json!(args.parallel)),
-        ("user", json!(args.user)),
-        (
-            "inject",
-            json!(args
-                .inject
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()),
-        ),
-        ("stack_noop", json!(args.stack_noop)),
-        ("sample_hz", json!(args.sample_hz)),
+    RunOptions {
+        rounds: Some(args.rounds),
+        round_seed: Some(round_seed),
+        hooks: args.hooks.clone(),
+        probes: args.probes.iter().map(|p| p.name().to_string()).collect(),
+        samples: Some(plan.sampling.samples as u64),
+        pin: args.pin.clone(),
+        parallel: Some(u64::from(args.parallel)),
+        user: args.user.clone(),
+        inject: args.inject.iter().map(ToString::to_string).collect(),
+        stack_noop: args.stack_noop,
+        sample_hz: Some(args.sample_hz),
         // Where the workloads' files are made: its depth is in every path walk they time.
-        ("tmpdir", json!(std::env::temp_dir())),
-        ("timeout_per_workload", json!(args.timeout_per_workload)),
-        ("policy", json!(policy_records(policies))),
-        ("clock_overhead_ns", json!(clock.as_nanos() as u64)),
-        ("loop_overhead_ns", json!(loop_ns)),
-    ]
-    .into_iter()
-    .chain(plan.recorded.iter().cloned())
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+        tmpdir: Some(std::env::temp_dir().display().to_string()),
+        timeout_per_workload: Some(args.timeout_per_workload),
+        policy: policy_records(policies),
+        clock_overhead_ns: Some(clock.as_nanos() as u64),
+        loop_overhead_ns: Some(loop_ns),
+        ..plan.recorded.clone()
+    }
 }

@@ -17,7 +17,6 @@ pub mod stat;
 use std::{process::ExitCode, time::Duration};
 
 use anyhow::Result;
-use serde_json::json;
 
 pub use self::args::{
     CommonMeasureArgs, MeasureArgs, PolicyArgs, ProbeChoice, RunArgs, SessionArgs,
@@ -30,6 +29,7 @@ use self::{
 };
 use crate::{
     other_probes,
+    results::RunOptions,
     runner::Wait,
     workloads::{self, WorkloadSetup, WorkloadSpec},
 };
@@ -54,7 +54,7 @@ pub struct Plan {
     pub setup: WorkloadSetup,
     /// The options that chose the work (`run`'s workloads, `stat`'s command), as the results
     /// record them beside the options both share.
-    pub recorded: Vec<(&'static str, serde_json::Value)>,
+    pub recorded: RunOptions,
 }
 
 pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
@@ -78,16 +78,14 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             build_units: args.build_units.map(|u| u as usize),
             ..WorkloadSetup::default()
         },
-        recorded: [
-            ("suite", json!(format!("{:?}", args.suite).to_lowercase())),
-            ("workloads", json!(args.workloads)),
-            ("min_sample_ms", json!(args.min_sample_ms)),
-            ("jobs", json!(args.jobs)),
-            ("build_units", json!(args.build_units)),
-        ]
-        .into_iter()
-        .chain(args.stack_passes.recorded())
-        .collect(),
+        recorded: RunOptions {
+            suite: Some(format!("{:?}", args.suite).to_lowercase()),
+            workloads: args.workloads.clone(),
+            min_sample_ms: Some(args.min_sample_ms),
+            jobs: args.jobs.map(|j| j as u64),
+            build_units: args.build_units.map(u64::from),
+            ..args.stack_passes.recorded()
+        },
     };
     measure_plan(&run_args.session, &args.common, &plan)
 }
@@ -139,7 +137,7 @@ pub fn measure_plan(
     let loaded = (probes.probes.as_ref(), probes.calibration.take());
     let results = finish::begin(session, args, plan, environment, loaded, &engine, rounds);
     let variants = &checked.variants;
-    let mut results = finish::variants_of(results, variants, session.versus.as_ref(), rounds.seed);
+    let mut results = finish::variants_of(results, variants, session, rounds.seed);
     let work = Work {
         specs: &plan.specs,
         variants,
@@ -189,7 +187,8 @@ pub fn measure_plan(
     probes.unload_into(&mut results)?;
     let outputs = Outputs {
         destination: checked.destination,
-        versus_destination: checked.versus_destination,
+        more_destinations: checked.more_destinations,
+        sweep: session.sweep.clone(),
         baseline: checked.baseline,
         store: checked.store,
         format: session.format,

@@ -6,12 +6,14 @@
 use std::{process::ExitCode, time::Duration};
 
 use anyhow::Result;
-use serde_json::json;
 
 use super::{
     args::StackPassArgs, measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs,
 };
-use crate::workloads::{command::CommandLine, WorkloadSetup};
+use crate::{
+    results::RunOptions,
+    workloads::{command::CommandLine, WorkloadSetup},
+};
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
@@ -55,25 +57,13 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             stacks_per_round,
             stack_pass_period_ns,
         },
-        recorded: vec![
+        recorded: RunOptions {
             // A URL's password in the command is recorded masked, as on the command line.
-            (
-                "command",
-                json!(command
-                    .argv
-                    .iter()
-                    .map(|a| without_passwords(a))
-                    .collect::<Vec<_>>()),
-            ),
-            (
-                "prepare",
-                json!(command.prepare.as_deref().map(without_passwords)),
-            ),
-            ("warmup", json!(args.warmup)),
-        ]
-        .into_iter()
-        .chain(args.stack_passes.recorded())
-        .collect(),
+            command: command.argv.iter().map(|a| without_passwords(a)).collect(),
+            prepare: command.prepare.as_deref().map(without_passwords),
+            warmup: Some(u64::from(args.warmup)),
+            ..args.stack_passes.recorded()
+        },
         setup: WorkloadSetup {
             command: Some(command),
             ..WorkloadSetup::default()

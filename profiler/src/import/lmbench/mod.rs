@@ -194,10 +194,8 @@ fn into_results(configs: Vec<Config>) -> Vec<Results> {
                 c.os.split_once(' ')
                     .map_or(c.os.as_str(), |(_, release)| release)
                     .to_string();
-            r.options.insert("lmbench_os".into(), c.os.clone().into());
-            if let Some(mhz) = c.mhz {
-                r.options.insert("lmbench_mhz".into(), mhz.into());
-            }
+            r.options.lmbench_os = Some(c.os.clone());
+            r.options.lmbench_mhz = c.mhz;
             r.workloads = SECTIONS
                 .iter()
                 .flat_map(|s| s.columns.iter().map(move |col| (s, col)))
@@ -247,7 +245,7 @@ mod tests {
         let base = &results[0];
         assert_eq!(base.workload("mem_l2").unwrap().clean[4], 44.5);
         assert_eq!(base.workload("ctx_2p_0k").unwrap().clean[0], 1.16);
-        assert_eq!(base.options["lmbench_mhz"], 866.0);
+        assert_eq!(base.options.lmbench_mhz, Some(866.0));
     }
 
     const ALIGNED: &str = "\
@@ -320,7 +318,7 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
         // Rand mem (90.2) is not main memory latency.
         assert_eq!(r.workload("mem_main").unwrap().clean, [60.1]);
         assert_eq!(r.workload("mem_rand").unwrap().clean, [90.2]);
-        assert_eq!(r.options["lmbench_mhz"], 2400.0);
+        assert_eq!(r.options.lmbench_mhz, Some(2400.0));
     }
 
     #[test]
