@@ -42,18 +42,18 @@ pub type GetppidLoop<'a> = dyn FnMut(u32, bool) -> Result<f64> + 'a;
 
 /// The function behind getppid(2): the syscall wrapper of x86_64 or arm64 where BTF has one,
 /// else the generic function.
-pub(super) const CALIBRATION_FUNCTIONS: &[&str] = &[
+pub(crate) const CALIBRATION_FUNCTIONS: &[&str] = &[
     "__x64_sys_getppid",
     "__arm64_sys_getppid",
     "__do_sys_getppid",
     "sys_getppid",
 ];
-pub(super) const ROUNDS: usize = 7;
+pub(crate) const ROUNDS: usize = 7;
 /// How long one mode's loop lasts with nothing attached.
-pub(super) const LOOP_TIME: Duration = Duration::from_millis(10);
+pub(crate) const LOOP_TIME: Duration = Duration::from_millis(10);
 
 /// Programs on sys_enter/sys_exit.
-pub(super) const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
+pub(crate) const SYSCALL_PAIR: [&str; 2] = ["sys_enter", "sys_exit"];
 pub const EMPTY_SYSCALL_PAIR: [&str; 2] = ["empty_sys_enter", "empty_sys_exit"];
 pub const EMPTY_PAIR: [&str; 2] = ["empty_enter", "empty_exit"];
 /// Programs that each make one of a timed pair's helper calls (the statistics pass only): the
@@ -118,8 +118,8 @@ pub fn calibrate(
     let pair_loaded = probes
         .load_pair(CALIBRATION_SLOT, &Target::top(function), false)
         .is_ok()
-        && probes.load_empty_pair(function)
-        && probes.load_pair_parts(function);
+        && load_empty_pair(probes, function)
+        && load_pair_parts(probes, function);
     if !pair_loaded {
         cal.refused = probes
             .refused
@@ -226,34 +226,32 @@ fn run_mode(
     t
 }
 
-impl Probes {
-    /// Loads the empty fentry/fexit pair on `function`; false if the kernel refused it.
-    fn load_empty_pair(&mut self, function: &str) -> bool {
-        let entry = self.load_fentry("empty_enter", function);
-        if !self.record("empty_enter", Kind::FEntry, function, entry) {
-            return false;
-        }
-        let exit = self.load_fexit("empty_exit", function);
-        self.record("empty_exit", Kind::FExit, function, exit)
+/// Loads the empty fentry/fexit pair on `function`; false if the kernel refused it.
+fn load_empty_pair(probes: &mut Probes, function: &str) -> bool {
+    let entry = probes.load_fentry("empty_enter", function);
+    if !probes.record("empty_enter", Kind::FEntry, function, entry) {
+        return false;
     }
+    let exit = probes.load_fexit("empty_exit", function);
+    probes.record("empty_exit", Kind::FExit, function, exit)
+}
 
-    /// Loads the pair's parts and the clock pair's exit on `function`; false if the kernel
-    /// refused one.
-    fn load_pair_parts(&mut self, function: &str) -> bool {
-        let entries = PAIR_PARTS.iter().all(|part| {
-            let loaded = self.load_fentry(part, function);
-            self.record(part, Kind::FEntry, function, loaded)
-        });
-        let exit = CLOCK_PAIR[1];
-        entries && {
-            let loaded = self.load_fexit(exit, function);
-            self.record(exit, Kind::FExit, function, loaded)
-        }
+/// Loads the pair's parts and the clock pair's exit on `function`; false if the kernel
+/// refused one.
+fn load_pair_parts(probes: &mut Probes, function: &str) -> bool {
+    let entries = PAIR_PARTS.iter().all(|part| {
+        let loaded = probes.load_fentry(part, function);
+        probes.record(part, Kind::FEntry, function, loaded)
+    });
+    let exit = CLOCK_PAIR[1];
+    entries && {
+        let loaded = probes.load_fexit(exit, function);
+        probes.record(exit, Kind::FExit, function, loaded)
     }
 }
 
 /// Enough getppid calls to last `target` with nothing attached (lmbench-style doubling).
-pub(super) fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
+pub(crate) fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Result<u32> {
     let mut calls = 1000u32;
     loop {
         let ns_per_call = getppid_loop(calls, false)?;
@@ -264,7 +262,7 @@ pub(super) fn calls_for(target: Duration, getppid_loop: &mut GetppidLoop) -> Res
     }
 }
 
-pub(super) fn median(xs: &mut [f64]) -> f64 {
+pub(crate) fn median(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }

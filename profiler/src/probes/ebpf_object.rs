@@ -15,9 +15,9 @@ use anyhow::{Context, Result};
 use aya::{Ebpf, EbpfLoader};
 
 use super::{
-    aggregate::Globals,
     btf::TaskLayout,
     features::{self, Features, HASH_STATE_TASKS},
+    scope_globals::Globals,
 };
 
 /// Which build of the object to load.

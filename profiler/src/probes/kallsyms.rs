@@ -130,8 +130,9 @@ fn text_symbol(line: &str) -> Option<(u64, &str)> {
 }
 
 /// Every text symbol at one moment, sorted by address, for a reader that names new addresses
-/// every interval (`top`): one pass over the file, then a binary search per address, where
-/// `resolve` would read the whole file again each time. About 4 MB for ~100,000 symbols.
+/// again and again (`top` every interval, `run` after each pass for the stacks alone): one
+/// pass over the file, then a binary search per address, where `resolve` would read the whole
+/// file again each time. About 4 MB for ~100,000 symbols.
 pub struct SymbolTable {
     /// (start, where its name begins in `names`, its length), by start.
     symbols: Vec<(u64, u32, u32)>,

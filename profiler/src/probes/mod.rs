@@ -1,71 +1,70 @@
-//! hookprof's eBPF object on the user side: `load` loads it and its programs (recording what
-//! the kernel refuses), `attach` attaches and detaches them through owned links, `snapshot`
-//! reads what they counted. Around them: the hook catalog from BTF, program selection, the
-//! ground-truth LSM programs and calibration; `aggregate` is `top`'s scope and its tallies,
-//! `top_calibration` what top's probes cost.
-mod aggregate;
-mod attach;
+//! hookprof's eBPF object on the user side, cut as aya cuts programs: one file per program
+//! family, each loading and attaching its own (`syscall_tracepoints`, `task_tracepoints`,
+//! `function_pairs`, `cpu_sampler`, `lsm`; `syscall_injection` in an instance of the object of
+//! its own), and here the lifecycle they share: `Probes::load` loads the object and calls each
+//! family's loader (what the kernel refuses is recorded), `attach` attaches through owned links,
+//! `detach` (or dropping `Probes`) detaches, `snapshot` reads what they counted. Around them: the
+//! hook catalog from BTF, program selection, the scope in the object's globals
+//! (`scope_globals`) and the calibration of the probes' own cost. Nothing here knows its callers:
+//! `top` reads its tallies through `aggregate_map` and borrows the calibration pair through
+//! `with_calibration_pair`.
 mod btf;
 pub mod calibration;
 pub mod catalog;
+mod cpu_sampler;
 mod ebpf_object;
 pub mod features;
+mod function_pairs;
 pub mod kallsyms;
-mod load;
 mod lsm;
 pub mod refusal;
+mod scope_globals;
 pub mod selection;
 mod snapshot;
-mod stacks;
 mod syscall_injection;
-pub mod top_calibration;
+mod syscall_tracepoints;
+mod task_tracepoints;
 
 use anyhow::{Context, Result};
-use aya::{programs::links::FdLink, Ebpf};
-use profiler_common::HOOK_SLOTS;
+use aya::{
+    maps::{MapData, PerCpuHashMap},
+    programs::{links::FdLink, ProgramError},
+    Ebpf,
+};
+use profiler_common::{AggregateKey, Tally, HOOK_SLOTS};
 
 /// Index of the BPF LSM program run counter in `Snapshot::events`.
 pub const LSM_RUNS_EVENT: usize = profiler_common::event::LSM_RUNS as usize;
 
 /// Slots a run may use; the last one is kept for calibration.
 pub const USER_SLOTS: usize = HOOK_SLOTS as usize - 1;
-const CALIBRATION_SLOT: usize = USER_SLOTS;
+pub(crate) const CALIBRATION_SLOT: usize = USER_SLOTS;
 
-use self::calibration::Correction;
 pub use self::{
-    aggregate::{GroupBy, Scope},
     btf::{KernelBtf, TaskLayout, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
     catalog::Target,
+    cpu_sampler::RawSample,
     features::Features,
-    load::pair_refusals,
+    function_pairs::pair_refusals,
     lsm::lsm_hook_of,
     refusal::reason,
+    scope_globals::{GroupBy, Scope},
     snapshot::{tally_since, tally_sum, Delta, Snapshot},
-    stacks::RawSample,
     syscall_injection::{GateOwners, SyscallInjection},
+};
+use self::{
+    calibration::{Correction, CALIBRATION_FUNCTIONS},
+    ebpf_object::Object,
+    function_pairs::trampolines_reattach,
+    scope_globals::Globals,
+    syscall_tracepoints::SCOPE_PROGRAM,
 };
 use crate::results::{ProbeKind as Kind, ProbeRecord, ProbeReport, Refusal};
 
-/// Makes `tgids` the only entries of a `GATE_OWNERS` map (of any instance of the object).
-fn replace_gate_owners<T: std::borrow::BorrowMut<aya::maps::MapData>>(
-    owners: &mut aya::maps::HashMap<T, u32, u8>,
-    tgids: &[u32],
-) -> Result<()> {
-    anyhow::ensure!(
-        tgids.len() <= profiler_common::MAX_GATE_OWNERS as usize,
-        "{} runners, at most {} can own the gate",
-        tgids.len(),
-        profiler_common::MAX_GATE_OWNERS
-    );
-    let old: Vec<u32> = owners.keys().collect::<Result<_, _>>()?;
-    for tgid in old.iter().filter(|t| !tgids.contains(t)) {
-        owners.remove(tgid).context("unset a gate owner")?;
-    }
-    for &tgid in tgids {
-        owners.insert(tgid, 1, 0).context("set a gate owner")?;
-    }
-    Ok(())
-}
+/// The function through which a kernel turns a BPF LSM hook's call on when a BPF LSM program
+/// attaches, and off when the last goes (Linux 6.12); before it every hook's `bpf_lsm_*`
+/// function was called always.
+const BPF_LSM_TOGGLE: &str = "security_toggle_hook";
 
 /// What to probe.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -129,7 +128,7 @@ struct Attachment {
     /// Owned: dropping it detaches the program.
     link: Option<OwnedLink>,
     /// It has been attached before (a trampoline program may need loading again first: see
-    /// `attach::trampolines_reattach`).
+    /// `function_pairs::trampolines_reattach`).
     attached_before: bool,
 }
 
@@ -172,27 +171,203 @@ pub struct Probes {
 }
 
 impl Probes {
-    /// Makes `tgids` (the runners, one per parallel copy) the only processes whose gate calls
-    /// open and close tracking windows; until then nobody's do.
-    pub fn set_gate_owners(&mut self, tgids: &[u32]) -> Result<()> {
-        let mut owners: aya::maps::HashMap<_, u32, u8> = aya::maps::HashMap::try_from(
+    /// Loads every program of the plan; refusals are recorded, not fatal.
+    pub fn load(plan: &ProbePlan, kernel: &KernelBtf) -> Result<Probes> {
+        Probes::load_scoped(plan, kernel, &Scope::Gate, GroupBy::Cgroup)
+    }
+
+    /// As `load`, counting the tasks of `scope` (`top`), with tallies grouped `by`.
+    pub fn load_scoped(
+        plan: &ProbePlan,
+        kernel: &KernelBtf,
+        scope: &Scope,
+        by: GroupBy,
+    ) -> Result<Probes> {
+        raise_memlock_limit();
+        raise_open_files_limit();
+        let object = if plan.needs_slots() {
+            Object::AllSlots
+        } else {
+            Object::CalibrationSlotOnly
+        };
+        let layout = kernel.layout();
+        let ebpf =
+            ebpf_object::load_object(object, Globals::new(scope, by), plan.entries_only, &layout)?;
+        let btf = ebpf_object::aya_btf()?;
+        let mut probes = Probes {
+            ebpf,
+            attachments: Vec::new(),
+            hooks: Vec::new(),
+            refused: Vec::new(),
+            lsm_programs: Vec::new(),
+            focus: None,
+            btf,
+            correction: None,
+            trampolines_refused: plan.trampolines_refused,
+            sample_period_ns: plan.stacks.unwrap_or(0),
+            layout,
+            getppid_function: CALIBRATION_FUNCTIONS
+                .iter()
+                .find(|f| kernel.has_function(f))
+                .map(|f| f.to_string()),
+            bpf_lsm_on_demand: kernel.has_function(BPF_LSM_TOGGLE),
+        };
+        if plan.syscalls {
+            probes.load_syscalls();
+        }
+        probes.load_task_tracepoints(plan)?;
+        if plan.stacks.is_some() {
+            probes.load_stacks();
+            if plan.syscalls {
+                probes.load_scope_gate()?;
+            }
+        }
+        probes.load_functions(&plan.functions, plan.entries_only, kernel)?;
+        Ok(probes)
+    }
+
+    fn record(
+        &mut self,
+        program: &str,
+        kind: Kind,
+        target: &str,
+        result: Result<(), ProgramError>,
+    ) -> bool {
+        match result {
+            Ok(()) => {
+                self.attachments.push(Attachment {
+                    program: program.into(),
+                    kind,
+                    target: target.into(),
+                    link: None,
+                    attached_before: false,
+                });
+                true
+            }
+            Err(e) => {
+                self.refused.push(refusal::refusal(kind, target, &e));
+                false
+            }
+        }
+    }
+
+    /// Attaches every loaded program, of the timed functions only those in focus (a no-op for
+    /// programs already attached).
+    pub fn attach(&mut self) -> Result<()> {
+        let focus = self.focus.take();
+        let attached = self.attach_where(|a| {
+            a.program != SCOPE_PROGRAM
+                && (!matches!(a.kind, Kind::FEntry | Kind::FExit)
+                    || focus.as_ref().is_none_or(|f| f.contains(&a.target)))
+        });
+        self.focus = focus;
+        attached
+    }
+
+    /// Attaches only the named programs (calibration compares subsets). The list keeps its
+    /// order, so calibration can drop what it added from the end.
+    pub(crate) fn attach_only(&mut self, programs: &[&str]) -> Result<()> {
+        self.attach_where(|a| programs.contains(&a.program.as_str()))
+    }
+
+    fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
+        if self.attachments.iter().all(|a| a.link.is_none()) {
+            self.start_window()?;
+        }
+        let reattach_needs_reload =
+            self.attachments.iter().any(|a| {
+                a.link.is_none()
+                    && a.attached_before
+                    && matches!(a.kind, Kind::FEntry | Kind::FExit)
+                    && chosen(a)
+            }) && !trampolines_reattach(self.btf, &self.layout, self.getppid_function.as_deref());
+        let mut unattachable: Vec<Refusal> = Vec::new();
+        let mut timed_attached = false;
+        let mut sampling_refused: Option<Refusal> = None;
+        for a in &mut self.attachments {
+            if a.link.is_some() || !chosen(a) {
+                continue;
+            }
+            let program = self
+                .ebpf
+                .program_mut(&a.program)
+                .with_context(|| format!("program {} vanished", a.program))?;
+            let timed = matches!(a.kind, Kind::FEntry | Kind::FExit);
+            let reload = reattach_needs_reload && a.attached_before;
+            match attach_one(
+                program,
+                a,
+                self.sample_period_ns,
+                reload.then_some(self.btf),
+            ) {
+                Ok(link) => {
+                    a.link = Some(link);
+                    a.attached_before = true;
+                    timed_attached |= timed;
+                }
+                // A function can be in BTF and load, yet not attach (an __init function the
+                // kernel has freed): its pair is refused and the rest go on.
+                Err(e) if timed => unattachable.push(refusal::refusal(a.kind, &a.target, &e)),
+                // Sampling is one probe kind among others: where the kernel will not open
+                // a cpu-clock event for it, the run goes on without stacks.
+                Err(e) if a.kind == Kind::PerfEvent => {
+                    sampling_refused
+                        .get_or_insert_with(|| refusal::refusal(a.kind, "cpu-clock", &e));
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("attach {} {}", a.kind.name(), a.target))
+                }
+            }
+        }
+        // Where none attaches, the kernel attaches no trampoline to its functions at all
+        // (programs load; only the attach needs ftrace's direct calls): not one function's fate.
+        let why = match (timed_attached, cfg!(target_arch = "aarch64")) {
+            (true, _) => "loads but does not attach (code the kernel freed after boot?)",
+            (false, true) => {
+                "loads but no function attaches: this arm64 kernel has no ftrace direct calls \
+                 for BPF trampolines (Linux 6.4 added them)"
+            }
+            (false, false) => "loads but no function attaches",
+        };
+        for mut refusal in unattachable {
+            refusal.reason = format!("{why}: {}", refusal.reason);
+            self.drop_function(refusal);
+        }
+        if let Some(refusal) = sampling_refused {
+            eprintln!(
+                "hookprof: perf_event refused on cpu-clock: {}; no stacks are sampled",
+                refusal.reason
+            );
+            self.attachments.retain(|a| a.kind != Kind::PerfEvent);
+            self.refused.push(refusal);
+        }
+        Ok(())
+    }
+
+    /// Tells the programs when this attach window began: a call entered before it (in an
+    /// earlier window, or while nothing was attached) is counted when it returns, never timed.
+    fn start_window(&mut self) -> Result<()> {
+        let mut start: aya::maps::Array<_, u64> = aya::maps::Array::try_from(
             self.ebpf
-                .map_mut("GATE_OWNERS")
-                .context("no GATE_OWNERS map")?,
+                .map_mut("WINDOW_START")
+                .context("no WINDOW_START map")?,
         )?;
-        replace_gate_owners(&mut owners, tgids)
+        // CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
+        start
+            .set(0, crate::clock::monotonic_ns(), 0)
+            .context("set the window start")
+    }
+
+    /// Detaches every attached program; they stay loaded for the next attach.
+    pub fn detach(&mut self) {
+        for a in &mut self.attachments {
+            a.link = None;
+        }
     }
 
     /// Records refusals met elsewhere (the discovery pass's), so the run's report has them.
     pub fn add_refusals(&mut self, refused: impl IntoIterator<Item = Refusal>) {
         self.refused.extend(refused);
-    }
-
-    /// The id of a loaded program that writes the probes' log (the syscall entry, which also
-    /// holds the gate): aya-log finds the object's log buffer through it.
-    pub fn logging_program_id(&self) -> Option<u32> {
-        let loaded = self.attachments.iter().any(|a| a.program == "sys_enter");
-        loaded.then(|| self.ebpf.program("sys_enter")?.info().ok().map(|i| i.id()))?
     }
 
     /// Whether this kernel calls a BPF LSM function (`bpf_lsm_*`) only while a BPF LSM
@@ -202,43 +377,29 @@ impl Probes {
         self.bpf_lsm_on_demand
     }
 
-    /// True if the syscall programs (which also carry the scope gate) are loaded.
-    pub fn scoping_works(&self) -> bool {
-        ["sys_enter", "sys_exit"]
-            .iter()
-            .all(|p| self.attachments.iter().any(|a| a.program == *p))
+    /// The map in which the programs add up each (group, path) tally (`top` reads it).
+    pub(crate) fn aggregate_map(&self) -> Result<PerCpuHashMap<&MapData, AggregateKey, Tally>> {
+        Ok(PerCpuHashMap::try_from(
+            self.ebpf.map("AGGREGATE").context("no AGGREGATE map")?,
+        )?)
+    }
+
+    /// The same map, to remove tallies from.
+    pub(crate) fn aggregate_map_mut(
+        &mut self,
+    ) -> Result<PerCpuHashMap<&mut MapData, AggregateKey, Tally>> {
+        Ok(PerCpuHashMap::try_from(
+            self.ebpf.map_mut("AGGREGATE").context("no AGGREGATE map")?,
+        )?)
     }
 
     pub fn snapshot(&self) -> Result<Snapshot> {
         Snapshot::read(&self.ebpf, self.hooks.len() as u32)
     }
 
-    /// True if sched_switch is loaded: each tracked task's time on and off a CPU is known.
-    pub fn waits_measured(&self) -> bool {
-        self.attachments
-            .iter()
-            .any(|a| a.kind == Kind::TpBtf && a.target == "sched_switch")
-    }
-
     /// What corrected figures take out of each timed duration (None until calibrated).
     pub fn correction(&self) -> Option<Correction> {
         self.correction
-    }
-
-    /// Timed functions by slot (None for a slot whose pair was refused).
-    pub fn hook_functions(&self) -> &[Option<Target>] {
-        &self.hooks
-    }
-
-    /// The functions `attach` times now, by slot: those in focus (None for the other slots).
-    pub fn focused_functions(&self) -> Vec<Option<Target>> {
-        self.hooks
-            .iter()
-            .map(|slot| {
-                slot.clone()
-                    .filter(|t| self.focus.as_ref().is_none_or(|f| f.contains(&t.function)))
-            })
-            .collect()
     }
 
     pub fn report(&self) -> ProbeReport {
@@ -254,4 +415,50 @@ impl Probes {
             refused: self.refused.clone(),
         }
     }
+}
+
+/// Attaches `program` where `a` says, and takes the link from aya: the caller owns it. With
+/// `reload` (the kernel's BTF), a trampoline program is loaded anew first.
+fn attach_one(
+    program: &mut aya::programs::Program,
+    a: &Attachment,
+    sample_period_ns: u64,
+    reload: Option<&aya::Btf>,
+) -> Result<OwnedLink, ProgramError> {
+    Ok(match a.kind {
+        Kind::PerfEvent => cpu_sampler::attach_cpu_clock(program, &a.target, sample_period_ns)?,
+        Kind::RawTracepoint => syscall_tracepoints::attach_raw_tracepoint(program, &a.target)?,
+        Kind::TpBtf => task_tracepoints::attach_tp_btf(program)?,
+        Kind::FEntry => function_pairs::attach_fentry(program, &a.target, reload)?,
+        Kind::FExit => function_pairs::attach_fexit(program, &a.target, reload)?,
+        // BPF LSM programs are `attach_lsm`'s, kept apart from the attachments.
+        Kind::Lsm => unreachable!("a BPF LSM program among the attachments"),
+    })
+}
+
+/// Every loaded program and every link is an fd: a full set of slots needs over 1,500.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid rlimit; if raising fails, loads past the
+    // soft limit are refused with EMFILE and reported as such.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+fn raise_memlock_limit() {
+    let limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: a valid rlimit; failure only matters on old kernels, where load reports it.
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) };
 }

@@ -19,10 +19,11 @@ use aya::{
 use profiler_common::SyscallInjectConfig;
 
 use super::{
-    aggregate::{Globals, GroupBy, Scope},
     ebpf_object::{self, Object},
-    load::FREE_PROGRAM,
-    replace_gate_owners, Features, Snapshot, TaskLayout,
+    scope_globals::{Globals, GroupBy, Scope},
+    syscall_tracepoints::replace_gate_owners,
+    task_tracepoints::FREE_PROGRAM,
+    Features, Snapshot, TaskLayout,
 };
 use crate::{injection::InjectedSyscall, results::SyscallInjectionRecord};
 

@@ -6,9 +6,9 @@ use super::{
     sampled::{SampledInterval, SampledRow},
 };
 use crate::{
-    probes::top_calibration::ProbeCost,
     report::figures::Scale,
     results::{PathKind, Unit},
+    top::probe_cost::ProbeCost,
 };
 
 /// The line above each interval's table.

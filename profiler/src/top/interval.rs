@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use crate::{
     attribution::{function_kind, syscall_name},
-    probes::{tally_since, top_calibration::ProbeCost, GroupBy, Target},
+    probes::{tally_since, GroupBy, Target},
     results::PathKind,
+    top::probe_cost::ProbeCost,
 };
 
 /// The aggregate's cumulative tallies at one moment.

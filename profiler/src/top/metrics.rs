@@ -17,10 +17,7 @@ use prometheus_client::{
 };
 
 use super::{interval::Row, sampled::SampledInterval};
-use crate::{
-    probes::{top_calibration::ProbeCost, GroupBy},
-    results::PathKind,
-};
+use crate::{probes::GroupBy, results::PathKind, top::probe_cost::ProbeCost};
 
 /// A series' labels: group, kind, path, hook (parent), LSM.
 type Labels = (String, PathKind, String, Option<String>, Option<String>);

@@ -5,10 +5,12 @@
 //! Stages: scope and output checked -> probes loaded -> their own cost calibrated -> probes
 //! attached -> intervals until a count, Ctrl-C or SIGTERM -> probes detached -> the recording
 //! written.
+mod aggregate;
 mod cells;
 mod endpoint;
 mod interval;
 mod metrics;
+mod probe_cost;
 mod sampled;
 mod scope;
 mod tui;
@@ -28,6 +30,7 @@ use self::{
     endpoint::Endpoint,
     interval::{Interval, Reading},
     metrics::Totals,
+    probe_cost::{Loop, ProbeCost},
     scope::GroupNames,
     view::View,
 };
@@ -37,7 +40,6 @@ use crate::{
     probes::{
         catalog::Target,
         selection::{self, Selection},
-        top_calibration::{self, Loop, ProbeCost},
         GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
     },
     results::destination::Destination,
@@ -193,7 +195,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     };
     probes.attach().context("attach the probes")?;
     // The first reading is the baseline: what is counted from the line below on is shown.
-    let baseline = probes.reading()?;
+    let baseline = reading(&probes)?;
     probes.take_samples()?;
     eprintln!(
         "hookprof: top: counting {} every {} s{}",
@@ -266,7 +268,7 @@ fn calibrate(probes: &mut Probes, kernel: &KernelBtf) -> Result<Wait<Option<Prob
         Supervisor::new(None, CALIBRATION_TIMEOUT, indicatif::ProgressBar::hidden())?;
     probes.set_gate_owners(&[supervisor.runner_pid()?])?;
     supervisor.start_clock();
-    let measured = top_calibration::measure(
+    let measured = probe_cost::measure(
         probes,
         kernel,
         UNASSIGNED_SYSCALL as u32,
@@ -335,16 +337,14 @@ fn say_refusals(probes: &Probes, asked: usize) {
     }
 }
 
-impl Probes {
-    /// The aggregate and the task events now.
-    fn reading(&self) -> Result<Reading> {
-        let at_ns = crate::clock::monotonic_ns();
-        Ok(Reading {
-            at_ns,
-            tallies: self.aggregate()?.into_iter().collect(),
-            events: self.snapshot()?.events,
-        })
-    }
+/// The aggregate and the task events now.
+fn reading(probes: &Probes) -> Result<Reading> {
+    let at_ns = crate::clock::monotonic_ns();
+    Ok(Reading {
+        at_ns,
+        tallies: aggregate::aggregate(probes)?.into_iter().collect(),
+        events: probes.snapshot()?.events,
+    })
 }
 
 /// The interval loop: from the baseline, a reading per tick and an interval printed per pair
@@ -384,7 +384,7 @@ fn watch(
                 _ = hangup.recv() => Some(Ending::Interrupted),
                 _ = quit.recv() => Some(Ending::Done),
             };
-            let mut now = probes.reading()?;
+            let mut now = reading(probes)?;
             let seconds = now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9;
             let sampled = match &mut sampler {
                 Some(s) => Some(s.interval(probes.take_samples()?, seconds)?),
@@ -417,7 +417,7 @@ fn watch(
             // Keys idle for a whole interval are dropped from the map (it keeps room for new
             // groups) and from the reading (a key the programs re-create starts from zero).
             let idle = interval::idle(&earlier, &now);
-            probes.forget(&idle)?;
+            aggregate::forget(probes, &idle)?;
             for key in idle {
                 now.tallies.remove(&key);
             }

@@ -1,14 +1,8 @@
-//! `top`'s side of the probes: which tasks they count (a `Scope`, set in the object's read-only
-//! globals before it loads) and how the tallies are grouped, and reading the aggregate map the
-//! programs fill per (group, path).
-use anyhow::{Context, Result};
-use aya::{
-    maps::{MapData, PerCpuHashMap},
-    EbpfLoader,
-};
-use profiler_common::{group_by, scope, AggregateKey, Tally, COMM_LEN};
-
-use super::{snapshot::tally_sum, Probes};
+//! Which tasks the programs count (a `Scope`: `run`'s gate, or `top`'s whole system, cgroup,
+//! process or command name) and how their tallies are grouped, as the object's read-only
+//! globals, set before it loads.
+use aya::EbpfLoader;
+use profiler_common::{group_by, scope, COMM_LEN};
 
 /// Which tasks the probes count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,35 +89,5 @@ impl Globals {
             .override_global("SCOPE_CGROUP_LEVEL", &self.cgroup_level, true)
             .override_global("SCOPE_COMM", &self.comm[..], true)
             .override_global("GROUP_BY", &self.group_by, true);
-    }
-}
-
-impl Probes {
-    /// Every (group, path) tally the programs hold, each summed over the CPUs. The tallies only
-    /// grow: what happened in an interval is the difference of two readings.
-    pub fn aggregate(&self) -> Result<Vec<(AggregateKey, Tally)>> {
-        let map: PerCpuHashMap<&MapData, AggregateKey, Tally> =
-            PerCpuHashMap::try_from(self.ebpf.map("AGGREGATE").context("no AGGREGATE map")?)?;
-        let mut out = Vec::new();
-        for entry in map.iter() {
-            // A key removed between listing and reading is simply not there this time.
-            let Ok((key, per_cpu)) = entry else { continue };
-            let sum = per_cpu
-                .iter()
-                .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
-            out.push((key, sum));
-        }
-        Ok(out)
-    }
-
-    /// Removes tallies (groups that went idle), so the map keeps room for new ones.
-    pub fn forget(&mut self, keys: &[AggregateKey]) -> Result<()> {
-        let mut map: PerCpuHashMap<&mut MapData, AggregateKey, Tally> =
-            PerCpuHashMap::try_from(self.ebpf.map_mut("AGGREGATE").context("no AGGREGATE map")?)?;
-        for key in keys {
-            // Already gone is as good.
-            let _ = map.remove(key);
-        }
-        Ok(())
     }
 }

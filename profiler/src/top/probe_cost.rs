@@ -4,15 +4,15 @@
 //! around a syscall that does nothing, a number no syscall has (the part of their cost inside
 //! every syscall's time). Where the kernel takes fentry, the same for a timed function's pair on
 //! getppid's function. Rounds alternate the modes (each starting with the next) and medians are
-//! kept, as `calibration` does for `run`. Nothing stays attached, and the slot the function pair
-//! borrowed is given back.
+//! kept, as `probes::calibration` does for `run`. The function pair is borrowed through
+//! `Probes::with_calibration_pair`: nothing stays attached, and the slot is given back.
 use anyhow::{bail, Result};
 use profiler_common::HOOK_PATHS;
 use serde::Serialize;
 
-use super::{
-    calibration::{calls_for, median, CALIBRATION_FUNCTIONS, LOOP_TIME, ROUNDS, SYSCALL_PAIR},
-    catalog::Target,
+use super::aggregate::path_total;
+use crate::probes::{
+    calibration::{calls_for, median, LOOP_TIME, ROUNDS, SYSCALL_PAIR},
     KernelBtf, Probes, CALIBRATION_SLOT,
 };
 
@@ -58,26 +58,9 @@ pub fn measure(
     unassigned: u32,
     loops: &mut Loops,
 ) -> Result<ProbeCost> {
-    let (attachments, refused, hooks) = (
-        probes.attachments.len(),
-        probes.refused.len(),
-        probes.hooks.len(),
-    );
-    let function = CALIBRATION_FUNCTIONS
-        .iter()
-        .find(|f| kernel.has_function(f));
-    let pair = function.is_some_and(|f| {
-        probes
-            .load_pair(CALIBRATION_SLOT, &Target::top(f), false)
-            .is_ok()
-    });
-    let measured = measure_modes(probes, pair, unassigned, loops);
-    // Back as they were: the borrowed pair stays loaded, never attached, until the object goes.
-    probes.detach();
-    probes.attachments.truncate(attachments);
-    probes.refused.truncate(refused);
-    probes.hooks.truncate(hooks);
-    measured
+    probes.with_calibration_pair(kernel, |probes, pair| {
+        measure_modes(probes, pair, unassigned, loops)
+    })
 }
 
 fn measure_modes(
@@ -146,7 +129,7 @@ fn run_mode(
     calls: u32,
     loops: &mut Loops,
 ) -> Result<(f64, Option<f64>)> {
-    let before = mode.span_of.map(|p| probes.path_total(p)).transpose()?;
+    let before = mode.span_of.map(|p| path_total(probes, p)).transpose()?;
     let programs: Vec<&str> = mode.programs.iter().map(String::as_str).collect();
     probes.attach_only(&programs)?;
     let ns = loops(mode.run, calls, !programs.is_empty());
@@ -155,7 +138,7 @@ fn run_mode(
     let (Some(path), Some((total_before, timed_before))) = (mode.span_of, before) else {
         return Ok((ns, None));
     };
-    let (total, timed) = probes.path_total(path)?;
+    let (total, timed) = path_total(probes, path)?;
     let (total, timed) = (
         total.saturating_sub(total_before),
         timed.saturating_sub(timed_before),
@@ -168,15 +151,4 @@ fn run_mode(
         );
     }
     Ok((ns, Some(total as f64 / timed as f64)))
-}
-
-impl Probes {
-    /// One path's time and timed calls, summed over every group.
-    fn path_total(&self, path: u32) -> Result<(u64, u64)> {
-        Ok(self
-            .aggregate()?
-            .iter()
-            .filter(|(key, _)| key.path == path)
-            .fold((0, 0), |(ns, n), (_, t)| (ns + t.total_ns, n + t.timed)))
-    }
 }

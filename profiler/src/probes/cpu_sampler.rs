@@ -1,7 +1,8 @@
-//! Sampled kernel stacks: the `cpu_sample` program on the software cpu-clock event, one
-//! perf event (and one link) per online CPU, each sample counted in the kernel under its stack
-//! and syscall. After every probed sample, with the programs detached, `take_samples` reads
-//! the counts and the stacks and empties both maps, so the stack map never fills over a run.
+//! The perf_event sampler of kernel stacks: the `cpu_sample` program on the software cpu-clock
+//! event, one perf event (and one link) per online CPU, each sample counted in the kernel under
+//! its stack and syscall. After every probed sample, with the programs detached, `take_samples`
+//! reads the counts and the stacks and empties both maps, so the stack map never fills over a
+//! run. `attach_for_stacks` decides what a pass for the stacks alone attaches beside it.
 use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
@@ -14,7 +15,9 @@ use aya::{
 };
 use profiler_common::SampleKey;
 
-use super::{Kind, OwnedLink, Probes};
+use super::{
+    syscall_tracepoints::SCOPE_PROGRAM, task_tracepoints::TASK_TRACEPOINTS, Kind, OwnedLink, Probes,
+};
 
 /// The sampling program's name in the object.
 pub(super) const PROGRAM: &str = "cpu_sample";
@@ -32,6 +35,32 @@ pub struct RawSample {
 }
 
 impl Probes {
+    /// Attaches what a pass for the stacks alone needs (`stacks_unprobed`), and nothing that
+    /// would show in its stacks: the sampler, the scope gate without the syscall timing, and
+    /// the task tracepoints that follow the workload's children. No syscall timing, no
+    /// sched_switch: the stacks are the kernel's as the workload runs it, not the probes'
+    /// (the BPF LSM programs of `--inject` and `--stack-noop` stay: they are the kernel
+    /// measured). Otherwise everything, as `attach`.
+    pub fn attach_for_stacks(&mut self) -> Result<()> {
+        if !self.stacks_unprobed() {
+            return self.attach();
+        }
+        self.attach_where(|a| {
+            a.kind == Kind::PerfEvent
+                || a.program == SCOPE_PROGRAM
+                || TASK_TRACEPOINTS.contains(&a.target.as_str())
+        })
+    }
+
+    /// Whether the passes for the stacks alone run without the timing probes: where the
+    /// gate-only program loaded and the workload has no function timed by a pair. A timed
+    /// function's probes are priced by the samples inside its span that landed in them
+    /// (`attribution::correct_by_samples`), which needs the stacks taken with them.
+    pub fn stacks_unprobed(&self) -> bool {
+        self.attachments.iter().any(|a| a.program == SCOPE_PROGRAM)
+            && self.focused_functions().iter().all(Option::is_none)
+    }
+
     /// Loads the sampling program and plans one attachment per online CPU (a refusal is
     /// recorded, as any program's).
     pub(super) fn load_stacks(&mut self) {
