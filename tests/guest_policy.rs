@@ -179,6 +179,63 @@ fn load_apparmor_profile(dir: &Path, profile: &str) {
     );
 }
 
+/// `--sweep apparmor-rules`: hookprof loads a profile per value (all file access allowed, and
+/// that many more file rules), runs each value's workloads in it, so AppArmor's file_open
+/// works at every value, and unloads them all when the run ends.
+#[test]
+fn an_apparmor_rule_sweep_loads_a_profile_per_value_and_unloads_them() {
+    require_guest();
+    require_root();
+    let out = hookprof(&[
+        "run",
+        "--workloads",
+        "open_close",
+        "--hooks",
+        "security_file_open",
+        "--rounds",
+        "2",
+        "--samples",
+        "2",
+        "--stack-samples",
+        "0",
+        "--format",
+        "json",
+        "--no-store",
+        "--sweep",
+        "apparmor-rules=0,200",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the sweep as JSON");
+    assert_eq!(
+        s["variants"],
+        serde_json::json!([
+            "apparmor (hookprof-sweep-rules-0)",
+            "apparmor (hookprof-sweep-rules-200)"
+        ])
+    );
+    let w = &s["workloads"][0];
+    assert!(w["op"]["line"]["slope"].is_f64(), "{w}");
+    let apparmor = w["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "apparmor_file_open")
+        .unwrap_or_else(|| panic!("apparmor_file_open is not among the paths: {w}"));
+    assert_eq!(apparmor["method"], "timed", "{apparmor}");
+    for p in apparmor["curve"]["points"].as_array().unwrap() {
+        assert!(
+            p["value"].as_f64().unwrap() > 0.0,
+            "confined at every value: {apparmor}"
+        );
+    }
+    let profiles = std::fs::read_to_string("/sys/kernel/security/apparmor/profiles").unwrap();
+    assert!(
+        !profiles.contains("hookprof-sweep-rules"),
+        "left loaded: {profiles}"
+    );
+}
+
 /// An AppArmor profile makes apparmor_file_open do its work (it returns early for an
 /// unconfined task); a profile that denies the workload's files is that workload's error.
 #[test]

@@ -39,6 +39,7 @@ pub mod scratch;
 pub mod shares;
 pub mod stats;
 pub mod store;
+pub mod sweep;
 pub mod text;
 pub mod top;
 pub mod tracking_window;

@@ -72,6 +72,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::execute(&args),
         Command::History(args) => history::execute(&args),
         Command::Ab(args) => ab::ab(&args),
+        Command::Report(args) if args.sweep => hookprof::sweep::report_files(&args),
         Command::Report(args) => report::execute(&args),
         Command::Runs(args) => store::runs::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),

@@ -35,6 +35,21 @@ impl Scratch {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// `depth` directories one inside the next in this one (`d/d/...`), owned by `user` as it
+    /// is: the innermost, whose files every lookup reaches through all of them.
+    pub fn nested(&self, depth: usize, user: Option<Credentials>) -> Result<PathBuf> {
+        let mut dir = self.path.clone();
+        for _ in 0..depth {
+            dir.push("d");
+            std::fs::create_dir(&dir).with_context(|| format!("make {}", dir.display()))?;
+            if let Some(user) = user {
+                std::os::unix::fs::chown(&dir, Some(user.uid), Some(user.gid))
+                    .with_context(|| format!("hand {} to uid {}", dir.display(), user.uid))?;
+            }
+        }
+        Ok(dir)
+    }
 }
 
 impl Drop for Scratch {

@@ -70,19 +70,28 @@ impl VersusOptions {
 /// One variant of a paired run: what its runners run under.
 #[derive(Debug, Clone)]
 pub struct Variant {
-    /// "base" or "versus" (the name in `Pairing::variant`).
-    pub name: &'static str,
+    /// "base" or "versus", or a sweep value's `PARAMETER=VALUE` (the name in
+    /// `Pairing::variant`).
+    pub name: String,
     pub policies: Vec<Policy>,
     pub inject: Vec<Injection>,
+    /// Copies of each workload at once, where the variant sets its own (`--sweep copies`);
+    /// None: the run's `--parallel`.
+    pub copies: Option<usize>,
+    /// Directories between the scratch directory and the workloads' files, where the variant
+    /// sets them (`--sweep landlock-depth`).
+    pub scratch_depth: Option<usize>,
 }
 
 impl Variant {
     /// A run's one variant (no `--versus`).
     pub fn of_run(policies: &[Policy], inject: &[Injection]) -> Variant {
         Variant {
-            name: "base",
+            name: "base".into(),
             policies: policies.to_vec(),
             inject: inject.to_vec(),
+            copies: None,
+            scratch_depth: None,
         }
     }
 }
@@ -108,7 +117,7 @@ pub fn variants(
 ) -> Result<[Variant; 2]> {
     let base = Variant::of_run(policies, inject);
     let other = Variant {
-        name: "versus",
+        name: "versus".into(),
         policies: if versus.policy.is_empty() {
             policies.to_vec()
         } else {
@@ -119,6 +128,8 @@ pub fn variants(
         } else {
             versus.inject.clone()
         },
+        copies: None,
+        scratch_depth: None,
     };
     if base.policies == other.policies && base.inject == other.inject {
         bail!(
@@ -136,12 +147,12 @@ pub fn variants(
 }
 
 /// The pairing record of each variant's results.
-pub fn pairing(run: &str, variant: &Variant, base: &[String], versus: &VersusOptions) -> Pairing {
+pub fn pairing(run: &str, variant: &Variant, base: &[String], given: &str) -> Pairing {
     Pairing {
         run: run.to_string(),
-        variant: variant.name.to_string(),
+        variant: variant.name.clone(),
         base_options: base.join(" "),
-        versus_options: versus.text.clone(),
+        versus_options: given.to_string(),
     }
 }
 
@@ -169,7 +180,10 @@ mod tests {
         assert_eq!(base.inject, vec![inject("syscall:getppid=0")]);
         assert_eq!(other.inject, vec![inject("syscall:getppid=300")]);
         assert!(base.policies.is_empty() && other.policies.is_empty());
-        assert_eq!((base.name, other.name), ("base", "versus"));
+        assert_eq!(
+            (base.name.as_str(), other.name.as_str()),
+            ("base", "versus")
+        );
     }
 
     #[test]

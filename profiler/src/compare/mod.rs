@@ -11,6 +11,7 @@ use crate::{
     output::{self, Document, Format},
     results::Results,
     stats::Criteria,
+    sweep::compare as sweep,
 };
 
 mod comparison;
@@ -144,6 +145,19 @@ pub fn execute(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         None => e,
     })?;
     let new = side(&new_path)?;
+    // Two sweeps compare by their slopes: their values pooled per workload would mean nothing.
+    match (sweep::is_sweep(&old), sweep::is_sweep(&new)) {
+        (true, true) => {
+            let slopes = sweep::compare(old, new)?;
+            crate::stdio::print(output::render(&slopes, args.options.format)?)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        (false, false) => {}
+        _ => anyhow::bail!(
+            "one side is the files of a run --sweep and the other is not: compare a sweep with \
+             a sweep (their slopes), or results with results"
+        ),
+    }
     print_comparison(&old, &new, &criteria, &args.options)
 }
 

@@ -15,6 +15,8 @@ use std::{fmt, os::fd::RawFd, path::Path};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::results::PolicyRecord;
+
 pub use self::{apparmor::AppArmorProfile, landlock::LandlockRuleset, seccomp::SeccompPolicy};
 
 /// One `--policy KIND:SPEC`, parsed (it travels to the runner as JSON).
@@ -34,15 +36,25 @@ impl Policy {
         if arg.is_empty() {
             bail!("nothing after '{kind}:'");
         }
-        let read = |path: &str| crate::input::read_text(Path::new(path));
+        Policy::of_kind(kind, &Policy::text_of(kind, arg)?).with_context(|| arg.to_string())
+    }
+
+    /// What `KIND:SPEC` gives the policy: a file's text (landlock, seccomp), or the name itself
+    /// (apparmor's profile).
+    pub fn text_of(kind: &str, arg: &str) -> Result<String> {
+        match kind {
+            "landlock" | "seccomp" => crate::input::read_text(Path::new(arg)),
+            "apparmor" => Ok(arg.to_string()),
+            other => bail!("unknown kind '{other}'; valid: landlock, seccomp, apparmor"),
+        }
+    }
+
+    /// The policy of `kind` from `text_of`'s text.
+    pub fn of_kind(kind: &str, text: &str) -> Result<Policy> {
         Ok(match kind {
-            "landlock" => Policy::Landlock(
-                LandlockRuleset::from_json(&read(arg)?).with_context(|| arg.to_string())?,
-            ),
-            "seccomp" => Policy::Seccomp(
-                SeccompPolicy::from_json(&read(arg)?).with_context(|| arg.to_string())?,
-            ),
-            "apparmor" => Policy::AppArmor(AppArmorProfile::new(arg)),
+            "landlock" => Policy::Landlock(LandlockRuleset::from_json(text)?),
+            "seccomp" => Policy::Seccomp(SeccompPolicy::from_json(text)?),
+            "apparmor" => Policy::AppArmor(AppArmorProfile::new(text)),
             other => bail!("unknown kind '{other}'; valid: landlock, seccomp, apparmor"),
         })
     }
@@ -87,13 +99,17 @@ impl Policy {
 
     /// What the results file records: the kind, what was given, and the rules themselves, so
     /// a comparison says what differed even when the file is gone.
-    pub fn record(&self) -> serde_json::Value {
+    pub fn record(&self) -> PolicyRecord {
         let (kind, rules) = match self {
             Policy::Landlock(r) => ("landlock", r.record()),
             Policy::Seccomp(s) => ("seccomp", s.record()),
             Policy::AppArmor(p) => ("apparmor", serde_json::json!(p.name())),
         };
-        serde_json::json!({ "kind": kind, "summary": self.to_string(), "rules": rules })
+        PolicyRecord {
+            kind: kind.into(),
+            summary: self.to_string(),
+            rules,
+        }
     }
 }
 
@@ -143,7 +159,7 @@ mod tests {
     fn an_apparmor_spec_names_a_profile() {
         let p = Policy::parse("apparmor:hookprof-test").unwrap();
         assert_eq!(p.to_string(), "apparmor (hookprof-test)");
-        assert_eq!(p.record()["kind"], "apparmor");
+        assert_eq!(p.record().kind, "apparmor");
     }
 
     /// The runner gets its policies as JSON: each kind must come back the same.

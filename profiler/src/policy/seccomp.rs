@@ -11,6 +11,13 @@
 //! "action": "errno"`. Actions: `allow`, `errno` (EPERM), `errno:N`, `log`, `trap`,
 //! `kill_thread`, `kill_process`. Names are this architecture's syscall names.
 //!
+//! `"arg_checked": ["getppid"]` (optional) makes the filter decide those syscalls by their
+//! first argument: `action` only when it is 0xfeedfacedeadbeef, which no caller passes, else
+//! `default_action`. The kernel's per-syscall action cache (Linux 5.11) answers a syscall whose
+//! verdict is always "allow" without running the filter; a syscall decided by an argument it
+//! cannot answer for, so the filter runs on its every call (as for the argument checks of
+//! container profiles).
+//!
 //! The filter is built with seccompiler. The measuring harness (the runner) needs a few calls
 //! of its own between samples: reads and writes on its pipes to the profiler and on its peak
 //! RSS files (only on those fds), the tracking window's gate ioctl (only on its invalid fd), the calibration's getppid,
@@ -56,7 +63,12 @@ pub struct SeccompPolicy {
     #[serde(default = "allow")]
     action: String,
     syscalls: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    arg_checked: Vec<String>,
 }
+
+/// The first argument an `arg_checked` syscall's rule matches: no caller passes it.
+const NEVER_PASSED: u64 = 0xfeed_face_dead_beef;
 
 fn allow() -> String {
     "allow".into()
@@ -74,6 +86,7 @@ impl SeccompPolicy {
             );
         }
         policy.numbers()?;
+        numbers(&policy.arg_checked)?;
         Ok(policy)
     }
 
@@ -90,7 +103,16 @@ impl SeccompPolicy {
             self.syscalls.len(),
             if self.syscalls.len() == 1 { "" } else { "s" },
             self.default_action
-        )
+        ) + &match self.arg_checked.as_slice() {
+            [] => String::new(),
+            names @ [_, _, _, _, ..] => format!(
+                "; {} syscalls ({} ... {}) decided by an argument",
+                names.len(),
+                names[0],
+                names[names.len() - 1]
+            ),
+            names => format!("; {} decided by an argument", names.join(", ")),
+        }
     }
 
     pub fn record(&self) -> serde_json::Value {
@@ -98,6 +120,7 @@ impl SeccompPolicy {
             "default_action": self.default_action,
             "action": self.action,
             "syscalls": self.syscalls,
+            "arg_checked": self.arg_checked,
         })
     }
 
@@ -118,14 +141,7 @@ impl SeccompPolicy {
     }
 
     fn numbers(&self) -> Result<Vec<i64>> {
-        self.syscalls
-            .iter()
-            .map(|name| {
-                name.parse::<Sysno>()
-                    .map(|s| s.id() as i64)
-                    .map_err(|_| anyhow::anyhow!("unknown syscall '{name}' on this architecture"))
-            })
-            .collect()
+        numbers(&self.syscalls)
     }
 
     fn program(&self, harness_fds: &[RawFd]) -> Result<BpfProgram> {
@@ -134,6 +150,11 @@ impl SeccompPolicy {
             .into_iter()
             .map(|n| (n, Vec::new()))
             .collect();
+        for n in numbers(&self.arg_checked)? {
+            let never =
+                SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::Eq, NEVER_PASSED)?;
+            rules.insert(n, vec![SeccompRule::new(vec![never])?]);
+        }
         if self.adds_harness_rules() {
             for s in HARNESS_SYSCALLS {
                 rules.entry(s.id() as i64).or_default();
@@ -153,6 +174,17 @@ impl SeccompPolicy {
         .context("build the filter")?;
         filter.try_into().context("compile the filter")
     }
+}
+
+fn numbers(names: &[String]) -> Result<Vec<i64>> {
+    names
+        .iter()
+        .map(|name| {
+            name.parse::<Sysno>()
+                .map(|s| s.id() as i64)
+                .map_err(|_| anyhow::anyhow!("unknown syscall '{name}' on this architecture"))
+        })
+        .collect()
 }
 
 /// Allows `call` when its first argument is one of `fds`; a call the user listed stays

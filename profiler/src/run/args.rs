@@ -10,6 +10,7 @@ use crate::{
     injection::Injection,
     output::Format,
     policy::Policy,
+    results::RunOptions,
     versus::VersusOptions,
     workloads::{Suite, WorkloadSetup},
 };
@@ -59,6 +60,23 @@ pub struct SessionArgs {
     /// gets the comparison.
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true, value_parser = VersusOptions::parse)]
     pub versus: Option<VersusOptions>,
+    /// Measure one variant of the kernel per value of a parameter, all in the same rounds as
+    /// --versus measures its two, and fit a line per workload and per path: what each step
+    /// adds, with its 95% interval and a test of whether the points lie on a line.
+    /// landlock-rules=N,... (one Landlock layer allowing all beneath /, plus N rules on
+    /// directories made for them), landlock-layers=N,... (N such layers), landlock-depth=N,...
+    /// (one such layer, each workload's files N directories deeper), apparmor-rules=N,... (a
+    /// profile allowing what the workloads do, plus N file rules; loaded for the run),
+    /// seccomp-filters=N,... (N filters, each denying one syscall no workload makes; with
+    /// seccomp-filters:SYSCALL each also decides SYSCALL by its argument, so the kernel's action
+    /// cache cannot skip the filters for it), seccomp-position:SYSCALL=N,... (one filter with N
+    /// rules before SYSCALL's), inject:SYSCALL=NS,... (a busy-wait of NS on the way
+    /// out of SYSCALL), copies=N,... (N copies of each workload at once) or
+    /// template:KIND:SPEC=N,... (your --policy KIND:SPEC with {N} in its text). Each value's
+    /// policy is added to the run's own --policy. With -o FILE the first value's results go to
+    /// FILE and each other's beside it (run.seccomp-filters-4.json); stdout gets the sweep.
+    #[arg(long, value_name = "PARAMETER=V1,V2,...", conflicts_with = "versus", value_parser = crate::sweep::SweepSpec::parse)]
+    pub sweep: Option<crate::sweep::SweepSpec>,
     #[command(flatten)]
     pub store: crate::store::RecordArgs,
 }
@@ -118,11 +136,12 @@ impl StackPassArgs {
     }
 
     /// The options as the results record them.
-    pub fn recorded(&self) -> [(&'static str, serde_json::Value); 2] {
-        [
-            ("stack_samples", serde_json::json!(self.stack_samples)),
-            ("stack_sample_hz", serde_json::json!(self.stack_sample_hz)),
-        ]
+    pub fn recorded(&self) -> RunOptions {
+        RunOptions {
+            stack_samples: Some(self.stack_samples),
+            stack_sample_hz: Some(self.stack_sample_hz),
+            ..RunOptions::default()
+        }
     }
 }
 
@@ -338,7 +357,8 @@ impl MeasureArgs {
 }
 
 /// The formats `run` and `stat` print their results in (`report` has the others).
-pub const RESULTS_PRINTED: &[Format] = &[Format::Text, Format::Json, Format::Markdown];
+pub const RESULTS_PRINTED: &[Format] =
+    &[Format::Text, Format::Json, Format::Markdown, Format::Html];
 
 #[cfg(test)]
 mod tests {

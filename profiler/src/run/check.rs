@@ -20,6 +20,8 @@ use crate::{
     probes::kallsyms,
     results::{Destination, Environment, Refusal},
     runner::{Credentials, Supervisor},
+    scratch::Scratch,
+    sweep::report::Sweep,
     versus::{self, Variant},
 };
 
@@ -39,10 +41,16 @@ pub(super) struct Checked {
     pub lsm_inject: Vec<(String, u64)>,
     /// `--user`'s credentials.
     pub user: Option<Credentials>,
-    /// What the runners run under: the run's own options, and with `--versus` the variant.
+    /// What the runners run under: the run's own options, with `--versus` the variant too,
+    /// with `--sweep` one per value.
     pub variants: Vec<Variant>,
-    /// Where `-o` writes the versus variant's results.
-    pub versus_destination: Option<Destination>,
+    /// Where `-o` writes the results of each variant after the first.
+    pub more_destinations: Vec<Destination>,
+    /// The AppArmor profiles a sweep loaded, unloaded when the run ends (before the
+    /// directory their files are in goes).
+    pub _profiles: crate::sweep::LoadedProfiles,
+    /// The directories a Landlock rule sweep's rules are on, removed when the run ends.
+    pub _rule_dirs: Option<crate::scratch::Scratch>,
 }
 
 pub(super) fn check(
@@ -79,11 +87,18 @@ pub(super) fn check(
         check_executable(&command.argv[0])?;
     }
     // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
-    if args.parallel > 1 && plan.specs.iter().any(|s| s.name == "build") {
+    let swept_copies = session
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.parameter == crate::sweep::Parameter::Copies);
+    if (args.parallel > 1 || swept_copies) && plan.specs.iter().any(|s| s.name == "build") {
+        let option = match swept_copies {
+            true => "--sweep copies".to_string(),
+            false => format!("--parallel {}", args.parallel),
+        };
         bail!(
-            "--parallel {}: build runs parallel jobs of its own (--jobs); leave it out of a \
-             parallel run",
-            args.parallel
+            "{option}: build runs parallel jobs of its own (--jobs); leave it out of a \
+             parallel run"
         );
     }
     let mut kinds = probe_kinds(&args.probes, args.sample_hz)?;
@@ -96,7 +111,9 @@ pub(super) fn check(
         );
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    let (variants, versus_destination) = variants(session, args, &destination, &baseline)?;
+    let mut profiles = crate::sweep::LoadedProfiles::default();
+    let (variants, more_destinations, rule_dirs) =
+        variants(session, args, &destination, &baseline, user, &mut profiles)?;
     Ok(Checked {
         destination,
         baseline,
@@ -106,7 +123,9 @@ pub(super) fn check(
         lsm_inject,
         user,
         variants,
-        versus_destination,
+        more_destinations,
+        _profiles: profiles,
+        _rule_dirs: rule_dirs,
     })
 }
 
@@ -180,41 +199,69 @@ fn check_executable(program: &str) -> Result<()> {
     Ok(())
 }
 
-/// The run's variants (its own options, and `--versus`'s), and where `-o` writes the versus
-/// variant's results.
+/// The run's variants (its own options; `--versus`'s; or one per `--sweep` value), where `-o`
+/// writes the results of each after the first, and the directories a rule sweep made.
 fn variants(
     session: &SessionArgs,
     args: &CommonMeasureArgs,
     destination: &Option<Destination>,
     baseline: &Option<baseline::Pending>,
-) -> Result<(Vec<Variant>, Option<Destination>)> {
-    let Some(versus) = &session.versus else {
-        return Ok((
-            vec![Variant::of_run(&session.policy.policy, &args.inject)],
-            None,
-        ));
+    user: Option<Credentials>,
+    profiles: &mut crate::sweep::LoadedProfiles,
+) -> Result<(Vec<Variant>, Vec<Destination>, Option<Scratch>)> {
+    let own = &session.policy.policy;
+    let (variants, paths, rule_dirs, option, printed) = match (&session.versus, &session.sweep) {
+        (Some(versus), _) => {
+            let variants = versus::variants(own, &args.inject, versus)?.to_vec();
+            let path = session.output.as_deref().map(versus::output_path);
+            (
+                variants,
+                Vec::from_iter(path),
+                None,
+                "--versus",
+                Comparison::FORMATS,
+            )
+        }
+        (None, Some(sweep)) => {
+            let dirs = sweep
+                .makes_files()
+                .then(|| crate::scratch::create("sweep-rules", user))
+                .transpose()?;
+            let at = dirs
+                .as_ref()
+                .map_or(std::path::Path::new("/"), Scratch::path);
+            let variants = sweep.variants(own, &args.inject, at, profiles)?;
+            let paths = match session.output.as_deref() {
+                Some(base) => sweep.values[1..]
+                    .iter()
+                    .map(|&v| sweep.output_path(base, v))
+                    .collect(),
+                None => Vec::new(),
+            };
+            (variants, paths, dirs, "--sweep", Sweep::FORMATS)
+        }
+        (None, None) => return Ok((vec![Variant::of_run(own, &args.inject)], Vec::new(), None)),
     };
-    let variants = versus::variants(&session.policy.policy, &args.inject, versus)?.to_vec();
     if baseline.is_some() {
-        bail!("--versus keeps no baseline: its two variants are compared with each other");
+        bail!("{option} keeps no baseline: its variants are compared with each other");
     }
-    if !Comparison::FORMATS.contains(&session.format) {
+    if !printed.contains(&session.format) {
         bail!(
-            "--versus prints the comparison of its variants, which has no {} format",
+            "{option} prints what its variants came to, which has no {} format",
             format!("{:?}", session.format).to_lowercase()
         );
     }
-    let versus_destination = match destination {
+    let more = match destination {
         Some(d) if d.is_stdout() => {
-            bail!("--versus writes two results files: give -o FILE, not -o -")
+            bail!("{option} writes a results file per variant: give -o FILE, not -o -")
         }
-        Some(_) => {
-            let path = session.output.as_deref().expect("a destination has a path");
-            Some(Destination::prepare(&versus::output_path(path))?)
-        }
-        None => None,
+        Some(_) => paths
+            .iter()
+            .map(|p| Destination::prepare(p))
+            .collect::<Result<_>>()?,
+        None => Vec::new(),
     };
-    Ok((variants, versus_destination))
+    Ok((variants, more, rule_dirs))
 }
 
 /// The supervisor, set up before anything is loaded so an interrupt at any point ends the run

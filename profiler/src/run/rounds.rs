@@ -11,8 +11,11 @@ use super::{
     probe_setup::RunProbes,
 };
 use crate::{
-    other_probes, peak_rss, results::WorkloadResult, runner::Supervisor, versus::Variant,
-    workloads::WorkloadSpec,
+    other_probes, peak_rss,
+    results::WorkloadResult,
+    runner::Supervisor,
+    versus::Variant,
+    workloads::{WorkloadSetup, WorkloadSpec},
 };
 
 /// How many rounds, and the seed of their random orders (recorded in the results).
@@ -124,6 +127,18 @@ fn measure_rounds(
             let progress = |done: usize, _total: usize| {
                 bar.set_length(total as u64);
                 bar.set_position((done_workloads * per_workload + done) as u64);
+            };
+            // A variant's own copy count or file depth (`--sweep`) in the run's set-up.
+            let own = &work.variants[v];
+            let setup =
+                (own.copies.is_some() || own.scratch_depth.is_some()).then(|| WorkloadSetup {
+                    copies: own.copies.unwrap_or(engine.setup.copies),
+                    scratch_depth: own.scratch_depth.unwrap_or(engine.setup.scratch_depth),
+                    ..engine.setup.clone()
+                });
+            let engine = &Engine {
+                setup: setup.as_ref().unwrap_or(engine.setup),
+                ..*engine
             };
             let interrupted = measure::measure_round(
                 engine,

@@ -68,13 +68,14 @@ impl<'s> RemoteWorkload<'s> {
         let mut requests = Vec::with_capacity(copies);
         for copy in 0..copies {
             let scratch = scratch::create(spec.name, supervisor.user())?;
+            let dir = scratch.nested(setup.scratch_depth, supervisor.user())?;
             requests.push(Request::Create {
                 workload: spec.name.into(),
                 setup: WorkloadSetup {
                     pin: copy_pin(&setup.pin, copy, &cpus),
                     ..setup.clone()
                 },
-                scratch_dir: scratch.path().to_path_buf(),
+                scratch_dir: dir,
                 tracked,
             });
             scratches.push(scratch);

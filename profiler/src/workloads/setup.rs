@@ -23,6 +23,10 @@ pub struct WorkloadSetup {
     pub command: Option<CommandLine>,
     /// Copies that run at once, each in a runner of its own (`--parallel`).
     pub copies: usize,
+    /// Directories one inside the next between the scratch directory and the workload's
+    /// files (`--sweep landlock-depth`): each a step of every lookup of them.
+    #[serde(default)]
+    pub scratch_depth: usize,
 }
 
 impl Default for WorkloadSetup {
@@ -34,6 +38,7 @@ impl Default for WorkloadSetup {
             build_units: None,
             command: None,
             copies: 1,
+            scratch_depth: 0,
         }
     }
 }
