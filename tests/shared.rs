@@ -830,18 +830,22 @@ fn a_stopped_runners_sample_is_taken_again_not_called_an_outlier() {
                 .starts_with("hookprof-null_call-")
         })
     };
-    while !has_scratch() {
-        assert!(Instant::now() < deadline, "no scratch dir");
-        assert!(run.try_wait().unwrap().is_none(), "the run ended early");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let runner = children_of(run.id() as i32)
-        .into_iter()
-        .find(|&p| {
+    let run_pid = run.id() as i32;
+    let serving = || {
+        children_of(run_pid).into_iter().find(|&p| {
             std::fs::read(format!("/proc/{p}/cmdline"))
                 .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__runner"))
         })
-        .expect("the workload's runner");
+    };
+    // The scratch dir is made just before its runner starts: wait for both.
+    let runner = loop {
+        if let Some(runner) = has_scratch().then(serving).flatten() {
+            break runner;
+        }
+        assert!(Instant::now() < deadline, "no scratch dir and runner");
+        assert!(run.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    };
     // Three stops of a second, two seconds apart: at least one lands in the samples (20
     // passes of 0.3 s), whatever calibration and warm-up take on a busy machine, and none in
     // a sample taken again right after one.
