@@ -97,9 +97,16 @@ fn open_close_s_hooks_are_sampled_with_each_active_lsm_s_functions_under_them() 
             "{l:?} > {hook:?}"
         );
     }
-    // The syscalls carry the hooks: openat holds security_file_open's samples.
+    // The syscalls carry the hooks: openat holds security_file_open's samples, and the hook
+    // is drawn under it.
     let openat = path(p, "openat").expect("openat sampled");
-    assert!(openat.inclusive_samples >= path(p, "security_file_open").unwrap().inclusive_samples);
+    let file_open = path(p, "security_file_open").unwrap();
+    assert!(openat.inclusive_samples >= file_open.inclusive_samples);
+    assert_eq!(
+        file_open.syscall.as_deref(),
+        Some("openat"),
+        "{file_open:?}"
+    );
     // Each round's own samples are kept, and each path's split by round adds up to its count:
     // compare's round-level interval stands on them.
     assert_eq!(p.round_samples.len(), 2, "{:?}", p.round_samples);
@@ -362,7 +369,8 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     let w = workload(&r, "open_close");
     let p = profile(w);
     let own = p.samples - p.probe_samples - p.lost_stacks;
-    // Each round's passes are sized from its samples per op so far, with 10% to spare.
+    // Each round stops once its own samples, counted, reach its half; its passes are sized
+    // from its samples per op so far, with 10% to spare.
     assert!((2000..3500).contains(&own), "{own} own samples: {p:?}");
     assert!(
         p.round_samples.iter().all(|&n| n >= 900),
@@ -415,7 +423,9 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
     let report = hookprof(&["report", out.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(
-        text.contains(&format!("{own} own samples know a 5% share within")),
+        text.contains(&format!(
+            "{own} own samples know a 5% share of the op's own CPU time within"
+        )),
         "{text}"
     );
 }
@@ -423,7 +433,7 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
 /// The JSON row's `share` is the figure the text report prints, of the whole the workload's
 /// `share_of` names, and each workload's breakdown adds up to that whole.
 #[test]
-fn the_json_share_is_the_one_the_text_prints_and_the_parts_add_up() {
+fn the_json_shares_are_the_ones_the_text_prints_and_the_parts_add_up() {
     require_root();
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
@@ -485,9 +495,27 @@ fn the_json_share_is_the_one_the_text_prints_and_the_parts_add_up() {
                     cells.next() == Some(row.kind.name()) && cells.next() == Some(&row.name)
                 })
                 .unwrap_or_else(|| panic!("{}: no line for {}:\n{block}", w.name, row.name));
+            // The share column is the method the heading names: the sampled share where
+            // the stacks caught the path, else the row's own.
+            let sampled = w.profile.as_ref().and_then(|p| {
+                p.paths
+                    .iter()
+                    .find(|s| s.kind == row.kind && s.name == row.name)
+            });
+            let json = match sampled {
+                Some(s) => s.inclusive_share,
+                None if w.profile.is_none() => share,
+                None => continue,
+            };
+            let printed = line
+                .split_whitespace()
+                .find(|c| c.ends_with('%') && !c.contains('-'))
+                .unwrap_or_else(|| panic!("{}: no share in {line}", w.name));
+            let digits = printed.split('.').nth(1).map_or(0, |d| d.len() - 1);
+            let value: f64 = printed.trim_end_matches('%').parse().unwrap();
             assert!(
-                line.contains(&format!(" {:.1}%", share * 100.0)),
-                "{}: JSON share {share} against {line}",
+                (value - json * 100.0).abs() <= 0.5 * 10f64.powi(-(digits as i32)) + 1e-9,
+                "{}: JSON share {json} against {line}",
                 w.name
             );
         }
@@ -522,4 +550,113 @@ fn the_passes_for_the_stacks_alone_run_unprobed_where_nothing_is_timed_by_a_pair
             .filter(|f| !f.kind.is_trampoline_pair())
             .collect::<Vec<_>>()
     );
+}
+
+/// A `%` figure whose whole is not named: outside a table, a line must say what its shares
+/// are of; inside one, the lines over it (its heading) must.
+fn unnamed_shares(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    // A table: a top rule (─), its header, a rule under it (═), its rows, a bottom rule (─).
+    let is_edge = |l: &str| l.trim_start().starts_with('─');
+    // A confidence level is no share.
+    let has_share = |l: &str| {
+        let l = l.replace("95% CI", "").replace("(95%)", "");
+        l.char_indices()
+            .any(|(i, c)| c == '%' && l[..i].ends_with(|d: char| d.is_ascii_digit()))
+    };
+    let names_whole = |l: &str| l.contains(" of the ") || l.contains(" of its ");
+    let mut unnamed = Vec::new();
+    let mut in_table = false;
+    let mut heading_named = false;
+    for (i, l) in lines.iter().enumerate() {
+        if is_edge(l) {
+            if !in_table {
+                // The heading: the lines just above the table's top rule.
+                heading_named = lines[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|h| !h.trim().is_empty())
+                    .take(3)
+                    .any(|h| names_whole(h));
+            }
+            in_table = !in_table;
+            continue;
+        }
+        let named = if in_table {
+            heading_named
+        } else {
+            names_whole(l)
+        };
+        if has_share(l) && !named {
+            unnamed.push(l.to_string());
+        }
+    }
+    unnamed
+}
+
+/// The text of a run names the whole of every share it prints, and a call that never
+/// returns (fork_proc's exit_group) shows the samples' time, not 0.
+#[test]
+fn every_printed_share_names_its_whole_and_a_call_that_never_returns_is_not_zero() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = hookprof(&[
+        "run",
+        "-q",
+        "--workloads",
+        "fork_proc,open_close",
+        "--rounds",
+        "2",
+        "--samples",
+        "2",
+        "--stack-samples",
+        "400",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let report = hookprof(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8(report.stdout).unwrap();
+    assert!(report.status.success(), "{text}");
+    let unnamed = unnamed_shares(&text);
+    assert!(
+        unnamed.is_empty(),
+        "shares of no named whole: {unnamed:#?}\n{text}"
+    );
+    let exit = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("syscall") && l.contains(" exit_group "))
+        .unwrap_or_else(|| panic!("no exit_group row: {text}"));
+    assert!(exit.contains("never returns"), "{exit}");
+    let figures: Vec<&str> = exit.split_whitespace().skip(2).collect();
+    assert!(
+        figures
+            .iter()
+            .all(|f| f.parse::<f64>().map_or(true, |v| v > 0.0)),
+        "a zero in exit_group's row: {exit}"
+    );
+    // The hooks are drawn under the syscall they ran in: security_file_open under openat.
+    let column = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .and_then(|l| l.find(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+    };
+    assert_eq!(column("security_file_open"), column("openat") + 2, "{text}");
+}
+
+#[test]
+fn the_unnamed_share_check_finds_a_share_of_nothing() {
+    let named = "Paths per op; shares are of the op's own CPU time, 1 us\n ───\n kind  share\n \
+                 ═══\n syscall 40%\n ───\nResidual: 5 ns (3.0% of the clean op)\n";
+    assert!(
+        unnamed_shares(named).is_empty(),
+        "{:?}",
+        unnamed_shares(named)
+    );
+    let unnamed =
+        "Paths per op\n ───\n kind  share\n ═══\n syscall 40%\n ───\nprobe overhead +3.0%\n";
+    assert_eq!(unnamed_shares(unnamed).len(), 2);
 }

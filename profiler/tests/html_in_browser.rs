@@ -585,3 +585,208 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
         std::fs::copy(&aa_shot, Path::new(&keep).join("flame-diff-aa.png")).unwrap();
     }
 }
+
+/// One value of a Landlock rule sweep (`run --sweep landlock-rules=0,10,100`): open_close 2 ns
+/// slower per rule round by round (five rounds, each off its level as runs are), its time in
+/// hook_file_open growing alike and in security_file_alloc not at all.
+fn sweep_value(rules: u64) -> String {
+    const DRIFT: [f64; 5] = [0.0, 0.03, -0.02, 0.01, -0.01];
+    let op_us = |r: usize| 2.0 + 0.002 * rules as f64 + DRIFT[r];
+    let row = |kind: &str, name: &str, parent: Option<&str>, ns: f64| {
+        serde_json::json!({
+            "kind": kind, "name": name, "parent": parent, "calls_per_op": 1.0,
+            "ns_per_call": ns, "ns_per_op": ns, "share": 0.0, "corrected_ns_per_call": ns,
+            "corrected_ns_per_op": ns,
+        })
+    };
+    serde_json::json!({
+        "schema_version": 1, "label": format!("host landlock-rules={rules}"), "complete": true,
+        "source": "hookprof",
+        "environment": {"kernel_release": "6.1.0-test", "hookprof_version": "0"},
+        "options": {"policy": [{"kind": "landlock",
+            "summary": match rules {
+                0 => "landlock (1 layer, 1 rule)".to_string(),
+                n => format!("landlock (1 layer, {} rules)", n + 1),
+            }, "rules": null}]},
+        "pairing": {"run": "00000000000000aa", "variant": format!("landlock-rules={rules}"),
+            "base_options": "", "versus_options": "--sweep landlock-rules=0,10,100"},
+        "workloads": [
+            {"name": "open_close", "family": "processes", "unit": "us",
+             "clean": (0..5).map(op_us).collect::<Vec<_>>(), "round_sizes": [1, 1, 1, 1, 1],
+             "attribution": [
+                row("hook", "security_file_alloc", None, 90.0),
+                row("hook", "security_file_open", None, 50.0 + 2.0 * rules as f64),
+                row("lsm", "hook_file_open", Some("security_file_open"), 40.0 + 2.0 * rules as f64),
+             ]},
+        ]
+    })
+    .to_string()
+}
+
+#[test]
+fn the_sweep_page_plots_each_workload_with_its_line_in_chromium() {
+    // Setup installs chromium: without it this test fails rather than pass unseen.
+    let chromium = browser().expect("no chromium on PATH: `cargo xtask setup` installs it");
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = [100, 0, 10]
+        .iter()
+        .map(|&rules| {
+            let p = dir.path().join(format!("r{rules}.json"));
+            std::fs::write(&p, sweep_value(rules)).unwrap();
+            p.display().to_string()
+        })
+        .collect();
+    let args: Vec<&str> = ["report", "--sweep", "--format", "html"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let out = hookprof(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.path().join("sweep.html");
+    std::fs::write(&page, with_layout_check(&out.stdout)).unwrap();
+    let (dom, shot) = render(&chromium, &page, dir.path());
+    if let Some(keep) = std::env::var_os("HOOKPROF_KEEP_SCREENSHOTS") {
+        std::fs::copy(&shot, Path::new(&keep).join("sweep.png")).unwrap();
+    }
+    assert!(dom.contains("data-layout=\"ok\""), "{}", layout_of(&dom));
+    // The files in any order, the values in the sweep's; the slope found whatever the drift.
+    assert!(
+        dom.contains("landlock-rules=0: landlock (1 layer, 1 rule)"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("open_close: +2.000 ns per rule (95%: +2.000 to +2.000)"),
+        "{dom}"
+    );
+    assert!(dom.contains("aria-label=\"open_close op (ns)\""), "{dom}");
+    assert_eq!(dom.matches("class=\"point\"").count(), 3 + 3 * 3, "{dom}");
+    assert_eq!(dom.matches("class=\"fit\"").count(), 1 + 3, "{dom}");
+    // The hooks stacked, one band each, the one that grows at the bottom.
+    assert!(
+        dom.contains("aria-label=\"open_close: security hooks stacked (ns/op)\""),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("class=\"band\"").count(), 2, "{dom}");
+    assert!(
+        dom.contains("lsm hook_file_open</td><td>timed</td><td>+2.000</td>"),
+        "{dom}"
+    );
+    // The op's points and line blue, the second hook's band orange: each drawn.
+    let (counts, distinct) = pixels(&shot, &[[0x4e, 0x79, 0xa7], [0xf2, 0x8e, 0x2b]]);
+    assert!(distinct > 20, "a blank page: {distinct} colours");
+    assert!(
+        counts.iter().all(|&n| n > 30),
+        "{counts:?} in {}",
+        shot.display()
+    );
+}
+
+/// open_close timed (openat, exit_group counted but never returning) and sampled (openat,
+/// security_file_open in it, Landlock's function in that, exit_group).
+fn both_methods_results() -> String {
+    let sampled =
+        |kind: &str, name: &str, parent: Option<&str>, syscall: Option<&str>, share: f64| {
+            serde_json::json!({
+                "kind": kind, "name": name, "parent": parent, "syscall": syscall,
+                "inclusive_samples": (share * 2000.0) as u64, "self_samples": 0,
+                "inclusive_share": share, "share_low": share - 0.02, "share_high": share + 0.02,
+                "self_share": 0.0, "ns_per_op": share * 2000.0,
+                "ns_per_op_low": (share - 0.02) * 2000.0, "ns_per_op_high": (share + 0.02) * 2000.0,
+            })
+        };
+    serde_json::json!({
+        "schema_version": 1, "label": "both", "complete": true, "source": "hookprof",
+        "environment": {"kernel_release": "6.1.0-test", "hookprof_version": "0", "started_at": 1},
+        "workloads": [
+            {"name": "open_close", "family": "processes", "unit": "us",
+             "clean": [2.0, 2.01, 1.99], "probed": [2.5, 2.51, 2.49],
+             "attribution": [
+                {"kind": "syscall", "name": "openat", "calls_per_op": 1.0, "ns_per_call": 1500.0,
+                 "ns_per_op": 1500.0, "share": 0.6, "samples_ns_per_op": [1490.0, 1500.0, 1510.0]},
+                {"kind": "syscall", "name": "exit_group", "calls_per_op": 1.0, "ns_per_call": 0.0,
+                 "ns_per_op": 0.0, "share": 0.0, "untimed_calls": 10},
+             ],
+             "profile": {"period_ns": 200000, "samples": 2000, "user_samples": 100,
+                         "probe_samples": 0, "ops": 10000, "on_cpu_ns_per_op": 2000.0,
+                         "paths": [
+                            sampled("syscall", "openat", None, None, 0.7),
+                            sampled("hook", "security_file_open", None, Some("openat"), 0.12),
+                            sampled("lsm", "hook_file_open", Some("security_file_open"), None, 0.05),
+                            sampled("syscall", "exit_group", None, None, 0.1),
+                         ],
+                         "folded": [["a;b", 2000]]}},
+        ]
+    })
+    .to_string()
+}
+
+/// Each row of the page's paths table as `name@x=cells`, x the left of its name's text.
+const PATHS_CHECK: &str = "<script>window.addEventListener('load', () => {\
+const out = [];\
+const t = document.querySelector('table.paths');\
+out.push('header=' + [...t.querySelectorAll('th')].map(h => h.textContent).join(','));\
+for (const tr of t.querySelectorAll('tr')) {\
+  const td = tr.querySelector('td'); if (!td) continue;\
+  const r = document.createRange(); r.selectNodeContents(td);\
+  out.push(td.textContent + '@' + Math.round(r.getBoundingClientRect().left) + '=' +\
+    [...tr.querySelectorAll('td')].slice(2).map(c => c.textContent).join(','));\
+}\
+document.body.setAttribute('data-paths', out.join('|'));\
+});</script>";
+
+#[test]
+fn the_workload_section_s_one_table_nests_the_paths_with_both_methods_in_chromium() {
+    let Some(chromium) = browser() else {
+        println!("skipping: no chromium on PATH (apt install chromium; cargo xtask setup does)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("both.json");
+    std::fs::write(&results, both_methods_results()).unwrap();
+    let report = hookprof(&["report", results.to_str().unwrap(), "--format", "html"]);
+    assert!(report.status.success(), "{report:?}");
+    let page = dir.path().join("both.html");
+    std::fs::write(
+        &page,
+        String::from_utf8(report.stdout)
+            .unwrap()
+            .replace("</body>", &format!("{PATHS_CHECK}</body>")),
+    )
+    .unwrap();
+    let (dom, png) = render(&chromium, &page, dir.path());
+    if let Ok(keep) = std::env::var("HOOKPROF_KEEP_SCREENSHOT") {
+        std::fs::copy(&png, keep).unwrap();
+    }
+    let paths = dom
+        .split("data-paths=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the paths check ran");
+    let rows: Vec<&str> = paths.split('|').collect();
+    assert!(
+        rows[0].contains("timed us/op") && rows[0].contains("sampled us/op"),
+        "{paths}"
+    );
+    let x = |name: &str| -> i64 {
+        let row = rows
+            .iter()
+            .find(|r| r.trim_start_matches("└ ").starts_with(&format!("{name}@")))
+            .unwrap_or_else(|| panic!("{name}: {paths}"));
+        row.split('@')
+            .nth(1)
+            .unwrap()
+            .split('=')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(x("openat") < x("security_file_open"), "{paths}");
+    assert!(x("security_file_open") < x("hook_file_open"), "{paths}");
+    let exit = rows.iter().find(|r| r.starts_with("exit_group@")).unwrap();
+    assert!(exit.contains("never returns"), "{exit}");
+}

@@ -82,6 +82,7 @@ mod tests {
             name: name.into(),
             parent: parent.map(String::from),
             lsm: None,
+            syscall: None,
             inclusive_samples: own,
             self_samples: 0,
             inclusive_share: 0.0,

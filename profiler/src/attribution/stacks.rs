@@ -30,6 +30,17 @@ struct StackKey {
     user: bool,
 }
 
+/// The workload's own samples among those taken: see [`SampledStacks::own_samples`].
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct OwnSamples {
+    /// Every sample so far, the probes' and lost stacks' included.
+    pub all: u64,
+    /// The workload's own over all rounds so far.
+    pub own: u64,
+    /// The workload's own in the current round.
+    pub round_own: u64,
+}
+
 /// One workload's samples over all its rounds, each stack's count kept round by round (the
 /// round is the unit of a share's interval: see `shares`).
 #[derive(Debug, Default)]
@@ -71,20 +82,22 @@ impl SampledStacks {
         self.counts.values().filter_map(|c| c.get(round)).sum()
     }
 
-    /// The part of all samples so far that are the workload's own (not the probes', not
-    /// lost), as `profile` counts them; None before any.
-    pub fn own_fraction(&self, names: &HashMap<u64, Symbol>) -> Option<f64> {
-        let (mut own, mut all) = (0, 0);
+    /// The workload's own samples (not the probes', not lost), as `profile` counts them: in
+    /// the current round, and in all rounds so far.
+    pub fn own_samples(&self, names: &HashMap<u64, Symbol>) -> OwnSamples {
+        let round = self.rounds.saturating_sub(1);
+        let mut own = OwnSamples::default();
         for (key, by_round) in &self.counts {
             let count: u64 = by_round.iter().sum();
+            own.all += count;
             let named = named_frames(&key.ips, names);
             let frames: Vec<&str> = named.iter().map(String::as_str).collect();
-            all += count;
             if is_own(context(key.user, &frames), &frames) {
-                own += count;
+                own.own += count;
+                own.round_own += by_round.get(round).copied().unwrap_or(0);
             }
         }
-        (all > 0).then(|| own as f64 / all as f64)
+        own
     }
 
     /// Rounds begun (at least one once anything was added).
@@ -469,6 +482,9 @@ pub fn profile(
                     if workload_s {
                         t.inclusive += count;
                         t.own += u64::from(own) * count;
+                        if let Some(name) = &syscall {
+                            *t.by_syscall.entry(name.clone()).or_default() += count;
+                        }
                         for (r, n) in t.by_round.iter_mut().zip(by_round) {
                             *r += n;
                         }
@@ -489,11 +505,15 @@ pub fn profile(
         .into_iter()
         .filter(|(_, t)| t.inclusive > 0)
         .map(|(key, t)| {
+            let syscall = matches!(key.kind, PathKind::Hook | PathKind::TaskPath)
+                .then(|| t.mostly_in())
+                .flatten();
             let Tally {
                 inclusive,
                 own,
                 spanned,
                 by_round,
+                ..
             } = t;
             let (low, high) = wilson_interval(inclusive, own_samples);
             SampledPath {
@@ -501,6 +521,7 @@ pub fn profile(
                 name: key.name,
                 parent: key.parent,
                 lsm: key.lsm,
+                syscall,
                 inclusive_samples: inclusive,
                 self_samples: own,
                 inclusive_share: share(inclusive),
@@ -574,6 +595,8 @@ struct Tally {
     spanned: u64,
     /// `inclusive`, round by round.
     by_round: Vec<u64>,
+    /// `inclusive` by the syscall the samples ran in.
+    by_syscall: HashMap<String, u64>,
 }
 
 impl Tally {
@@ -583,7 +606,19 @@ impl Tally {
             own: 0,
             spanned: 0,
             by_round: vec![0; rounds],
+            by_syscall: HashMap::new(),
         }
+    }
+
+    /// The syscall more than half the path's samples ran in (a hook such as
+    /// security_file_free runs in close and in exit alike: it is drawn under one only where
+    /// most of it is there).
+    fn mostly_in(&self) -> Option<String> {
+        self.by_syscall
+            .iter()
+            .filter(|(_, &n)| 2 * n > self.inclusive)
+            .map(|(name, _)| name.clone())
+            .next()
     }
 }
 
@@ -638,6 +673,41 @@ mod tests {
         // --inject's programs are the workload's cost, not the probes'.
         assert!(!is_probe_frame("bpf_prog_0123456789abcdef_inject_sys_exit"));
         assert!(!is_probe_frame("security_file_open"));
+    }
+
+    #[test]
+    fn own_samples_are_profile_s_own_in_the_round_and_over_all_rounds() {
+        let mut names = HashMap::new();
+        let entry = ["entry_SYSCALL_64", "do_syscall_64", "__x64_sys_getppid"];
+        let probe = [&entry[..], &["trace_sys_exit", "bpf_trace_run2"]].concat();
+        let mut s = SampledStacks::default();
+        let mut round = |own, probes, lost, names: &mut HashMap<u64, Symbol>| {
+            s.start_round();
+            s.add(vec![
+                stack(&entry, 110, own, names),
+                stack(&probe, 110, probes, names),
+                RawSample {
+                    ips: Vec::new(),
+                    syscall_nr: 110,
+                    user: false,
+                    count: lost,
+                },
+            ]);
+        };
+        round(30, 7, 2, &mut names);
+        round(12, 5, 1, &mut names);
+        let own = s.own_samples(&names);
+        assert_eq!(
+            own,
+            OwnSamples {
+                all: 57,
+                own: 42,
+                round_own: 12
+            }
+        );
+        let p = profile(&s, &names, 1000, 10, None);
+        assert_eq!(p.samples - p.probe_samples - p.lost_stacks, own.own);
+        assert_eq!(p.round_samples.last(), Some(&own.round_own));
     }
 
     #[test]

@@ -439,6 +439,7 @@ pub(crate) mod tests {
                 name: "security_file_open".into(),
                 parent: None,
                 lsm: None,
+                syscall: None,
                 inclusive_samples: hook_samples,
                 self_samples: 0,
                 inclusive_share: share,

@@ -23,6 +23,35 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
+/// `v` with the digits the half-width `half` of its 95% interval allows: rounded at the
+/// half-width's first significant digit (its second where that is a 1), never finer than
+/// `num`'s four significant digits; `num`'s digits without an interval.
+pub(crate) fn num_within(v: f64, half: Option<f64>) -> String {
+    let Some(half) = half.filter(|h| h.is_finite() && *h > 0.0) else {
+        return num(v);
+    };
+    let mut place = half.log10().floor() as i32;
+    // (A hair under 2: a half-width of exactly 2 units, scaled, comes out 1.9999999.)
+    if half / 10f64.powi(place) < 2.0 - 1e-9 {
+        place -= 1;
+    }
+    // num's own last digit, for the figure's size: never show more than it would.
+    let finest = match v.abs() {
+        a if a >= 1000.0 || a == 0.0 => 0,
+        a if a >= 100.0 => -1,
+        a if a >= 10.0 => -2,
+        a if a >= 1.0 => -3,
+        _ => -4,
+    };
+    let place = place.max(finest);
+    if place >= 0 {
+        let step = 10f64.powi(place);
+        format!("{:.0}", (v / step).round() * step)
+    } else {
+        format!("{v:.*}", (-place) as usize)
+    }
+}
+
 /// How a unit's figures are shown: times in the unit (ns, us, ms, s) that puts the figure the
 /// scale was chosen for between 1 and 1000; other units as they are.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +87,11 @@ impl Scale {
     /// The figure in this scale's unit, without the symbol.
     pub fn number(self, v: f64) -> String {
         num(v * self.factor)
+    }
+
+    /// The figure in this scale's unit with the digits its interval allows (`num_within`).
+    pub fn number_within(self, v: f64, half: Option<f64>) -> String {
+        num_within(v * self.factor, half.map(|h| h * self.factor))
     }
 
     /// The figure with its unit: `612.3 us`.
@@ -143,6 +177,19 @@ pub(crate) fn origin(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_carries_the_digits_its_interval_allows() {
+        assert_eq!(num_within(75184.0, Some(9000.0)), "75000");
+        assert_eq!(num_within(75.184, Some(9.0)), "75");
+        assert_eq!(num_within(46.1, Some(5.6)), "46");
+        assert_eq!(num_within(0.3, Some(0.85)), "0.3");
+        // A leading 1 keeps a second digit.
+        assert_eq!(num_within(12.3456, Some(0.15)), "12.35");
+        // Never finer than four significant digits, and those without an interval.
+        assert_eq!(num_within(1234.4, Some(0.01)), "1234");
+        assert_eq!(num_within(1234.4, None), num(1234.4));
+    }
     use crate::results::fixtures::sample_results;
 
     #[test]

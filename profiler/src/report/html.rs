@@ -21,7 +21,8 @@ table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #dd
 text-align:right}td:first-child,th:first-child{text-align:left}\
 svg text{font-size:11px;font-family:sans-serif}.chart{margin:4px 24px 4px 0}\
 figure{margin:1em 0}figcaption{font-size:90%;color:#555;max-width:60em}\
-figure.flame{margin:1em 0 2em}tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
+figure.flame{margin:1em 0 2em}table.paths{margin:1em 0}table.paths caption{text-align:left;\
+padding-bottom:4px}table.paths td:nth-child(2),table.paths th:nth-child(2){text-align:left;color:#555}table.paths td:first-child{white-space:nowrap}tr.regressed td{background:#fde0e0}tr.improved td{background:#e0f4e0}.failed{color:#b00;fill:#b00}";
 
 /// The clean and probed means: neutral greys, not a path kind's colour.
 const CLEAN_COLOUR: &str = "#555555";
@@ -276,9 +277,11 @@ fn workload_section(w: &WorkloadResult) -> String {
         return out;
     };
     out.push_str(&mean_bars(&clean, probed.as_ref(), w.unit));
+    if let Some(table) = super::paths_table::PathsTable::of(w) {
+        out.push_str(&table.html());
+    }
     if let Some(b) = Breakdown::of(w) {
         out.push_str(&stacked_bar(&b));
-        out.push_str(&attribution_table(&b));
         for row in w
             .attribution
             .iter()
@@ -400,34 +403,6 @@ fn stacked_bar(b: &Breakdown) -> String {
         b.whole.of()
     );
     svg
-}
-
-fn attribution_table(b: &Breakdown) -> String {
-    let mut out = format!(
-        "<table><tr><th>path</th><th>kind</th><th>calls/op</th><th>ns/call</th><th>ns/op</th>\
-         <th>{}</th></tr>\n",
-        b.whole.heading()
-    );
-    for p in &b.paths {
-        let mut name = esc(&p.row.name);
-        if let Some(hook) = p.under {
-            name = format!("{name} (under {})", esc(hook));
-        }
-        if p.depth > 0 {
-            name = format!("&nbsp;&nbsp;└ {name}");
-        }
-        let _ = writeln!(
-            out,
-            "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
-            p.row.kind.name(),
-            num(p.row.calls_per_op),
-            num(p.row.ns_per_call),
-            num(p.ns_per_op),
-            p.share * 100.0
-        );
-    }
-    out.push_str("</table>\n");
-    out
 }
 
 /// Bucket b counts calls of 2^(b-1) <= ns < 2^b; only the span of non-empty buckets is drawn,

@@ -68,20 +68,17 @@ fn one(r: &Results) -> String {
         .filter(|w| !w.attribution.is_empty() || w.profile.is_some())
     {
         let _ = writeln!(out, "### {}\n", w.name);
-        if let Some(b) = Breakdown::of(w) {
-            let table = Markup::Markdown.attribution_table(&b, &[], |_| Vec::new());
-            let _ = writeln!(out, "{table}\n");
-            let _ = writeln!(out, "{}\n", residual_sentence(&b));
-        }
         if let Some(a) = &w.accounting {
             let _ = writeln!(out, "{}\n", super::sampled::accounting_line(a));
         }
         if let Some(p) = &w.profile {
-            let _ = writeln!(
-                out,
-                "{}\n",
-                super::sampled::sampled_table(Markup::Markdown, p)
-            );
+            let _ = writeln!(out, "{}", super::sampled::sampled_heading(p));
+        }
+        if let Some(table) = super::paths_table::PathsTable::of(w) {
+            let _ = writeln!(out, "{}", table.render(Markup::Markdown));
+        }
+        if let Some(b) = Breakdown::of(w) {
+            let _ = writeln!(out, "{}\n", residual_sentence(&b));
         }
     }
     out

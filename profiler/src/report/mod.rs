@@ -16,6 +16,7 @@ pub mod html;
 pub mod lmbench_summary;
 pub mod markdown;
 pub(crate) mod markup;
+pub(crate) mod paths_table;
 mod sampled;
 pub mod suite_summary;
 pub mod text;
@@ -28,6 +29,10 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
     #[arg(long, default_value = "text", value_parser = Format::parser(<[Results]>::FORMATS))]
     pub format: Format,
+    /// Print the sweep the files are the values of (the files of one `run --sweep`, in any
+    /// order), as the run printed it: text, markdown, json or html (`crate::sweep::report_files`).
+    #[arg(long)]
+    pub sweep: bool,
 }
 
 pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {

@@ -2,11 +2,8 @@
 //! accounting) and the sampled stacks' table, each hook with its LSM functions under it.
 use std::fmt::Write;
 
-use super::{
-    figures::{num, Scale},
-    markup::Markup,
-};
-use crate::results::{Accounting, PathKind, SampledPath, StackProfile, Unit};
+use super::figures::{num, Scale};
+use crate::results::{Accounting, StackProfile, Unit};
 
 /// `wall 4.907 us = on CPU 4.905 us (user ..., kernel ..., probes ...) + off CPU ... (runnable
 /// ..., blocked ...)`, and for several tasks their number.
@@ -67,19 +64,20 @@ fn precision_line(p: &StackProfile) -> String {
     }
     let half = 1.96 * (0.05 * 0.95 / own as f64).sqrt();
     format!(
-        "  {own} own samples know a 5% share within +-{:.1} percentage points (95%); about +-1 \
+        "  {own} own samples know a 5% share of the op's own CPU time within +-{:.1} \
+         percentage points (95%); about +-1 \
          takes 2,000 (run --stack-samples, whose passes stop at 2 s a round: more --rounds \
          for a workload mostly off its CPU; or more stat --runs)\n",
         half * 100.0
     )
 }
 
-/// The profile's heading and table: each path's inclusive share of the CPU samples with its
-/// 95% interval, self share, ns per op and the samples behind it.
-pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
+/// The profile's heading: the samples, how they came, whose they are, and how well they know
+/// a share (the paths are in the workload's table, `paths_table`).
+pub fn sampled_heading(p: &StackProfile) -> String {
     let mut out = format!(
-        "Sampled kernel stacks: {} samples of CPU time ({}; {} user, {} in the probes), \
-         shares of the op's CPU time {}\n",
+        "Sampled kernel stacks: {} samples of the op's CPU time ({}; {} user, {} in the \
+         probes), {} of CPU time per op\n",
         p.samples,
         p.rates(),
         p.user_samples,
@@ -87,83 +85,8 @@ pub fn sampled_table(markup: Markup, p: &StackProfile) -> String {
         Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op)
     );
     out.push_str(&precision_line(p));
-    if markup == Markup::Markdown {
-        out.push('\n'); // a table does not interrupt a paragraph
-    }
     if p.paths.is_empty() {
         out.push_str("(no sample fell in a syscall, hook or task path)\n");
-        return out;
-    }
-    let header = [
-        "kind",
-        "path",
-        "share",
-        "95% interval",
-        "self",
-        "ns/op",
-        "samples",
-    ];
-    let mut table = markup.table(&header);
-    for (depth, r) in ordered(&p.paths) {
-        let name = match (markup, depth) {
-            (Markup::Terminal, 1) => format!("  {}", r.name),
-            (Markup::Markdown, 1) => format!("`└ {}`", r.name),
-            (Markup::Markdown, _) => format!("`{}`", r.name),
-            _ => r.name.clone(),
-        };
-        table.add_row(vec![
-            r.kind.name().to_string(),
-            name,
-            pct(r.inclusive_share),
-            format!("{}-{}", pct(r.share_low), pct(r.share_high)),
-            pct(r.self_share),
-            num(r.ns_per_op),
-            r.inclusive_samples.to_string(),
-        ]);
-    }
-    markup.align_numbers(&mut table, 2);
-    out.push_str(&table.to_string());
-    out
-}
-
-/// Most sampled first.
-fn by_share(mut rows: Vec<&SampledPath>) -> Vec<&SampledPath> {
-    rows.sort_by(|a, b| {
-        b.inclusive_samples
-            .cmp(&a.inclusive_samples)
-            .then(a.name.cmp(&b.name))
-    });
-    rows
-}
-
-/// Syscalls, then hooks each with its LSM functions under it, then task paths each with its
-/// steps, every group by share; with each row its depth (1 under a parent shown above it).
-pub fn ordered(paths: &[SampledPath]) -> Vec<(usize, &SampledPath)> {
-    let tops = by_share(
-        paths
-            .iter()
-            .filter(|r| {
-                r.parent.is_none() || !paths.iter().any(|p| Some(&p.name) == r.parent.as_ref())
-            })
-            .collect(),
-    );
-    let mut out = Vec::new();
-    for kind in [
-        PathKind::Syscall,
-        PathKind::Hook,
-        PathKind::TaskPath,
-        PathKind::Lsm,
-    ] {
-        for top in tops.iter().filter(|r| r.kind == kind) {
-            out.push((0, *top));
-            let children = by_share(
-                paths
-                    .iter()
-                    .filter(|c| c.parent.as_deref() == Some(top.name.as_str()))
-                    .collect(),
-            );
-            out.extend(children.into_iter().map(|c| (1, c)));
-        }
     }
     out
 }
@@ -171,57 +94,6 @@ pub fn ordered(paths: &[SampledPath]) -> Vec<(usize, &SampledPath)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn path(kind: PathKind, name: &str, parent: Option<&str>, n: u64) -> SampledPath {
-        SampledPath {
-            kind,
-            name: name.into(),
-            parent: parent.map(String::from),
-            lsm: None,
-            inclusive_samples: n,
-            self_samples: 0,
-            inclusive_share: n as f64 / 100.0,
-            share_low: 0.0,
-            share_high: 1.0,
-            self_share: 0.0,
-            ns_per_op: n as f64,
-            ns_per_op_low: 0.0,
-            ns_per_op_high: 0.0,
-            spanned_samples: 0,
-            spanned_ns_per_op: 0.0,
-            round_samples: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn lsm_functions_sit_under_their_hook_and_syscalls_come_first() {
-        let paths = vec![
-            path(
-                PathKind::Lsm,
-                "hook_file_open",
-                Some("security_file_open"),
-                3,
-            ),
-            path(PathKind::Hook, "security_file_open", None, 5),
-            path(PathKind::Syscall, "close", None, 10),
-            path(PathKind::Syscall, "openat", None, 60),
-            path(PathKind::Hook, "security_file_free", None, 8),
-        ];
-        let names: Vec<(usize, &str)> = ordered(&paths)
-            .into_iter()
-            .map(|(d, r)| (d, r.name.as_str()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                (0, "openat"),
-                (0, "close"),
-                (0, "security_file_free"),
-                (0, "security_file_open"),
-                (1, "hook_file_open"),
-            ]
-        );
-    }
 
     #[test]
     fn the_accounting_line_says_whether_the_parts_make_the_wall_time() {

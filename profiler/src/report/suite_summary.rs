@@ -79,7 +79,7 @@ impl SuiteSummary {
                 clean: stats::summarize(&w.clean)
                     .map(|s| Scale::of(w.unit, s.mean).show(s.mean))
                     .unwrap_or_default(),
-                own_cpu_ns: p.on_cpu_ns_per_op * p.own_samples() as f64 / p.samples.max(1) as f64,
+                own_cpu_ns: p.own_ns_per_op(),
                 hooks: group(p, GroupKind::Hooks, None),
                 framework: group(p, GroupKind::Framework, None),
                 lsms: lsms

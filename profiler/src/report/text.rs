@@ -4,12 +4,10 @@ use std::fmt::Write;
 
 use super::figures::{incomplete_reason, origin, probe_cost, residual_sentence, Scale};
 pub(crate) use super::figures::{num, percent};
-use super::markup::Markup;
+use super::{markup::Markup, paths_table::PathsTable};
 use crate::{
     attribution::Breakdown,
-    results::{
-        AttributionRow, CorrectionMethod, Environment, PathKind, ProbeKind, Results, WorkloadResult,
-    },
+    results::{Environment, PathKind, ProbeKind, Results, WorkloadResult},
     stats,
 };
 
@@ -187,10 +185,11 @@ fn workload_block(w: &WorkloadResult) -> String {
     let label = format!("{} (mean ± 95% CI):", w.unit.metric_name());
     let _ = writeln!(
         out,
-        "  {label:<22} {}    median {}, n = {}",
+        "  {label:<22} {}    median {}, n = {}{}",
         mean_ci(&clean, scale),
         scale.show(clean.median),
-        clean.n
+        clean.n,
+        in_rounds(&w.round_sizes)
     );
     let _ = writeln!(
         out,
@@ -216,9 +215,10 @@ fn workload_block(w: &WorkloadResult) -> String {
             probe_cost(w.unit, clean.mean, probed.mean).map_or_else(|| "n/a".into(), percent);
         let _ = writeln!(
             out,
-            "  Probed (mean):         {}    probe overhead {overhead}, n = {}",
+            "  Probed (mean):         {}    probe overhead {overhead} of the clean mean, n = {}{}",
             scale.show(probed.mean),
-            probed.n
+            probed.n,
+            in_rounds(&w.round_sizes)
         );
     }
     for extra in &w.extra {
@@ -239,19 +239,21 @@ fn workload_block(w: &WorkloadResult) -> String {
             .collect();
         let _ = writeln!(out, "  Task events per op: {}", events.join(", "));
     }
-    if let Some(b) = Breakdown::of(w) {
-        for line in attribution_table(w, &b).lines() {
-            let _ = writeln!(out, "  {line}");
-        }
-        let _ = writeln!(out, "  {}", residual_sentence(&b));
-    }
     if let Some(a) = &w.accounting {
         let _ = writeln!(out, "  {}", super::sampled::accounting_line(a));
     }
     if let Some(p) = &w.profile {
-        for line in super::sampled::sampled_table(Markup::Terminal, p).lines() {
+        for line in super::sampled::sampled_heading(p).lines() {
             let _ = writeln!(out, "  {line}");
         }
+    }
+    if let Some(table) = PathsTable::of(w) {
+        for line in table.render(Markup::Terminal).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if let Some(b) = Breakdown::of(w) {
+        let _ = writeln!(out, "  {}", residual_sentence(&b));
     }
     for note in &w.notes {
         let _ = writeln!(out, "  Note: {note}");
@@ -259,32 +261,15 @@ fn workload_block(w: &WorkloadResult) -> String {
     out
 }
 
-fn attribution_table(w: &WorkloadResult, b: &Breakdown) -> String {
-    if w.attribution.iter().any(|r| r.off_cpu_ns_per_op.is_some()) {
-        return Markup::Terminal.attribution_table(b, &["wait ns/op", "corrected ns/op"], |r| {
-            vec![
-                r.off_cpu_ns_per_op.map(num).unwrap_or_default(),
-                corrected(r),
-            ]
-        });
-    }
-    Markup::Terminal.attribution_table(b, &["corrected ns/op"], |r| vec![corrected(r)])
-}
-
-/// The probe-corrected time with how it was corrected, and a hook's own dispatch cost beside
-/// its LSM functions.
-fn corrected(r: &AttributionRow) -> String {
-    if r.kind == PathKind::Syscall || r.corrected_ns_per_op == r.ns_per_op {
-        return String::new();
-    }
-    let method = r.correction.map_or("", CorrectionMethod::label);
-    match r.dispatch_ns_per_op {
-        Some(d) => format!(
-            "{} {method} (dispatch {})",
-            num(r.corrected_ns_per_op),
-            num(d)
-        ),
-        None => format!("{} {method}", num(r.corrected_ns_per_op)),
+/// How the samples came: `: 4 rounds of 10` (stat's `--runs 10` is runs a round), nothing
+/// for one round.
+fn in_rounds(sizes: &[usize]) -> String {
+    match sizes {
+        [] | [_] => String::new(),
+        [first, rest @ ..] if rest.iter().all(|n| n == first) => {
+            format!(" ({} rounds of {first})", sizes.len())
+        }
+        _ => format!(" (over {} rounds)", sizes.len()),
     }
 }
 
@@ -359,7 +344,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Range (min … max):     4.800 us … 5.200 us"));
-        assert!(text.contains("Probed (mean):         5.500 us    probe overhead +10.0%, n = 5"));
+        assert!(text.contains(
+            "Probed (mean):         5.500 us    probe overhead +10.0% of the clean mean, n = 5"
+        ));
         assert!(text.contains("(one sample: no interval)"), "{text}");
         assert!(
             text.contains("  Task events per op: exit 0, fork 0.5000\n"),
@@ -387,7 +374,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            lines[hook].contains("400.0") && lines[hook].contains("8.0%"),
+            lines[hook].contains("0.4000") && lines[hook].contains("8.0%"),
             "{text}"
         );
     }
@@ -418,7 +405,10 @@ mod tests {
         let mut r = sample_results();
         r.workloads[0].accounting = Some(accounting(6000.0, 4000.0));
         let text = render(&r);
-        assert!(text.contains("CPU share"), "{text}");
+        assert!(
+            text.contains("shares of the probed op's CPU time, 6.000 us"),
+            "{text}"
+        );
         // openat takes 3000 of the op's 6000 ns of CPU time, the hooks 400 + 100 inside it.
         assert!(text.contains("50.0%") && text.contains("6.7%"), "{text}");
         assert!(

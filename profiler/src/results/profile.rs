@@ -8,7 +8,7 @@ use super::PathKind;
 
 /// cpu-clock samples of the workload's tasks over its probed samples, with the paths they
 /// fell in. A share is a ratio inside one run, so machine-speed drift cancels in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StackProfile {
     /// The sampling period of the timed probed passes, ns of CPU time per sample (the
     /// software cpu-clock event).
@@ -128,6 +128,12 @@ impl StackProfile {
             .saturating_sub(self.probe_samples + self.lost_stacks)
     }
 
+    /// The CPU time per op its shares are of: the op's, less the probes' and the lost
+    /// stacks' part of the samples.
+    pub fn own_ns_per_op(&self) -> f64 {
+        self.on_cpu_ns_per_op * self.own_samples() as f64 / self.samples.max(1) as f64
+    }
+
     /// The one name every kernel frame has, when a stack has several frames and they all have
     /// it: what a run that read kallsyms with its addresses hidden (kernel.kptr_restrict)
     /// named them, every address past the last symbol listed. Such stacks are no profile.
@@ -182,6 +188,10 @@ pub struct SampledPath {
     pub parent: Option<String>,
     #[serde(default)]
     pub lsm: Option<String>,
+    /// For a hook or a task path: the syscall most of its own samples ran in (None for a
+    /// syscall, an LSM function, a path mostly outside any syscall, and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<String>,
     /// Samples with the path anywhere on the stack, and with it as the innermost frame.
     pub inclusive_samples: u64,
     pub self_samples: u64,

@@ -108,9 +108,6 @@ struct Taken {
     /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
     last_pass_ns_per_op: f64,
     stacks: SampledStacks,
-    /// The workload's own part of its samples (the rest the probes' or lost), and over how
-    /// many samples it was found.
-    own_fraction: Option<(f64, u64)>,
     /// Clean and probed samples taken again because a runner was stopped while they ran.
     retaken: [usize; 2],
 }
@@ -449,35 +446,43 @@ fn more_stacks(
     let started = Instant::now();
     let round_timed_samples = taken.stacks.round_total();
     let mut stack_ops = 0;
+    let mut timed_own = None;
+    // Read once a round: the programs stay loaded between passes, so their symbols stay.
+    let symbols = crate::probes::kallsyms::SymbolTable::load()?;
     loop {
-        // The probes' own part of the samples differs by workload (over half of null_call's
-        // probed loop is the syscall probes'): named again whenever the samples have doubled
-        // since, so the few dozen of a first round's timed passes do not set it for good.
-        let total = taken.stacks.total();
-        if taken.own_fraction.is_none_or(|(_, of)| total >= 2 * of) {
-            let names = crate::probes::kallsyms::resolve(&taken.stacks.addresses())?;
-            taken.own_fraction = taken.stacks.own_fraction(&names).map(|f| (f, total));
-        }
-        let own = taken.own_fraction.map_or(1.0, |(f, _)| f).max(0.05);
-        let target = (want as f64 / own).ceil() as u64;
-        let have = taken.stacks.round_total();
-        if have >= target {
+        // The round's own samples are counted, not estimated from a fraction: the probes'
+        // part differs by workload and by pass (over half of null_call's probed loop is the
+        // syscall probes'), and an estimate a little high leaves the round short.
+        let names = taken
+            .stacks
+            .addresses()
+            .into_iter()
+            .map(|a| (a, symbols.name(a)))
+            .collect();
+        let own = taken.stacks.own_samples(&names);
+        if own.round_own >= want {
             return Ok(Wait::Done(()));
         }
+        let timed_own = *timed_own.get_or_insert(own.round_own);
         // A pass lasts about ops x the last pass's time per op: none starts that would end
         // past the bound (a one-op workload such as build lasts a minute a pass).
         let ns_per_op = taken.last_pass_ns_per_op.max(1.0);
-        // Samples per op at the passes' own rate: their own once one ran; before, the larger
-        // of the timed passes' few scaled by the rates and the op's wall time taken as all
-        // CPU (the most a copy's tasks taking turns on a CPU hold), so a first pass errs
-        // short rather than long.
+        // Own samples per op at the passes' own rate: their own once one ran; before, the
+        // larger of the timed passes' few scaled by the rates and the op's wall time taken as
+        // all CPU (the most a copy's tasks taking turns on a CPU hold), times the own part of
+        // the samples so far, so a first pass errs short rather than long.
         let per_op = if stack_ops > 0 {
-            (have - round_timed_samples).max(1) as f64 / stack_ops as f64
+            (own.round_own - timed_own).max(1) as f64 / stack_ops as f64
         } else {
             let period = sampling.stack_pass_period_ns.max(1) as f64;
             let scaled =
                 round_timed_samples as f64 / timed_ops.max(1) as f64 * timed_period_ns as f64;
-            (scaled / period).max(ns_per_op * context.copies as f64 / period)
+            let own_part = if own.all == 0 {
+                1.0
+            } else {
+                (own.own as f64 / own.all as f64).max(0.05)
+            };
+            (scaled / period).max(ns_per_op * context.copies as f64 / period) * own_part
         };
         // The first pass gets a quarter of the time left: its ops may take longer than the
         // timed ones (its interrupts), and a two-task ping-pong's timed passes may hold no
@@ -488,7 +493,7 @@ fn more_stacks(
         // `stat` of a command that takes half a second would never sample faster otherwise.
         let fits = ((left.as_nanos() as f64 / ns_per_op) as u64)
             .max(u64::from(budget.as_nanos() as f64 >= ns_per_op));
-        let wanted = ((target - have) as f64 / per_op * 1.1).ceil() as u64;
+        let wanted = ((want - own.round_own) as f64 / per_op * 1.1).ceil() as u64;
         let ops = whole_rounds(wanted.min(fits), per_round);
         if ops > fits {
             return Ok(Wait::Done(()));

@@ -139,6 +139,9 @@ fn svg(title: &str, subtitle: &str, lines: &[String]) -> std::io::Result<String>
     options.count_name = "samples".into();
     options.bgcolors = Some(BackgroundColor::Grey);
     options.palette_map = Some(&mut colours);
+    // A name cut from the right keeps what tells hooks apart: `security_file_op..`, not
+    // `..th_walk`.
+    options.text_truncate_direction = flamegraph::TextTruncateDirection::Right;
     let mut out = Vec::new();
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut out)?;
     String::from_utf8(out).map_err(std::io::Error::other)
