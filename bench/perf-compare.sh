@@ -32,8 +32,8 @@
 #
 # Usage (root): bench/perf-compare.sh [-- CMD ARGS...]
 #   env: HOOKPROF (default: this checkout's target/release/hookprof), PERF (default: perf on PATH, else perf_*),
-#        REPS (repetitions, 3), RUNS (stat --runs, 2), ROUNDS (stat --rounds, 2),
-#        PERF_RUNS (perf record runs per repetition, RUNS*ROUNDS), HZ (4999), ITERS (loop length,
+#        REPS (repetitions, 3), RUNS (stat --runs: runs in all, 4), ROUNDS (stat --rounds, 2),
+#        PERF_RUNS (perf record runs per repetition, RUNS), HZ (4999), ITERS (loop length,
 #        200000), MIN_SHARE (percent, 1.0), PATTERN (symbols compared, a Python regex, default
 #        '^(security_|hook_|bpf_lsm_|cap_)'), WORK (scratch dir, /tmp/perf-compare), PIN (a CPU:
 #        taskset both tools' commands to it, and `stat --pin` it; unset = no pinning).
@@ -50,9 +50,9 @@ set -euo pipefail
 
 HOOKPROF=${HOOKPROF:-$(cd "$(dirname "$0")/.." && pwd)/target/release/hookprof}
 REPS=${REPS:-3}
-RUNS=${RUNS:-2}
+RUNS=${RUNS:-4}
 ROUNDS=${ROUNDS:-2}
-PERF_RUNS=${PERF_RUNS:-$((RUNS * ROUNDS))}
+PERF_RUNS=${PERF_RUNS:-$RUNS}
 HZ=${HZ:-4999}
 ITERS=${ITERS:-200000}
 MIN_SHARE=${MIN_SHARE:-1.0}

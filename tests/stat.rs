@@ -110,6 +110,43 @@ fn stat_of_a_failing_or_missing_command_is_one_line_and_exit_2() {
     }
 }
 
+/// `--runs N` is N runs of the command in all, as hyperfine counts them: dealt over the
+/// rounds (the first taking one more), and over fewer rounds where N cannot give each two.
+#[test]
+fn runs_counts_every_run_of_the_command_over_the_rounds() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stat.json");
+    for (runs, rounds, sizes) in [("5", "2", &[3, 2][..]), ("3", "4", &[3][..])] {
+        let o = hookprof(&[
+            "stat",
+            "--probes",
+            "none",
+            "--runs",
+            runs,
+            "--rounds",
+            rounds,
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/true",
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = Results::load(&out).unwrap();
+        let w = workload(&r, "/bin/true");
+        let n: usize = sizes.iter().sum();
+        // `--probes none`: the clean runs alone.
+        assert_eq!((w.clean.len(), w.probed.len()), (n, 0), "--runs {runs}");
+        assert_eq!(w.round_sizes, sizes, "--runs {runs} --rounds {rounds}");
+        assert_eq!(r.options.runs, Some(n as u64));
+        assert!(text.contains(&format!("n = {n}")), "{text}");
+        if sizes.len() > 1 {
+            assert!(text.contains("(2 rounds of 2-3)"), "{text}");
+        }
+    }
+}
+
 /// `run`'s options that choose its workloads and their sampling; stat takes a command and
 /// `--runs` instead.
 const RUN_ONLY: &[&str] = &[

@@ -261,15 +261,16 @@ fn workload_block(w: &WorkloadResult) -> String {
     out
 }
 
-/// How the samples came: `: 4 rounds of 10` (stat's `--runs 10` is runs a round), nothing
-/// for one round.
+/// How the samples came: ` (4 rounds of 3)`, ` (4 rounds of 2-3)` (stat's `--runs 10` dealt
+/// over 4 rounds), nothing for one round.
 fn in_rounds(sizes: &[usize]) -> String {
-    match sizes {
-        [] | [_] => String::new(),
-        [first, rest @ ..] if rest.iter().all(|n| n == first) => {
-            format!(" ({} rounds of {first})", sizes.len())
-        }
-        _ => format!(" (over {} rounds)", sizes.len()),
+    let (Some(least), Some(most)) = (sizes.iter().min(), sizes.iter().max()) else {
+        return String::new();
+    };
+    match sizes.len() {
+        1 => String::new(),
+        n if least == most => format!(" ({n} rounds of {least})"),
+        n => format!(" ({n} rounds of {least}-{most})"),
     }
 }
 
@@ -277,6 +278,14 @@ fn in_rounds(sizes: &[usize]) -> String {
 mod tests {
     use super::*;
     use crate::results::fixtures::{accounting, sample_results};
+
+    #[test]
+    fn rounds_of_unequal_size_print_their_range() {
+        assert_eq!(in_rounds(&[3, 3, 2, 2]), " (4 rounds of 2-3)");
+        assert_eq!(in_rounds(&[5, 5]), " (2 rounds of 5)");
+        assert_eq!(in_rounds(&[7]), "");
+        assert_eq!(in_rounds(&[]), "");
+    }
 
     #[test]
     fn shows_environment_and_probes() {

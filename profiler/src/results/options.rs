@@ -21,9 +21,12 @@ pub struct RunOptions {
     pub rounds: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_seed: Option<u64>,
-    /// `--samples` (run) or `--runs` (stat) of each workload a round, and stat's `--warmup`.
+    /// `--samples` of each workload a round (run, and stat before `--runs` counted all runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<u64>,
+    /// stat's `--runs`: runs of the command over all the rounds; and its `--warmup`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -255,7 +255,12 @@ fn recorded_options(
         round_seed: Some(round_seed),
         hooks: args.hooks.clone(),
         probes: args.probes.iter().map(|p| p.name().to_string()).collect(),
-        samples: Some(plan.sampling.samples as u64),
+        // stat records its `--runs` (all rounds' runs) instead.
+        samples: plan
+            .sampling
+            .total
+            .is_none()
+            .then_some(plan.sampling.samples as u64),
         pin: args.pin.clone(),
         parallel: Some(u64::from(args.parallel)),
         user: args.user.clone(),

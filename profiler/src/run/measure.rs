@@ -24,6 +24,9 @@ use crate::{
 pub struct Sampling {
     /// Timed samples per pass (clean and probed each) in each round.
     pub samples: usize,
+    /// `stat --runs`: this many timed samples a pass over all the rounds instead, dealt out
+    /// evenly (the first rounds take one more where they do not divide).
+    pub total: Option<usize>,
     /// Untimed samples before the first timed one.
     pub warmup: usize,
     /// The least time one sample lasts (lmbench's ENOUGH).
@@ -33,6 +36,21 @@ pub struct Sampling {
     pub stacks_per_round: u64,
     /// The sampling period of the passes for the stacks alone (`--stack-sample-hz`).
     pub stack_pass_period_ns: u64,
+}
+
+impl Sampling {
+    /// The timed samples a pass takes in round `round` of `rounds`.
+    pub fn in_round(&self, round: usize, rounds: usize) -> usize {
+        match self.total {
+            None => self.samples,
+            Some(total) => total / rounds + usize::from(round < total % rounds),
+        }
+    }
+
+    /// The timed samples a pass takes over `rounds` rounds.
+    pub fn over(&self, rounds: usize) -> usize {
+        self.total.unwrap_or(self.samples * rounds)
+    }
 }
 
 /// The most wall time a round's extra sampling passes may take: a workload mostly off its CPU
@@ -778,6 +796,24 @@ mod tests {
         // Called (a BPF LSM program on the hook turned it on): nothing to say.
         rows[2].calls_per_op = 1.0;
         assert_eq!(bpf_lsm_on_demand_note(&rows), None);
+    }
+
+    #[test]
+    fn stat_s_runs_are_dealt_over_the_rounds_and_run_s_samples_are_each_round_s() {
+        let sampling = |samples, total| Sampling {
+            samples,
+            total,
+            warmup: 1,
+            min_sample: Duration::ZERO,
+            stacks_per_round: 0,
+            stack_pass_period_ns: 0,
+        };
+        let stat = sampling(0, Some(10));
+        let dealt: Vec<usize> = (0..4).map(|r| stat.in_round(r, 4)).collect();
+        assert_eq!(dealt, [3, 3, 2, 2]);
+        assert_eq!(stat.over(4), 10);
+        let run = sampling(3, None);
+        assert_eq!((run.in_round(3, 4), run.over(4)), (3, 12));
     }
 
     /// Copies report their mean latency but their summed bandwidth: two copies moving 100 MB/s

@@ -68,6 +68,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         specs: workloads::chosen(args.workloads.as_deref(), args.suite)?,
         sampling: Sampling {
             samples: args.samples as usize,
+            total: None,
             warmup: 1,
             min_sample: Duration::from_millis(args.min_sample_ms),
             stacks_per_round,

@@ -7,7 +7,7 @@ use indicatif::ProgressBar;
 use rand::{seq::SliceRandom, SeedableRng};
 
 use super::{
-    measure::{self, Engine, Measured, Round},
+    measure::{self, Engine, Measured, Round, Sampling},
     probe_setup::RunProbes,
 };
 use crate::{
@@ -92,8 +92,9 @@ fn measure_rounds(
     let paired = work.variants.len() > 1;
     let mut complete = true;
     let mut rng = rand::rngs::StdRng::seed_from_u64(rounds.seed);
-    let per_workload = engine.sampling.samples;
-    let mut done_workloads = 0;
+    // Samples a pass takes over the rounds, and those of the rounds done, for the bar.
+    let per_workload = engine.sampling.over(rounds.of);
+    let mut done_samples = 0;
     for round in 0..rounds.of {
         // A fresh order each round, so no workload always follows the same one.
         let mut order: Vec<usize> = (0..specs.len()).collect();
@@ -123,10 +124,10 @@ fn measure_rounds(
             } else {
                 format!("{}{variant}", spec.name)
             });
-            let total = specs.len() * work.variants.len() * rounds.of * per_workload;
+            let total = specs.len() * work.variants.len() * per_workload;
             let progress = |done: usize, _total: usize| {
                 bar.set_length(total as u64);
-                bar.set_position((done_workloads * per_workload + done) as u64);
+                bar.set_position((done_samples + done) as u64);
             };
             // A variant's own copy count or file depth (`--sweep`) in the run's set-up.
             let own = &work.variants[v];
@@ -138,6 +139,10 @@ fn measure_rounds(
                 });
             let engine = &Engine {
                 setup: setup.as_ref().unwrap_or(engine.setup),
+                sampling: Sampling {
+                    samples: engine.sampling.in_round(round, rounds.of),
+                    ..engine.sampling
+                },
                 ..*engine
             };
             let interrupted = measure::measure_round(
@@ -152,7 +157,7 @@ fn measure_rounds(
                     of: rounds.of,
                 },
             );
-            done_workloads += 1;
+            done_samples += engine.sampling.samples;
             peak_rss::note_phase(&format!("workload {}", spec.name));
             if let Some(note) = others.look() {
                 supervisor.warn(&format!("note: while {} ran, {note}", spec.name));

@@ -1,6 +1,6 @@
 //! `hookprof stat [OPTIONS] -- CMD [ARGS...]`: the perf-stat / hyperfine habit with hookprof's
-//! attribution. The runner runs CMD `--runs` times clean and as often probed, interleaved, one
-//! run a sample, after `--warmup` untimed runs; the probes count its whole process tree. The
+//! attribution. The runner runs CMD `--runs` times clean and as often probed in all, dealt over
+//! the rounds, interleaved, one run a sample, after `--warmup` untimed runs a round; the probes count its whole process tree. The
 //! results are a run's results with one workload named after the command, so `report`,
 //! `compare` and baselines read them unchanged.
 use std::{process::ExitCode, time::Duration};
@@ -17,7 +17,8 @@ use crate::{
 
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
-    /// Runs of the command per pass (clean and probed each; 2 to 100000).
+    /// Runs of the command in all, clean and as many probed, dealt over the rounds (at most
+    /// N/2 rounds, so each has two; 2 to 100000).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub runs: u32,
     /// Untimed runs before the first timed one (at most 10000).
@@ -44,14 +45,21 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
         argv: args.command.clone(),
         prepare: args.prepare.clone(),
     };
+    // `--runs N` is N runs in all (hyperfine's sense), dealt over the rounds: at most N/2 of
+    // them, so that every round pairs two runs at least.
+    let measure = CommonMeasureArgs {
+        rounds: args.measure.rounds.min(args.runs / 2),
+        ..args.measure.clone()
+    };
     // The timed runs, at --sample-hz, hold few stacks of a short command: more runs of it,
     // untimed, sampled faster, give the profile the precision `run`'s has.
-    let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(args.measure.rounds);
+    let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(measure.rounds);
     let plan = Plan {
         specs: vec![command.spec()],
         // One op is one whole run of the command: no op count to calibrate, no build jobs.
         sampling: Sampling {
-            samples: args.runs as usize,
+            samples: 0,
+            total: Some(args.runs as usize),
             warmup: args.warmup as usize,
             min_sample: Duration::ZERO,
             stacks_per_round,
@@ -61,6 +69,7 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             // A URL's password in the command is recorded masked, as on the command line.
             command: command.argv.iter().map(|a| without_passwords(a)).collect(),
             prepare: command.prepare.as_deref().map(without_passwords),
+            runs: Some(u64::from(args.runs)),
             warmup: Some(u64::from(args.warmup)),
             ..args.stack_passes.recorded()
         },
@@ -69,5 +78,5 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             ..WorkloadSetup::default()
         },
     };
-    measure_plan(&args.session, &args.measure, &plan)
+    measure_plan(&args.session, &measure, &plan)
 }
