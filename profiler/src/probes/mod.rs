@@ -101,8 +101,9 @@ pub const DEFAULT_SAMPLE_HZ: u64 = 249;
 /// The default rate of `run`'s passes for the stacks alone (`--stack-sample-hz`): nothing in
 /// them is timed, so their interrupts cost only their length, and 20x the timed rate gathers
 /// a precise profile in a twentieth of the time. The hooks' and LSM functions' shares do not
-/// move with the rate (the interrupt's own cost is never sampled; one fork step, copy_thread,
-/// does: Benchmarks); CPU time per op is taken from the timed passes.
+/// move with the rate (the interrupt's own cost is never sampled; fork_proc's copy_thread,
+/// once read lower at 4,999 Hz, spreads as widely between runs at one rate: Benchmarks); CPU
+/// time per op is taken from the timed passes.
 pub const DEFAULT_STACK_SAMPLE_HZ: u64 = 4_999;
 
 impl ProbePlan {
