@@ -433,8 +433,10 @@ fn top_samples_the_hooks_and_lsm_functions_of_a_process_where_fentry_is_refused_
     let mut looper = LoopChild::fork();
     let pid = looper.pid.to_string();
     let (top, _) = start_top(&["--pid", &pid, "--interval", "0.2", "--hooks", "none"]);
-    // ~0.3 s of CPU a loop, ~300 samples at the default rate; the file hooks hold several %.
-    for _ in 0..3 {
+    // ~0.14 s of CPU a loop, ~800 samples in six at the default rate; the file hooks hold
+    // about 1% each, so three of six are seen in all but a few runs in a thousand (three
+    // loops, ~400 samples, saw two once in CI).
+    for _ in 0..6 {
         looper.run(MIXED);
     }
     std::thread::sleep(Duration::from_millis(500));
