@@ -637,14 +637,20 @@ fn every_printed_share_names_its_whole_and_a_call_that_never_returns_is_not_zero
             .all(|f| f.parse::<f64>().map_or(true, |v| v > 0.0)),
         "a zero in exit_group's row: {exit}"
     );
-    // The hooks are drawn under the syscall they ran in: security_file_open under openat.
+    // The hooks are drawn under the syscall they ran in: security_file_alloc (about 3% of
+    // open_close, the most sampled of its hooks; security_file_open's ~1% went unsampled in a
+    // CI run of 475 samples) under openat.
     let column = |name: &str| {
         text.lines()
             .find(|l| l.contains(&format!(" {name} ")))
             .and_then(|l| l.find(name))
             .unwrap_or_else(|| panic!("{name}: {text}"))
     };
-    assert_eq!(column("security_file_open"), column("openat") + 2, "{text}");
+    assert_eq!(
+        column("security_file_alloc"),
+        column("openat") + 2,
+        "{text}"
+    );
 }
 
 #[test]
