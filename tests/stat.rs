@@ -64,7 +64,7 @@ fn stat_attributes_a_forking_commands_whole_process_tree_per_run() {
     let w = workload(&r, &name);
     assert_eq!((w.clean.len(), w.probed.len()), (3, 3));
     let p = w.profile.as_ref().expect("a sampled profile");
-    let passes = p.stack_passes.expect("runs for the stacks alone");
+    let passes = p.stack_passes.as_ref().expect("runs for the stacks alone");
     assert!(
         passes.samples > 0 && passes.samples <= p.samples,
         "{passes:?}"

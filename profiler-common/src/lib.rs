@@ -26,6 +26,15 @@ pub const GATE_CLOSE: u64 = 0x686b_0000;
 /// owner forks counts from its execve on, not before (`stat`'s command: what posix_spawn does
 /// in the child before the exec is the launcher's set-up, not the command's).
 pub const GATE_SPAWN: u64 = 0x686b_0002;
+/// Where each runner keeps its window word, in a page of its own mapped there at start: the
+/// thread id whose tracking window is open, 0 while none is. The sampler and the fork program
+/// read it (bpf_probe_read_user) for a gate owner's task that has no state, so a pass for the
+/// stacks alone scopes its samples with no syscall tracepoint attached: one of those puts
+/// every syscall on the machine on the kernel's slow path, which is then what the samples
+/// see. The address lies below 2^39, inside the smallest user address space of both
+/// architectures (arm64 with 39-bit virtual addresses), and far from where the loader, the heap
+/// and mmap place things.
+pub const WINDOW_WORD_ADDR: u64 = 0x68_6b70_0000;
 /// At most this many processes own the gate at once: the runners of `--parallel N`.
 pub const MAX_GATE_OWNERS: u32 = 64;
 

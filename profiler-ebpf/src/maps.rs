@@ -15,13 +15,6 @@ use profiler_common::{
 
 use crate::scope;
 
-/// The processes whose gate calls count (tgid -> unused value): the runners that do the
-/// measured work, one per parallel copy. Writable, because a runner that failed is replaced by
-/// one with another pid; several hookprof instances never track each other's threads.
-#[map]
-pub static GATE_OWNERS: aya_ebpf::maps::HashMap<u32, u8> =
-    aya_ebpf::maps::HashMap::with_max_entries(profiler_common::MAX_GATE_OWNERS, 0);
-
 /// The clock (CLOCK_MONOTONIC, as bpf_ktime_get_ns) when user space last began attaching the
 /// probes. An exit whose entry is older was entered in an earlier window: between the two the
 /// probes were detached, so its duration would include time no probe saw.

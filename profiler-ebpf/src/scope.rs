@@ -6,11 +6,19 @@ use aya_ebpf::{
     bindings::bpf_pidns_info,
     helpers::{
         bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_ns_current_pid_tgid,
+        bpf_get_ns_current_pid_tgid, bpf_probe_read_user,
     },
+    macros::map,
+    maps::HashMap,
     Global,
 };
-use profiler_common::{scope, COMM_LEN};
+use profiler_common::{scope, COMM_LEN, MAX_GATE_OWNERS, WINDOW_WORD_ADDR};
+
+/// The processes whose gate counts (tgid -> unused value): the runners that do the measured
+/// work, one per parallel copy. Writable, because a runner that failed is replaced by one with
+/// another pid; several hookprof instances never track each other's threads.
+#[map]
+pub static GATE_OWNERS: HashMap<u32, u8> = HashMap::with_max_entries(MAX_GATE_OWNERS, 0);
 
 #[unsafe(no_mangle)]
 static SCOPE: Global<u32> = Global::new(scope::GATE);
@@ -72,15 +80,51 @@ pub fn admits_current() -> bool {
 /// of another pid namespace, which cannot be one hookprof named.
 #[inline(always)]
 pub fn current_tgid() -> Option<u32> {
+    current_ids().map(|ids| ids.tgid)
+}
+
+/// The current task's process and thread ids in hookprof's pid namespace.
+#[inline(always)]
+fn current_ids() -> Option<bpf_pidns_info> {
     let ino = PIDNS_INO.load();
     if ino == 0 {
-        return Some((bpf_get_current_pid_tgid() >> 32) as u32);
+        let ids = bpf_get_current_pid_tgid();
+        return Some(bpf_pidns_info {
+            pid: ids as u32,
+            tgid: (ids >> 32) as u32,
+        });
     }
     let mut ids = bpf_pidns_info { pid: 0, tgid: 0 };
     let size = core::mem::size_of::<bpf_pidns_info>() as u32;
     // SAFETY: the helper writes `size` bytes into `ids`, a local of that size.
     let r = unsafe { bpf_get_ns_current_pid_tgid(PIDNS_DEV.load(), ino, &mut ids, size) };
-    (r == 0).then_some(ids.tgid)
+    (r == 0).then_some(ids)
+}
+
+/// Whether the current task belongs to a runner (a gate owner). Owners are named by the pids
+/// hookprof sees, which a container's namespace renumbers.
+#[inline(always)]
+pub fn current_owns_gate() -> bool {
+    // SAFETY: the value is only tested for presence, never read through.
+    current_tgid().is_some_and(|tgid| unsafe { GATE_OWNERS.get(&tgid) }.is_some())
+}
+
+/// Whether the current task is a runner's thread whose tracking window is open, as its window
+/// word says (`WINDOW_WORD_ADDR`): how a pass with no gate program knows the window. The word
+/// is in the runner's own memory, so this holds only for the current task, and for a task
+/// that has no state (one that has holds its window in it).
+#[inline(always)]
+pub fn window_word_open() -> bool {
+    let Some(ids) = current_ids() else {
+        return false;
+    };
+    // SAFETY: as in `current_owns_gate`.
+    if unsafe { GATE_OWNERS.get(&ids.tgid) }.is_none() {
+        return false;
+    }
+    // SAFETY: a read of user memory that fails (no such page) instead of faulting.
+    let word = unsafe { bpf_probe_read_user(WINDOW_WORD_ADDR as *const u32) };
+    word == Ok(ids.pid)
 }
 
 /// Whether a tracked task's children are tracked from their fork: not by command name, where

@@ -16,6 +16,7 @@ use profiler_common::{event, SampleKey, NO_STACK, NO_SYSCALL, SAMPLE_KEYS, STACK
 use crate::{
     arch,
     maps::count_event,
+    scope,
     task_state::{self, TaskState},
 };
 
@@ -39,9 +40,12 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
 
 #[inline(always)]
 fn on_cpu_sample(ctx: &PerfEventContext) {
-    let Some(state) = task_state::current() else {
+    let state = task_state::current();
+    // A runner's thread has no state where no gate program ran (a pass for the stacks alone):
+    // its window word says whether it counts.
+    if state.is_none() && (scope::is_top() || !scope::window_word_open()) {
         return;
-    };
+    }
     // The sample's registers begin its context (bpf_perf_event_data).
     let user = arch::sampled_user_mode(ctx.as_ptr() as *const u8);
     let mut key = SampleKey {
@@ -60,14 +64,14 @@ fn on_cpu_sample(ctx: &PerfEventContext) {
     count(&key);
 }
 
-/// The number of the syscall the current task entered (meaningful while it is in one).
+/// The number of the syscall the current task entered (meaningful while it is in one). Before
+/// bpf_task_pt_regs only a task with state has one: user space then keeps the gate program.
 #[inline(always)]
-fn syscall_nr(state: &TaskState) -> i32 {
+fn syscall_nr(state: Option<&mut TaskState>) -> i32 {
     if HAS_TASK_PT_REGS.load() == 0 {
-        return if state.syscall_open != 0 {
-            state.syscall_nr as i32
-        } else {
-            NO_SYSCALL
+        return match state {
+            Some(s) if s.syscall_open != 0 => s.syscall_nr as i32,
+            _ => NO_SYSCALL,
         };
     }
     let task: *mut task_struct = unsafe { bpf_get_current_task_btf() };

@@ -11,9 +11,7 @@ use profiler_common::{
 
 use crate::{
     arch,
-    maps::{
-        add_duration, count_call, count_event, entered_in_an_earlier_window, Path, GATE_OWNERS,
-    },
+    maps::{add_duration, count_call, count_event, entered_in_an_earlier_window, Path},
     scope,
     task_state::{self, MAX_DEPTH},
 };
@@ -142,12 +140,7 @@ fn on_sys_exit() {
 /// Opens or closes the calling thread's window if this ioctl is our gate; true if it was.
 #[inline(always)]
 pub fn handle_gate(ctx: &RawTracePointContext, regs: *const u8) -> bool {
-    // Owners are named by the pids hookprof sees, which a container's namespace renumbers.
-    let Some(tgid) = scope::current_tgid() else {
-        return false;
-    };
-    // SAFETY: the value is only tested for presence, never read through.
-    if unsafe { GATE_OWNERS.get(&tgid) }.is_none() {
+    if !scope::current_owns_gate() {
         return false;
     }
     // The fd is an int: compare its low 32 bits, however the caller extended it.

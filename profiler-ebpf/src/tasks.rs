@@ -55,14 +55,16 @@ pub fn free_raw(ctx: RawTracePointContext) -> i32 {
     0
 }
 
-/// A tracked task's child is tracked too; a spawning gate owner's child is born dormant (it
-/// counts from its execve on).
+/// A tracked task's child is tracked too, and so is the child of a runner's thread whose
+/// window word is open (no gate program ran); a spawning gate owner's child is born dormant
+/// (it counts from its execve on).
 #[inline(always)]
 fn on_fork(ctx: &BtfTracePointContext, child: *mut task_struct) {
-    let Some(parent) = task_state::current() else {
-        return;
+    let dormant = match task_state::current() {
+        Some(parent) => parent.spawning,
+        None if !scope::is_top() && scope::window_word_open() => 0,
+        None => return,
     };
-    let dormant = parent.spawning;
     count_event(event::FORK);
     if !scope::follows_forks() {
         return;

@@ -1,21 +1,82 @@
 //! Which tasks the probes count: the runner's threads inside their tracking window, and
-//! everything they fork while it is open. The runner opens and closes its window with a gate
-//! ioctl that the sys_enter program intercepts; only the gate owners' calls count (the
-//! supervisor names the runners, one per parallel copy, with `Probes::set_gate_owners`).
-use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, GATE_SPAWN};
+//! everything they fork while it is open. The runner says where its window is twice: with a
+//! gate ioctl that the sys_enter program intercepts (it gives the thread its timing state), and
+//! in its window word (`WINDOW_WORD_ADDR`), which the sampler and the fork program read where
+//! no syscall program is attached (the passes for the stacks alone). Only the gate owners'
+//! calls and words count (the supervisor names the runners, one per parallel copy, with
+//! `Probes::set_gate_owners`).
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::{ensure, Result};
+use profiler_common::{GATE_CLOSE, GATE_FD, GATE_OPEN, GATE_SPAWN, WINDOW_WORD_ADDR};
 
 thread_local! {
     /// Whether this thread's tracking window is open (so `untracked` knows what to restore).
     static WINDOW_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Opens (or closes) the calling thread's tracking window. The call fails with EBADF by
-/// design; the sys_enter program sees it first and never counts it.
+/// The window word, once `map_window_word` has mapped its page.
+static WINDOW_WORD: std::sync::OnceLock<&'static AtomicU32> = std::sync::OnceLock::new();
+
+/// Maps the window word's page at its fixed address: the runner does so once as it starts,
+/// before it serves. A process without it opens and closes its window by the ioctl alone.
+pub fn map_window_word() -> Result<()> {
+    let page = WINDOW_WORD_ADDR as *mut libc::c_void;
+    // SAFETY: a fresh anonymous page at an address nothing else holds (NOREPLACE refuses one
+    // that is taken); populated, so the probes' non-faulting reads find it present.
+    let mapped = unsafe {
+        libc::mmap(
+            page,
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_FIXED_NOREPLACE
+                | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if mapped == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        anyhow::bail!("map the tracking window's word at {WINDOW_WORD_ADDR:#x}: {e}");
+    }
+    ensure!(
+        mapped == page,
+        "the tracking window's word was mapped at {mapped:p}, not at {WINDOW_WORD_ADDR:#x}"
+    );
+    // SAFETY: the page is this process's for its lifetime, zeroed and suitably aligned.
+    let word = unsafe { &*(page as *const AtomicU32) };
+    ensure!(
+        WINDOW_WORD.set(word).is_ok(),
+        "the window word is mapped once"
+    );
+    Ok(())
+}
+
+/// Opens (or closes) the calling thread's tracking window. The ioctl fails with EBADF by
+/// design; the sys_enter program sees it first and never counts it. The word opens after the
+/// ioctl and closes before it, so a pass that reads the word alone does not sample the ioctl.
 pub fn gate(open: bool) {
     WINDOW_OPEN.with(|w| w.set(open));
+    if !open {
+        set_word(0);
+    }
     let cmd = if open { GATE_OPEN } else { GATE_CLOSE };
     // SAFETY: ioctl on an invalid fd has no effect beyond returning EBADF.
     unsafe { libc::ioctl(GATE_FD as libc::c_int, cmd as libc::c_ulong) };
+    if open {
+        // SAFETY: gettid has no arguments and cannot fail.
+        set_word(unsafe { libc::gettid() } as u32);
+    }
+}
+
+/// The probes read the word only on the thread that wrote it (they run in its context), so
+/// program order is all they need.
+fn set_word(value: u32) {
+    if let Some(word) = WINDOW_WORD.get() {
+        word.store(value, Ordering::Relaxed);
+    }
 }
 
 /// Runs `f` with the calling thread's tracking window open if `tracked`.

@@ -26,13 +26,18 @@ pub fn account(
     }
     let runnable = per_op(event::OFF_CPU_RUNNABLE_NS);
     let blocked = per_op(event::OFF_CPU_BLOCKED_NS);
-    let split = |part: u64| {
-        let p = profile.filter(|p| p.samples > 0)?;
-        Some(on_cpu * part as f64 / p.samples as f64)
+    let (user, kernel, probe) = match profile.filter(|p| p.samples > 0) {
+        Some(p) if p.of_unprobed_op() => split_by_unprobed_op(on_cpu, p),
+        Some(p) => {
+            let split = |part: u64| Some(on_cpu * part as f64 / p.samples as f64);
+            (
+                split(p.user_samples),
+                split(p.samples - p.user_samples - p.probe_samples),
+                split(p.probe_samples),
+            )
+        }
+        None => (None, None, None),
     };
-    let user = profile.and_then(|p| split(p.user_samples));
-    let probe = profile.and_then(|p| split(p.probe_samples));
-    let kernel = profile.and_then(|p| split(p.samples - p.user_samples - p.probe_samples));
     Some(Accounting {
         wall_ns_per_op,
         on_cpu_ns_per_op: on_cpu,
@@ -47,6 +52,18 @@ pub fn account(
             0.0
         },
     })
+}
+
+/// The probed op's CPU time `on_cpu` as (user, kernel, probes), where the profile is of the
+/// unprobed op (its samples nearly all from passes without the probes): user and kernel are
+/// the unprobed op's own CPU time split by its samples, and the probes' part is what the
+/// probed op took beyond it (so it leaves out what the sampling of those passes added to
+/// theirs). The timed passes' few samples at their low rate would price the probes far less
+/// precisely.
+fn split_by_unprobed_op(on_cpu: f64, p: &StackProfile) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let own = p.own_ns_per_op();
+    let user = own * p.user_samples as f64 / p.own_samples().max(1) as f64;
+    (Some(user), Some(own - user), Some(on_cpu - own))
 }
 
 #[cfg(test)]
@@ -106,6 +123,35 @@ mod tests {
         assert_eq!(a.user_ns_per_op, Some(200.0));
         assert_eq!(a.probe_ns_per_op, Some(40.0));
         assert_eq!(a.kernel_ns_per_op, Some(560.0));
+    }
+
+    #[test]
+    fn an_unprobed_profile_splits_its_own_op_and_the_probes_take_the_rest() {
+        let profile = StackProfile {
+            period_ns: 1000,
+            stack_passes: Some(crate::results::StackPasses {
+                period_ns: 200,
+                samples: 98,
+                unprobed: true,
+                programs: vec!["cpu_sample".into()],
+                sampling_cost: Some(0.05),
+            }),
+            samples: 100,
+            user_samples: 25,
+            probe_samples: 0,
+            lost_stacks: 0,
+            ops: 10,
+            // The unprobed op's CPU time, as its passes counted it.
+            on_cpu_ns_per_op: 300.0,
+            round_samples: Vec::new(),
+            paths: Vec::new(),
+            folded: Vec::new(),
+            groups: Vec::new(),
+        };
+        let a = account(&[sample(1, 800, 0, 0)], 800.0, Some(&profile)).unwrap();
+        assert_eq!(a.user_ns_per_op, Some(75.0));
+        assert_eq!(a.kernel_ns_per_op, Some(225.0));
+        assert_eq!(a.probe_ns_per_op, Some(500.0));
     }
 
     #[test]

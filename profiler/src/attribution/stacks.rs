@@ -137,11 +137,13 @@ fn lookup_address(depth: usize, ip: u64) -> u64 {
 const PROBE_PROGRAMS: &[&str] = &[
     "sys_enter",
     "sys_exit",
+    "scope_sys_enter",
     "fork_btf",
     "exec_btf",
     "exec_raw",
     "exit_btf",
     "exit_raw",
+    "free_raw",
     "sched_switch",
     "hook_enter_",
     "hook_exit_",

@@ -36,20 +36,34 @@ pub struct RawSample {
 
 impl Probes {
     /// Attaches what a pass for the stacks alone needs (`stacks_unprobed`), and nothing that
-    /// would show in its stacks: the sampler, the scope gate without the syscall timing, and
-    /// the task tracepoints that follow the workload's children. No syscall timing, no
-    /// sched_switch: the stacks are the kernel's as the workload runs it, not the probes'
-    /// (the BPF LSM programs of `--inject` and `--stack-noop` stay: they are the kernel
-    /// measured). Otherwise everything, as `attach`.
-    pub fn attach_for_stacks(&mut self) -> Result<()> {
+    /// would show in its stacks: the sampler and the task tracepoints that follow the
+    /// workload's children, which read the runners' window words. No syscall program, no
+    /// sched_switch: the stacks are the kernel's as the workload runs it, not the probes' (a
+    /// program on sys_enter, however empty, sends every syscall down the kernel's slow path).
+    /// Where the workload's children count from their execve on (`children_from_exec`), the
+    /// scope gate joins them without the syscall timing: only it sees an execve begin. The BPF
+    /// LSM programs of `--inject` and `--stack-noop` stay: they are the kernel measured.
+    /// Otherwise everything, as `attach`.
+    pub fn attach_for_stacks(&mut self, children_from_exec: bool) -> Result<()> {
         if !self.stacks_unprobed() {
             return self.attach();
         }
-        self.attach_where(|a| {
-            a.kind == Kind::PerfEvent
-                || a.program == SCOPE_PROGRAM
-                || TASK_TRACEPOINTS.contains(&a.target.as_str())
-        })
+        self.attach_where(|a| serves_stacks(a, children_from_exec))
+    }
+
+    /// The programs `attach_for_stacks` attaches, each named once (for the results), where
+    /// those passes run unprobed.
+    pub fn stack_pass_programs(&self, children_from_exec: bool) -> Vec<String> {
+        if !self.stacks_unprobed() {
+            return Vec::new();
+        }
+        let names: BTreeSet<&str> = self
+            .attachments
+            .iter()
+            .filter(|a| serves_stacks(a, children_from_exec))
+            .map(|a| a.program.as_str())
+            .collect();
+        names.into_iter().map(String::from).collect()
     }
 
     /// Whether the passes for the stacks alone run without the timing probes: where the
@@ -163,6 +177,13 @@ impl Probes {
             stacks.context("no STACKS map")?,
         ))
     }
+}
+
+/// Whether a pass for the stacks alone attaches `a` (`Probes::attach_for_stacks`).
+fn serves_stacks(a: &super::Attachment, children_from_exec: bool) -> bool {
+    a.kind == Kind::PerfEvent
+        || (children_from_exec && a.program == SCOPE_PROGRAM)
+        || TASK_TRACEPOINTS.contains(&a.target.as_str())
 }
 
 /// Attaches the sampling program to CPU `cpu`'s cpu-clock, one sample every `period_ns` of

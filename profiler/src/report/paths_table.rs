@@ -128,7 +128,6 @@ impl PathsTable {
         }
         let nodes = nodes(breakdown.as_ref(), profile.map(|p| &p.paths[..]));
         let order = display_order(&nodes);
-        let own_ns = profile.map(StackProfile::own_ns_per_op);
         let columns = columns(&nodes, &order, breakdown.as_ref(), profile.is_some());
         // A column with nothing in it, or nothing but zeros (no call waited), says nothing.
         let kept: Vec<&Column> = columns
@@ -161,7 +160,7 @@ impl PathsTable {
                 }
             })
             .collect();
-        let heading = heading(breakdown.as_ref(), own_ns, &rows);
+        let heading = heading(breakdown.as_ref(), profile, &rows);
         let notes = nodes
             .iter()
             .filter(|n| n.never_returns())
@@ -346,13 +345,36 @@ fn display_order(nodes: &[Node]) -> Vec<(usize, usize)> {
     out
 }
 
+/// How the unprobed op's CPU time was counted: by the samples of the passes for the stacks
+/// alone, with what their sampling added to the op's time.
+pub fn unprobed_whole(p: &StackProfile) -> String {
+    let cost = p.stack_passes.as_ref().and_then(|s| s.sampling_cost);
+    match cost {
+        Some(c) => format!(
+            "as the passes for the stacks alone counted it, whose sampling made the op {:.1}% \
+             slower than the clean one",
+            c * 100.0
+        ),
+        None => "as the passes for the stacks alone counted it".into(),
+    }
+}
+
 /// The whole every share is of, named with its size, and what each method's columns hold.
-fn heading(b: Option<&Breakdown>, own_ns: Option<f64>, rows: &[PathLine]) -> Vec<String> {
+fn heading(
+    b: Option<&Breakdown>,
+    profile: Option<&StackProfile>,
+    rows: &[PathLine],
+) -> Vec<String> {
     let time = |ns: f64| Scale::of(Unit::Nanoseconds, ns).show(ns);
-    let whole = match (own_ns, b) {
-        (Some(ns), _) => format!(
+    let whole = match (profile, b) {
+        (Some(p), _) if p.of_unprobed_op() => format!(
+            "shares of the unprobed op's own CPU time, {}, {}",
+            time(p.own_ns_per_op()),
+            unprobed_whole(p)
+        ),
+        (Some(p), _) => format!(
             "shares of the op's own CPU time, {}, the probes' samples left out",
-            time(ns)
+            time(p.own_ns_per_op())
         ),
         (None, Some(b)) => format!("shares {}, {}", b.whole.of(), time(b.whole_ns)),
         (None, None) => unreachable!("a table has a breakdown or a profile"),
@@ -360,7 +382,7 @@ fn heading(b: Option<&Breakdown>, own_ns: Option<f64>, rows: &[PathLine]) -> Vec
     let mut lines = vec![format!(
         "Paths per op (each runs inside the one it is indented under); {whole}"
     )];
-    if b.is_some() && own_ns.is_some() {
+    if b.is_some() && profile.is_some() {
         lines.push(
             "timed: enter to exit by a probe pair, the probes' cost in it; sampled: share x that \
              CPU time"

@@ -75,14 +75,22 @@ fn precision_line(p: &StackProfile) -> String {
 /// The profile's heading: the samples, how they came, whose they are, and how well they know
 /// a share (the paths are in the workload's table, `paths_table`).
 pub fn sampled_heading(p: &StackProfile) -> String {
+    let cpu = Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op);
+    let cpu = if p.of_unprobed_op() {
+        format!(
+            "{cpu} of the unprobed op's CPU time per op, {}",
+            super::paths_table::unprobed_whole(p)
+        )
+    } else {
+        format!("{cpu} of CPU time per op")
+    };
     let mut out = format!(
         "Sampled kernel stacks: {} samples of the op's CPU time ({}; {} user, {} in the \
-         probes), {} of CPU time per op\n",
+         probes), {cpu}\n",
         p.samples,
         p.rates(),
         p.user_samples,
         p.probe_samples,
-        Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op)
     );
     out.push_str(&precision_line(p));
     if p.paths.is_empty() {

@@ -109,7 +109,7 @@ impl SampledGroup {
 
 /// The samples a run took in passes for the stacks alone: nothing in those passes is timed, so
 /// they sample at a rate of their own and add to the shares, not to the CPU time per op.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StackPasses {
     /// Their sampling period, ns of CPU time per sample.
     pub period_ns: u64,
@@ -119,6 +119,16 @@ pub struct StackPasses {
     /// bpf_task_pt_regs, where a sample's syscall needs the timing probe's record).
     #[serde(default)]
     pub unprobed: bool,
+    /// The programs attached in them, where they ran unprobed (the timed passes attach every
+    /// program the header lists): the sampler and the task tracepoints, with the scope gate
+    /// where the workload's children count from their execve on (empty in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<String>,
+    /// Where they ran unprobed: what their sampling added to the op's time, a fraction of the
+    /// clean op's (their time per op against the clean passes'). The profile's CPU time per op
+    /// is the one they counted, this cost in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_cost: Option<f64>,
 }
 
 impl StackProfile {
@@ -132,6 +142,12 @@ impl StackProfile {
     /// stacks' part of the samples.
     pub fn own_ns_per_op(&self) -> f64 {
         self.on_cpu_ns_per_op * self.own_samples() as f64 / self.samples.max(1) as f64
+    }
+
+    /// Whether its shares and its CPU time per op are the unprobed op's: its passes for the
+    /// stacks alone ran without the timing probes and counted the op's CPU time themselves.
+    pub fn of_unprobed_op(&self) -> bool {
+        self.stack_passes.as_ref().is_some_and(|s| s.unprobed)
     }
 
     /// The one name every kernel frame has, when a stack has several frames and they all have
@@ -153,7 +169,7 @@ impl StackProfile {
     /// for the stacks alone where some ran.
     pub fn rates(&self) -> String {
         let hz = |period_ns: u64| format!("{:.0}", 1e9 / period_ns.max(1) as f64);
-        match self.stack_passes {
+        match &self.stack_passes {
             Some(s) => format!(
                 "{} at {} Hz in passes for the stacks alone{}, {} at {} Hz in the timed passes",
                 s.samples,
@@ -261,6 +277,8 @@ mod tests {
             period_ns: 1_000_000_000 / 4_999,
             samples: 90,
             unprobed: false,
+            programs: Vec::new(),
+            sampling_cost: None,
         });
         assert_eq!(
             p.rates(),

@@ -123,6 +123,14 @@ struct Taken {
     timed_samples: u64,
     /// The sampling period of the passes for the stacks alone, once one ran.
     stack_pass_period_ns: Option<u64>,
+    /// The programs those passes attached (`Probes::stack_pass_programs`).
+    stack_pass_programs: Vec<String>,
+    /// Those passes' ops over all copies, and the samples they took: their CPU time per op.
+    stack_pass_ops: u64,
+    stack_pass_samples: u64,
+    /// Their time and ops over all copies, as `probed_wall`: beside the clean passes' it
+    /// says what their sampling added.
+    stack_pass_wall: (f64, u64),
     /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
     last_pass_ns_per_op: f64,
     stacks: SampledStacks,
@@ -204,13 +212,28 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
         result.accounting = account(None);
         return;
     };
-    // The CPU time per op is the timed passes' alone: the passes for the stacks alone sample
-    // faster, and their interrupts would inflate it.
+    // The probed op's CPU time is the timed passes' alone: the passes for the stacks alone
+    // sample faster, and their interrupts would inflate it.
     let ops: u64 = taken.probed.iter().map(|s| s.ops).sum();
-    let on_cpu = account(None).map_or_else(
+    let probed_on_cpu = account(None).map_or_else(
         || taken.timed_samples as f64 * period as f64 / ops.max(1) as f64,
         |a| a.on_cpu_ns_per_op,
     );
+    let unprobed = taken.stack_pass_ops > 0 && probes.stacks_unprobed();
+    let sampling_cost = unprobed
+        .then(|| sampling_cost(mean(&taken.clean_ns_per_op), taken.stack_pass_wall))
+        .flatten();
+    // Shares from unprobed passes are of the op as the kernel runs it unprobed: their time is
+    // that op's CPU time as those passes' own samples count it (each one sampling period of a
+    // tracked task's CPU time), not the probed op's, which holds the probes' cost. Their
+    // interrupts' cost is in it (`sampling_cost` says how much they added to the op's time):
+    // it falls between two samples, in no sample's stack, so the shares are the kernel's own.
+    let on_cpu = if unprobed {
+        let stack_period = taken.stack_pass_period_ns.unwrap_or(period);
+        taken.stack_pass_samples as f64 * stack_period as f64 / taken.stack_pass_ops as f64
+    } else {
+        probed_on_cpu
+    };
     match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
         Ok(names) => {
             let mut profile =
@@ -218,7 +241,9 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
             profile.stack_passes = taken.stack_pass_period_ns.map(|period_ns| StackPasses {
                 period_ns,
                 samples: profile.samples - taken.timed_samples,
-                unprobed: probes.stacks_unprobed(),
+                unprobed,
+                programs: taken.stack_pass_programs.clone(),
+                sampling_cost,
             });
             attribution::correct_by_samples(&mut result.attribution, &profile);
             result.accounting = account(Some(&profile));
@@ -231,6 +256,16 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
                 .push(format!("the sampled stacks could not be named: {e:#}"));
         }
     }
+}
+
+/// What the passes for the stacks alone added to the op's time, as a fraction of the clean
+/// op's (`wall`: their time and ops over all copies); never below 0, where noise puts them
+/// under the clean op. None without a clean op to weigh them by.
+fn sampling_cost(clean_ns_per_op: f64, (wall_ns, wall_ops): (f64, u64)) -> Option<f64> {
+    if clean_ns_per_op.is_nan() || clean_ns_per_op <= 0.0 || wall_ops == 0 {
+        return None;
+    }
+    Some((wall_ns / wall_ops as f64 / clean_ns_per_op - 1.0).max(0.0))
 }
 
 /// Which round of how many is being measured (phases are named after it when there are
@@ -572,8 +607,15 @@ fn probed_pass(
         p.set_sample_period_ns(period_ns);
         taken.stack_pass_period_ns = Some(period_ns);
     }
-    let stacks_only = matches!(pass, Pass::StacksOnly { .. });
-    let ran = attached_as(Some(&mut *p), pids, stacks_only, || workload.run(ops, true));
+    let attach = match pass {
+        Pass::Timed { .. } => Attach::All,
+        Pass::StacksOnly { .. } => {
+            let children_from_exec = workload.children_count_from_exec();
+            taken.stack_pass_programs = p.stack_pass_programs(children_from_exec);
+            Attach::ForStacks { children_from_exec }
+        }
+    };
+    let ran = attached_as(Some(&mut *p), pids, attach, || workload.run(ops, true));
     if let Some(period_ns) = timed_period_ns {
         p.set_sample_period_ns(period_ns);
     }
@@ -610,6 +652,13 @@ fn probed_pass(
             ops: ops * copies as u64,
         });
         taken.timed_samples += samples.iter().map(|s| s.count).sum::<u64>();
+    } else {
+        for copy in &ns_per_op {
+            taken.stack_pass_wall.0 += copy * ops as f64;
+            taken.stack_pass_wall.1 += ops;
+        }
+        taken.stack_pass_ops += ops * copies as u64;
+        taken.stack_pass_samples += samples.iter().map(|s| s.count).sum::<u64>();
     }
     *last = Some(now);
     taken.stacks.add(samples);
@@ -650,22 +699,31 @@ fn attached<T>(
     pids: &[u32],
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
-    attached_as(probes, pids, false, f)
+    attached_as(probes, pids, Attach::All, f)
 }
 
-/// `attached`, with only what the stacks need where `stacks_only` (`Probes::attach_for_stacks`).
+/// What a probed pass attaches.
+#[derive(Debug, Clone, Copy)]
+enum Attach {
+    All,
+    /// What the stacks need (`Probes::attach_for_stacks`).
+    ForStacks {
+        children_from_exec: bool,
+    },
+}
+
+/// `attached`, with what `attach` says.
 fn attached_as<T>(
     probes: Option<&mut Probes>,
     pids: &[u32],
-    stacks_only: bool,
+    attach: Attach,
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     let Some(p) = probes else { return f() };
     p.set_gate_owners(pids)?;
-    if stacks_only {
-        p.attach_for_stacks()?;
-    } else {
-        p.attach()?;
+    match attach {
+        Attach::All => p.attach()?,
+        Attach::ForStacks { children_from_exec } => p.attach_for_stacks(children_from_exec)?,
     }
     let out = f();
     p.detach();
@@ -774,6 +832,20 @@ fn mean(xs: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampling_cost_is_the_stack_passes_time_over_the_clean_op_s() {
+        // Two copies of 100 ops at 105 and 115 ns/op against a 100 ns clean op.
+        let wall = (105.0 * 100.0 + 115.0 * 100.0, 200);
+        assert!((sampling_cost(100.0, wall).unwrap() - 0.10).abs() < 1e-12);
+        assert_eq!(
+            sampling_cost(120.0, wall),
+            Some(0.0),
+            "noise never makes it negative"
+        );
+        assert_eq!(sampling_cost(0.0, wall), None);
+        assert_eq!(sampling_cost(100.0, (0.0, 0)), None);
+    }
     use crate::{
         results::fixtures::row,
         workloads::{self, tests::options},

@@ -40,9 +40,11 @@ pub const UNASSIGNED_SYSCALL: i64 = 400;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Reply {
-    /// The workload is set up; its ops come in rounds of this many.
+    /// The workload is set up; its ops come in rounds of this many
+    /// (`Workload::children_count_from_exec` beside).
     Created {
         ops_per_round: u64,
+        children_count_from_exec: bool,
     },
     Ran {
         elapsed_ns: u64,

@@ -138,6 +138,7 @@ fn take_stdio() -> io::Result<(File, File)> {
 /// the pipes to the supervisor and the peak RSS files, stay usable under a seccomp allow-list).
 fn start(args: &RunnerArgs, harness_fds: &[RawFd]) -> Result<()> {
     die_with_parent(args.parent)?;
+    crate::tracking_window::map_window_word()?;
     if let (Some(uid), Some(gid)) = (args.uid, args.gid) {
         credentials::become_user(Credentials { uid, gid })?;
         // Changing credentials clears the parent-death signal and makes /proc/self root's
@@ -186,12 +187,15 @@ fn serve(request: Request, hosted: &mut Option<Hosted>, peak_rss: &PeakRss) -> R
             peak_rss.reset();
             let options = WorkloadOptions { scratch_dir, setup };
             let created = create(&workload, &options, tracked)?;
-            let ops_per_round = created.ops_per_round();
+            let reply = Reply::Created {
+                ops_per_round: created.ops_per_round(),
+                children_count_from_exec: created.children_count_from_exec(),
+            };
             *hosted = Some(Hosted {
                 name: workload,
                 workload: created,
             });
-            Reply::Created { ops_per_round }
+            reply
         }
         Request::Run {
             ops,

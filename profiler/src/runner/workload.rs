@@ -39,6 +39,8 @@ pub struct RemoteWorkload<'s> {
     supervisor: &'s mut Supervisor,
     /// The workload's `ops_per_round`.
     ops_per_round: u64,
+    /// `Workload::children_count_from_exec`.
+    children_count_from_exec: bool,
     /// The runners' pids when the workload was created, one per copy.
     runner_pids: Vec<u32>,
     dropped: bool,
@@ -89,15 +91,23 @@ impl<'s> RemoteWorkload<'s> {
         Ok(match created? {
             Wait::Done(replies) => {
                 let mut ops_per_round = 1;
+                let mut children_count_from_exec = false;
                 for reply in replies {
                     match reply {
-                        Reply::Created { ops_per_round: n } => ops_per_round = ops_per_round.max(n),
+                        Reply::Created {
+                            ops_per_round: n,
+                            children_count_from_exec: from_exec,
+                        } => {
+                            ops_per_round = ops_per_round.max(n);
+                            children_count_from_exec |= from_exec;
+                        }
                         other => bail!("unexpected reply from the runner: {other:?}"),
                     }
                 }
                 Wait::Done(RemoteWorkload {
                     supervisor,
                     ops_per_round,
+                    children_count_from_exec,
                     runner_pids,
                     dropped: false,
                     _scratch: scratches,
@@ -110,6 +120,12 @@ impl<'s> RemoteWorkload<'s> {
     /// The processes whose gate calls must count while this workload runs.
     pub fn runner_pids(&self) -> &[u32] {
         &self.runner_pids
+    }
+
+    /// Whether the programs the workload starts count from their execve on, which only the
+    /// syscall gate sees (`Workload::children_count_from_exec`).
+    pub fn children_count_from_exec(&self) -> bool {
+        self.children_count_from_exec
     }
 
     /// How many copies run at once.

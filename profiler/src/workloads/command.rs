@@ -101,6 +101,10 @@ impl RunCommand {
 }
 
 impl Workload for RunCommand {
+    fn children_count_from_exec(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, ops: u64) -> Result<Duration> {
         let argv = &self.command.argv;
         let mut elapsed = Duration::ZERO;

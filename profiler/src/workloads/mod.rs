@@ -113,6 +113,13 @@ pub trait Workload {
     fn extras(&mut self) -> Vec<Extra> {
         Vec::new()
     }
+
+    /// Whether the programs it starts count from their execve on (`tracking_window::spawning`):
+    /// only the syscall gate sees an execve begin, so its passes for the stacks alone keep the
+    /// gate program (default: no, every child counts from its fork).
+    fn children_count_from_exec(&self) -> bool {
+        false
+    }
 }
 
 /// `ops` rounded up to whole rounds of `per_round` (see `Workload::ops_per_round`).
