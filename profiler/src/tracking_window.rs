@@ -15,11 +15,13 @@ thread_local! {
     static WINDOW_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// The window word, once `map_window_word` has mapped its page.
-static WINDOW_WORD: std::sync::OnceLock<&'static AtomicU32> = std::sync::OnceLock::new();
+/// The window word, once `map_window_word` has mapped its page, and the id of the thread that
+/// did: the runner's one thread, whose windows it marks.
+static WINDOW_WORD: std::sync::OnceLock<(&'static AtomicU32, u32)> = std::sync::OnceLock::new();
 
 /// Maps the window word's page at its fixed address: the runner does so once as it starts,
-/// before it serves. A process without it opens and closes its window by the ioctl alone.
+/// before it serves (and before any seccomp policy, which may refuse mmap and gettid). A
+/// process without it opens and closes its window by the ioctl alone.
 pub fn map_window_word() -> Result<()> {
     let page = WINDOW_WORD_ADDR as *mut libc::c_void;
     // SAFETY: a fresh anonymous page at an address nothing else holds (NOREPLACE refuses one
@@ -47,8 +49,10 @@ pub fn map_window_word() -> Result<()> {
     );
     // SAFETY: the page is this process's for its lifetime, zeroed and suitably aligned.
     let word = unsafe { &*(page as *const AtomicU32) };
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() } as u32;
     ensure!(
-        WINDOW_WORD.set(word).is_ok(),
+        WINDOW_WORD.set((word, tid)).is_ok(),
         "the window word is mapped once"
     );
     Ok(())
@@ -60,22 +64,22 @@ pub fn map_window_word() -> Result<()> {
 pub fn gate(open: bool) {
     WINDOW_OPEN.with(|w| w.set(open));
     if !open {
-        set_word(0);
+        set_word(false);
     }
     let cmd = if open { GATE_OPEN } else { GATE_CLOSE };
     // SAFETY: ioctl on an invalid fd has no effect beyond returning EBADF.
     unsafe { libc::ioctl(GATE_FD as libc::c_int, cmd as libc::c_ulong) };
     if open {
-        // SAFETY: gettid has no arguments and cannot fail.
-        set_word(unsafe { libc::gettid() } as u32);
+        set_word(true);
     }
 }
 
-/// The probes read the word only on the thread that wrote it (they run in its context), so
-/// program order is all they need.
-fn set_word(value: u32) {
-    if let Some(word) = WINDOW_WORD.get() {
-        word.store(value, Ordering::Relaxed);
+/// Marks the mapping thread's window open (its id) or closed (0), with no syscall (a seccomp
+/// policy may refuse gettid). The probes read the word only on that thread (they run in its
+/// context), so program order is all they need.
+fn set_word(open: bool) {
+    if let Some((word, tid)) = WINDOW_WORD.get() {
+        word.store(if open { *tid } else { 0 }, Ordering::Relaxed);
     }
 }
 
