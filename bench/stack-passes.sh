@@ -8,8 +8,9 @@
 #   hookprof run --workloads W ... -o JSON                       (HOOKPROF, the defaults)
 #   BEFORE run --workloads W ... -o JSON                          (if BEFORE is set)
 # then prints, per workload, the part of hookprof's samples that landed in its probes, the
-# sampled whole (CPU time per op) beside the clean op, and each hook, LSM function and syscall
-# at >= MIN_SHARE% in perf with perf's and each hookprof's inclusive share (means over the
+# sampled whole (CPU time per op) beside the clean op, and each hook and LSM function at
+# >= MIN_SHARE% in perf (not the syscalls: hookprof's hold the whole syscall path by the task's
+# syscall number, entry and exit code included, where perf's frames have only the handler) with perf's and each hookprof's inclusive share (means over the
 # repetitions). perf's share is over the samples of the process with the most samples (the
 # runner, which does the loop), user and kernel, a symbol counted once per sample; hookprof's
 # is over its own samples. "yes" where |hookprof - perf| <= 0.3 points or <= 20% of perf's.
@@ -56,7 +57,6 @@ import collections, glob, json, re, statistics, sys
 
 work, workloads, reps, min_share, with_before = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), float(sys.argv[4]), bool(sys.argv[5:] and sys.argv[5])
 PATTERN = re.compile(r"^(security_|hook_|bpf_lsm_|cap_|apparmor_|selinux_|landlock_)")
-SYSCALL = re.compile(r"^__(x64|arm64)_sys_(\w+)$")
 
 def perf_shares(path):
     """Inclusive shares of the symbols of the process with the most samples."""
@@ -74,10 +74,7 @@ def perf_shares(path):
         parts = line.split()
         if len(parts) >= 2:
             name = parts[1].split("+")[0]
-            m = SYSCALL.match(name)
-            if m:
-                frames.add(m.group(2))
-            elif PATTERN.match(name):
+            if PATTERN.match(name):
                 frames.add(name)
     if pid is not None:
         samples[pid].append(frames)
