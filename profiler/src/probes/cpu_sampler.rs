@@ -3,7 +3,7 @@
 //! its stack and syscall. After every probed sample, with the programs detached, `take_samples`
 //! reads the counts and the stacks and empties both maps, so the stack map never fills over a
 //! run. `attach_for_stacks` decides what a pass for the stacks alone attaches beside it.
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use anyhow::{Context, Result};
 use aya::{
@@ -16,8 +16,15 @@ use aya::{
 use profiler_common::SampleKey;
 
 use super::{
-    syscall_tracepoints::SCOPE_PROGRAM, task_tracepoints::TASK_TRACEPOINTS, Kind, OwnedLink, Probes,
+    kallsyms::Symbol, syscall_tracepoints::SCOPE_PROGRAM, task_tracepoints::TASK_TRACEPOINTS, Kind,
+    OwnedLink, Probes,
 };
+
+/// How a program's JIT'd kallsyms symbol ends: `_` and its name, cut to the kernel's 15
+/// bytes (`bpf_prog_<tag>_<name>`).
+fn jited_suffix(program: &str) -> String {
+    format!("_{}", &program[..program.len().min(15)])
+}
 
 /// The sampling program's name in the object.
 pub(super) const PROGRAM: &str = "cpu_sample";
@@ -35,6 +42,26 @@ pub struct RawSample {
 }
 
 impl Probes {
+    /// Names into `named` each of the sampled `addresses` it lacks, for counting samples as
+    /// they come (`KeptTable`: kallsyms is read again only for code outside the kernel's own
+    /// text and the programs loaded for the whole run).
+    pub fn name_addresses(
+        &mut self,
+        addresses: &[u64],
+        named: &mut HashMap<u64, Symbol>,
+    ) -> Result<()> {
+        // A trampoline's programs may be loaded anew at each attach (5.10, 5.11).
+        let stay: Vec<String> = self
+            .attachments
+            .iter()
+            .filter(|a| !matches!(a.kind, Kind::FEntry | Kind::FExit))
+            .map(|a| jited_suffix(&a.program))
+            .collect();
+        let stays =
+            |name: &str| name.starts_with("bpf_prog_") && stay.iter().any(|s| name.ends_with(s));
+        self.symbols.name_new(addresses, named, stays)
+    }
+
     /// Attaches what a pass for the stacks alone needs (`stacks_unprobed`), and nothing that
     /// would show in its stacks: the sampler and the task tracepoints that follow the
     /// workload's children, which read the runners' window words. No syscall program, no

@@ -5,6 +5,7 @@
 use std::{
     collections::HashMap,
     io::{BufRead, BufReader, Read},
+    ops::Range,
 };
 
 use anyhow::{Context, Result};
@@ -137,6 +138,8 @@ pub struct SymbolTable {
     /// (start, where its name begins in `names`, its length), by start.
     symbols: Vec<(u64, u32, u32)>,
     names: String,
+    /// The kernel's own text, `_stext` to `_etext`: code that never moves while it runs.
+    core_text: Option<Range<u64>>,
 }
 
 impl SymbolTable {
@@ -155,15 +158,31 @@ impl SymbolTable {
         let mut table = SymbolTable {
             symbols: Vec::new(),
             names: String::new(),
+            core_text: None,
         };
+        let (mut stext, mut etext) = (None, None);
         for_each_text_symbol(text, |start, name| {
+            match name {
+                "_stext" => stext = Some(start),
+                "_etext" => etext = Some(start),
+                _ => {}
+            }
             let at = u32::try_from(table.names.len()).context("kallsyms too large")?;
             table.names.push_str(name);
             table.symbols.push((start, at, name.len() as u32));
             Ok(())
         })?;
         table.symbols.sort_unstable_by_key(|s| s.0);
+        table.core_text = stext
+            .zip(etext)
+            .map(|(s, e)| s..e)
+            .filter(|r| !r.is_empty());
         Ok(table)
+    }
+
+    /// Each of `addresses` named (`name`).
+    pub fn names(&self, addresses: &[u64]) -> HashMap<u64, Symbol> {
+        addresses.iter().map(|&a| (a, self.name(a))).collect()
     }
 
     /// What `resolve` names `address`: the text symbol with the greatest start at or below it
@@ -182,6 +201,60 @@ impl SymbolTable {
                 }
             }
         }
+    }
+}
+
+/// A [`SymbolTable`] kept over a run and read again only when it may be out of date for a
+/// new address: the kernel's core text never moves, nor does a function `stays` names (a BPF
+/// program loaded for the whole run), so an address in either is named from the table as it
+/// was read; any other (a module's, a trampoline's, another program's: code that comes and
+/// goes) has the table read again first, once for all the new addresses of a call. Code
+/// loaded since the last read right after a program that stays is named after that program
+/// until an address outside both reads the table again: good enough to count samples by
+/// (`run`'s passes for the stacks alone stop by that count), not to attribute them.
+#[derive(Default)]
+pub struct KeptTable {
+    table: Option<SymbolTable>,
+}
+
+impl KeptTable {
+    /// Names into `named` each of `addresses` it does not hold yet.
+    pub fn name_new(
+        &mut self,
+        addresses: &[u64],
+        named: &mut HashMap<u64, Symbol>,
+        stays: impl Fn(&str) -> bool,
+    ) -> Result<()> {
+        self.name_new_from(addresses, named, stays, SymbolTable::load)
+    }
+
+    /// `name_new` with the table read by `read`.
+    fn name_new_from(
+        &mut self,
+        addresses: &[u64],
+        named: &mut HashMap<u64, Symbol>,
+        stays: impl Fn(&str) -> bool,
+        read: impl FnOnce() -> Result<SymbolTable>,
+    ) -> Result<()> {
+        let new: Vec<u64> = addresses
+            .iter()
+            .copied()
+            .filter(|a| !named.contains_key(a))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let current = self.table.as_ref().is_some_and(|t| {
+            new.iter().all(|&a| {
+                t.core_text.as_ref().is_some_and(|core| core.contains(&a)) || stays(&t.name(a).name)
+            })
+        });
+        if !current {
+            self.table = Some(read()?);
+        }
+        let table = self.table.as_ref().expect("read above");
+        named.extend(new.into_iter().map(|a| (a, table.name(a))));
+        Ok(())
     }
 }
 
@@ -237,6 +310,42 @@ ffffffff81002800 t apparmor_file_open
         for a in asked {
             assert_eq!(table.name(a), resolved[&a], "{a:#x}");
         }
+    }
+
+    #[test]
+    fn a_kept_table_is_read_again_only_for_a_new_address_in_code_that_comes_and_goes() {
+        let text = format!(
+            "{TEXT}ffffffff81004000 T _etext\n\
+             ffffffffc0002000 t bpf_prog_0123456789abcdef_sys_enter\t[bpf]\n\
+             ffffffffc0003000 t bpf_trampoline_6442\t[bpf]\n"
+        );
+        let mut kept = KeptTable::default();
+        let mut named = HashMap::new();
+        let mut reads = 0;
+        let stays = |name: &str| name.ends_with("_sys_enter");
+        let mut name = |kept: &mut KeptTable, named: &mut HashMap<u64, Symbol>, a: u64| {
+            kept.name_new_from(&[a], named, stays, || {
+                reads += 1;
+                SymbolTable::from_text(text.as_bytes())
+            })
+            .unwrap();
+            reads
+        };
+        // The first call reads; core-text addresses after it do not, named or new.
+        assert_eq!(name(&mut kept, &mut named, 0xffffffff81001010), 1);
+        assert_eq!(name(&mut kept, &mut named, 0xffffffff81001010), 1);
+        assert_eq!(name(&mut kept, &mut named, 0xffffffff81003004), 1);
+        assert_eq!(named[&0xffffffff81003004].name, "security_file_open");
+        // Nor does a new address in a program that stays.
+        assert_eq!(name(&mut kept, &mut named, 0xffffffffc0002010), 1);
+        assert_eq!(name(&mut kept, &mut named, 0xffffffffc0002020), 1);
+        // A new address in a module or a trampoline reads again; once named, it does not.
+        assert_eq!(name(&mut kept, &mut named, 0xffffffffc0001004), 2);
+        assert_eq!(name(&mut kept, &mut named, 0xffffffffc0001004), 2);
+        assert_eq!(named[&0xffffffffc0001004].name, "hook_file_open");
+        assert_eq!(name(&mut kept, &mut named, 0xffffffffc0003010), 3);
+        // Past _etext is not core text.
+        assert_eq!(name(&mut kept, &mut named, 0xffffffff81004010), 4);
     }
 
     #[test]

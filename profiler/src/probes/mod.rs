@@ -169,6 +169,8 @@ pub struct Probes {
     /// The kernel calls a BPF LSM function only while a BPF LSM program is attached to its
     /// hook (static calls and keys, Linux 6.12: `security_toggle_hook`).
     bpf_lsm_on_demand: bool,
+    /// What names the sampled stacks' addresses over the run.
+    symbols: kallsyms::KeptTable,
 }
 
 impl Probes {
@@ -212,6 +214,7 @@ impl Probes {
                 .find(|f| kernel.has_function(f))
                 .map(|f| f.to_string()),
             bpf_lsm_on_demand: kernel.has_function(BPF_LSM_TOGGLE),
+            symbols: kallsyms::KeptTable::default(),
         };
         if plan.syscalls {
             probes.load_syscalls();

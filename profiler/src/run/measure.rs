@@ -4,13 +4,19 @@
 //! tracking window (and what it forks) is counted. The workload lives in the runner process
 //! (see `runner`); this process attaches probes and reads maps. A workload that fails keeps
 //! the samples taken before, with the failure and its phase recorded.
-use std::time::{Duration, Instant};
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context, Result};
 
 use crate::{
     attribution::{self, attribute, ProbedSample, SampledStacks},
-    probes::{Probes, Snapshot},
+    probes::{
+        kallsyms::{Symbol, SymbolTable},
+        Probes, Snapshot,
+    },
     results::{
         AttributionRow, CopySamples, ExtraMetric, PathKind, StackPasses, WorkloadFailure,
         WorkloadResult,
@@ -134,6 +140,9 @@ struct Taken {
     /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
     last_pass_ns_per_op: f64,
     stacks: SampledStacks,
+    /// The addresses of `stacks` named so far, to count the workload's own samples by
+    /// (`Probes::name_addresses`; the profile names them all again when the run ends).
+    named: HashMap<u64, Symbol>,
     /// Clean and probed samples taken again because a runner was stopped while they ran.
     retaken: [usize; 2],
 }
@@ -161,8 +170,12 @@ impl Measured {
     }
 
     /// The result, with the attribution of every round's probed samples (`probes` focused on
-    /// this workload).
-    pub fn finish(self, probes: Option<&Probes>) -> WorkloadResult {
+    /// this workload) and their stacks named by `symbols` (kallsyms as the run ended).
+    pub fn finish(
+        self,
+        probes: Option<&Probes>,
+        symbols: Option<&Result<SymbolTable, String>>,
+    ) -> WorkloadResult {
         let Measured { mut result, taken } = self;
         let [clean, probed] = taken.retaken;
         if clean + probed > 0 {
@@ -189,7 +202,7 @@ impl Measured {
                         .notes
                         .extend(bpf_lsm_on_demand_note(&result.attribution));
                 }
-                sampled(&mut result, &taken, p);
+                sampled(&mut result, &taken, p, symbols);
             }
         }
         result
@@ -198,7 +211,12 @@ impl Measured {
 
 /// The probed samples' accounting (on and off CPU, where sched_switch was probed) and their
 /// stack profile, into `result`.
-fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
+fn sampled(
+    result: &mut WorkloadResult,
+    taken: &Taken,
+    probes: &Probes,
+    symbols: Option<&Result<SymbolTable, String>>,
+) {
     let (wall_ns, wall_ops) = taken.probed_wall;
     let wall = wall_ns / wall_ops.max(1) as f64;
     // Without sched_switch the CPU counters hold only what the gate added: no accounting.
@@ -234,7 +252,12 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
     } else {
         probed_on_cpu
     };
-    match crate::probes::kallsyms::resolve(&taken.stacks.addresses()) {
+    let names = match symbols {
+        Some(Ok(table)) => Ok(table.names(&taken.stacks.addresses())),
+        Some(Err(e)) => Err(e.clone()),
+        None => Err("kallsyms was not read".to_string()),
+    };
+    match names {
         Ok(names) => {
             let mut profile =
                 attribution::profile(&taken.stacks, &names, period, ops, Some(on_cpu));
@@ -253,7 +276,7 @@ fn sampled(result: &mut WorkloadResult, taken: &Taken, probes: &Probes) {
             result.accounting = account(None);
             result
                 .notes
-                .push(format!("the sampled stacks could not be named: {e:#}"));
+                .push(format!("the sampled stacks could not be named: {e}"));
         }
     }
 }
@@ -500,19 +523,12 @@ fn more_stacks(
     let round_timed_samples = taken.stacks.round_total();
     let mut stack_ops = 0;
     let mut timed_own = None;
-    // Read once a round: the programs stay loaded between passes, so their symbols stay.
-    let symbols = crate::probes::kallsyms::SymbolTable::load()?;
     loop {
         // The round's own samples are counted, not estimated from a fraction: the probes'
         // part differs by workload and by pass (over half of null_call's probed loop is the
         // syscall probes'), and an estimate a little high leaves the round short.
-        let names = taken
-            .stacks
-            .addresses()
-            .into_iter()
-            .map(|a| (a, symbols.name(a)))
-            .collect();
-        let own = taken.stacks.own_samples(&names);
+        p.name_addresses(&taken.stacks.addresses(), &mut taken.named)?;
+        let own = taken.stacks.own_samples(&taken.named);
         if own.round_own >= want {
             return Ok(Wait::Done(()));
         }

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     other_probes, peak_rss,
+    probes::{kallsyms::SymbolTable, Probes},
     results::WorkloadResult,
     runner::Supervisor,
     versus::Variant,
@@ -60,11 +61,17 @@ pub(super) fn measure_workloads(
         bar,
         &mut measured,
     )?;
+    // One read of kallsyms names every workload's stacks as the run ends.
+    let symbols = probes
+        .probes
+        .as_ref()
+        .and_then(Probes::sample_period_ns)
+        .map(|_| SymbolTable::load().map_err(|e| format!("{e:#}")));
     let mut workloads = Vec::new();
     for variant in measured {
         let mut results = Vec::new();
         for (spec, m) in work.specs.iter().zip(variant) {
-            let result = m.finish(probes.focused_on(spec.name).as_deref());
+            let result = m.finish(probes.focused_on(spec.name).as_deref(), symbols.as_ref());
             if !result.clean.is_empty() || result.failure.is_some() {
                 results.push(result);
             }
