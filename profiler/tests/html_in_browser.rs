@@ -155,7 +155,7 @@ fn render(chromium: &Path, page: &Path, dir: &Path) -> (String, PathBuf) {
     common(&mut shot);
     let out = shot
         .arg(format!("--screenshot={}", png.display()))
-        .args(["--window-size=1100,900", &url])
+        .args(["--window-size=1100,1300", &url])
         .output()
         .expect("run chromium");
     assert!(
@@ -500,7 +500,7 @@ fn the_flame_graphs_draw_and_zoom_in_chromium() {
     assert_eq!(hidden, frames - 13, "{flame}");
     assert!(facts.contains(&"unzoom=true"), "{flame}");
 
-    // The picture, untouched by the checks: the page is short enough to show the whole graph,
+    // The picture, untouched by the checks: the window is tall enough to show the whole graph,
     // each kind's colour drawn.
     let shown = dir.path().join("flame-shot.html");
     std::fs::write(&shown, &page).unwrap();

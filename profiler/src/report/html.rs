@@ -183,8 +183,15 @@ pub fn overview(r: &Results) -> String {
          role=\"img\" aria-label=\"suite overview\">",
         label_w + bar_w + value_w
     );
-    // Legend: two rows of three.
-    for (i, part) in Segment::ALL.iter().enumerate() {
+    // Legend: what some bar draws, in rows of three.
+    let drawn: Vec<Segment> = Segment::ALL
+        .into_iter()
+        .filter(|seg| {
+            rows.iter()
+                .any(|s| s.parts.iter().any(|(p, ns)| p == seg && *ns > 0.0))
+        })
+        .collect();
+    for (i, part) in drawn.iter().enumerate() {
         let (x, y) = ((i % 3) as f64 * 260.0, (i / 3) as f64 * legend_h);
         let _ = write!(
             svg,
@@ -255,12 +262,30 @@ pub fn overview(r: &Results) -> String {
          are CPU time then, a blocking call's wait left out), else the clean op time (right). \
          Hooks run inside syscalls or task paths and task paths inside syscalls, so each part \
          excludes what runs inside it. Against the clean op, probes inflate what they time and \
-         a bar can run past 100%.</figcaption></figure>",
+         a bar can run past 100%.{}</figcaption></figure>",
         top - 2.0,
         bottom + 14.0,
+        untimed_hooks_note(r),
         x = label_w + full
     );
     svg
+}
+
+/// Where no hook was timed but stacks were sampled, the overview's bars hold no hook at all:
+/// said under them, with where the hooks' sampled share is.
+fn untimed_hooks_note(r: &Results) -> &'static str {
+    let timed = r.workloads.iter().any(|w| {
+        w.attribution
+            .iter()
+            .any(|a| matches!(a.kind, PathKind::Hook | PathKind::Lsm))
+    });
+    let sampled = r.workloads.iter().any(|w| w.profile.is_some());
+    if timed || !sampled {
+        return "";
+    }
+    " No security hook or LSM function was timed in this run (the kernel refused BPF \
+     trampolines, or none was chosen), so these bars hold none: they run inside the syscalls' \
+     part. Their share of each op, sampled from its kernel stacks, is in the table above."
 }
 
 fn workload_section(w: &WorkloadResult) -> String {
@@ -512,6 +537,33 @@ mod tests {
         let b = split(&sample_results().workloads[1]);
         assert_eq!(b.parts.len(), 1);
         assert!(b.parts[0].0 == Segment::NotProbed);
+    }
+
+    #[test]
+    fn the_overview_names_only_what_it_draws_and_says_where_untimed_hooks_are() {
+        let timed = overview(&sample_results());
+        assert!(timed.contains(">security hooks (their own dispatch)<"));
+        assert!(!timed.contains("was timed in this run"));
+        // Syscalls timed, hooks only sampled (a kernel that refuses trampolines).
+        let mut r = sample_results();
+        for w in &mut r.workloads {
+            w.attribution.retain(|a| a.kind == PathKind::Syscall);
+            w.profile = Some(crate::results::StackProfile::default());
+        }
+        let sampled = overview(&r);
+        assert!(
+            !sampled.contains(">security hooks (their own dispatch)<"),
+            "{sampled}"
+        );
+        assert!(
+            !sampled.contains(">LSM functions under the hooks<"),
+            "{sampled}"
+        );
+        assert!(sampled.contains(">syscalls (outside hooks and task paths)<"));
+        assert!(
+            sampled.contains("No security hook or LSM function was timed in this run"),
+            "{sampled}"
+        );
     }
 
     #[test]
