@@ -32,12 +32,10 @@ pub fn figure(w: &WorkloadResult) -> String {
         ));
         return failed(&title, &why);
     }
+    // Short enough for a narrow window: inferno centres it on one line and cuts it both ends.
     let subtitle = format!(
-        "{} samples of CPU time ({}): {} in user mode, {} in hookprof's probes",
-        p.samples,
-        p.rates(),
-        p.user_samples,
-        p.probe_samples
+        "{} samples of CPU time: {} in user mode, {} in hookprof's probes",
+        p.samples, p.user_samples, p.probe_samples
     );
     let svg = match svg(&title, &subtitle, &lines(&p.folded)) {
         Ok(svg) => svg,
@@ -45,12 +43,13 @@ pub fn figure(w: &WorkloadResult) -> String {
     };
     let frames = p.folded.iter().map(|(s, _)| s.as_str());
     format!(
-        "<figure class=\"flame\">{}<figcaption>{}.<br>Each box is a function, as wide as the \
-         share of samples with it on the stack, its callers below it. Click a box to zoom, \
-         Search (or Ctrl-F) to highlight functions by name; the share of the matched samples \
-         shows bottom right.</figcaption></figure>\n",
+        "<figure class=\"flame\">{}<figcaption>{}.<br>The samples: {}. Each box is a function, \
+         as wide as the share of samples with it on the stack, its callers below it. Click a box \
+         to zoom, Search (or Ctrl-F) to highlight functions by name; the share of the matched \
+         samples shows bottom right.</figcaption></figure>\n",
         embed(&svg, &title),
-        legend(frames)
+        legend(frames),
+        esc(&p.rates())
     )
 }
 
