@@ -113,16 +113,29 @@ pub struct MissedSlowdown {
     /// (-0.2: 20% less).
     pub bound: f64,
     pub unit: Unit,
+    /// Workloads not called whose spread the machine's state explains (`machine_state`):
+    /// their intervals bound the machine, not the kernel, so they are not weighed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl MissedSlowdown {
-    /// Over the workloads with an interval not called regressed or improved: the worse end
-    /// furthest from no change in log terms (a rate's drop weighed as the time its work then
-    /// takes); None when every such end is on the better side.
+    /// Over the workloads with an interval not called regressed or improved, less those whose
+    /// spread is the machine's: the worse end furthest from no change in log terms (a rate's
+    /// drop weighed as the time its work then takes); None when every such end is on the
+    /// better side.
     pub fn of(workloads: &[WorkloadComparison]) -> Option<MissedSlowdown> {
-        workloads
-            .iter()
-            .filter(|w| !matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+        let not_called = || {
+            workloads
+                .iter()
+                .filter(|w| !matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+        };
+        let left_out = not_called()
+            .filter(|w| w.machine_state.is_some())
+            .map(|w| w.name.clone())
+            .collect();
+        not_called()
+            .filter(|w| w.machine_state.is_none())
             .filter_map(|w| {
                 let better = w.unit.higher_is_better();
                 let bound = w.change?.worse_bound(better)?;
@@ -138,6 +151,7 @@ impl MissedSlowdown {
                 workload: w.name.clone(),
                 bound,
                 unit: w.unit,
+                left_out,
             })
     }
 }

@@ -462,8 +462,15 @@ pub(super) fn missed_sentence(c: &Comparison) -> Option<String> {
     } else {
         "slowdown"
     };
+    let left_out = match m.left_out.as_slice() {
+        [] => String::new(),
+        names => format!(
+            "; {} left out, whose spread the machine's state explains",
+            names.join(", ")
+        ),
+    };
     Some(format!(
-        "the largest {what} it could have missed: {} {} ({:.0}%)",
+        "the largest {what} it could have missed: {} {} ({:.0}%{left_out})",
         m.workload,
         signed_percent(m.bound),
         100.0 * (1.0 - c.criteria.alpha)

@@ -716,6 +716,22 @@ fn an_interval_holds_zero_when_holm_s_adjustment_takes_the_significance_away() {
         text.contains("Summary: 0 regressed, 0 improved, 2 no change, 0 inconclusive; the largest slowdown it could have missed: build +"),
         "{text}"
     );
+    // A workload whose spread is the machine's bounds the machine, not the kernel: the
+    // summary weighs the others and names it as left out.
+    let mut c = c;
+    c.workloads[1].machine_state = Some("the filesystem's state".into());
+    c.largest_missed_slowdown = MissedSlowdown::of(&c.workloads);
+    let m = c.largest_missed_slowdown.as_ref().unwrap();
+    assert_eq!(
+        (m.workload.as_str(), m.left_out.as_slice()),
+        ("open_close", &["build".to_string()][..])
+    );
+    let text = render_text(&c);
+    assert!(
+        text.contains("the largest slowdown it could have missed: open_close +")
+            && text.contains("(95%; build left out, whose spread the machine's state explains)"),
+        "{text}"
+    );
 }
 
 #[test]
