@@ -120,15 +120,17 @@ pub struct MissedSlowdown {
 }
 
 impl MissedSlowdown {
-    /// Over the workloads with an interval not called regressed or improved, less those whose
-    /// spread is the machine's: the worse end furthest from no change in log terms (a rate's
-    /// drop weighed as the time its work then takes); None when every such end is on the
-    /// better side.
+    /// Over the kernel's workloads (not the machine's references, whose timed loop never
+    /// enters it) with an interval not called regressed or improved, less those whose spread
+    /// is the machine's: the worse end furthest from no change in log terms (a rate's drop
+    /// weighed as the time its work then takes); None when every such end is on the better
+    /// side.
     pub fn of(workloads: &[WorkloadComparison]) -> Option<MissedSlowdown> {
         let not_called = || {
-            workloads
-                .iter()
-                .filter(|w| !matches!(w.verdict, Verdict::Regressed | Verdict::Improved))
+            workloads.iter().filter(|w| {
+                !matches!(w.verdict, Verdict::Regressed | Verdict::Improved)
+                    && !super::speed::is_reference(&w.name)
+            })
         };
         let left_out = not_called()
             .filter(|w| w.machine_state.is_some())

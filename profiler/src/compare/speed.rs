@@ -36,6 +36,11 @@ const REFERENCES: &[(&str, Stands)] = &[
     ("mem_rand", Stands::Itself),
 ];
 
+/// Whether `workload` is a reference: its timed loop never enters the kernel.
+pub(super) fn is_reference(workload: &str) -> bool {
+    REFERENCES.iter().any(|(name, _)| *name == workload)
+}
+
 /// How much more than the reference a kernel path may move with the machine alone, as a ratio
 /// of log changes: with a loaded neighbour vCPU here, mem_l1 took 1.4x as long and the syscall,
 /// fault, fork and pipe rows 1.5-2.2x (up to 2.3 times the reference's log change). A change
