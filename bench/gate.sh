@@ -22,7 +22,7 @@
 # Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
 # many compares exited 1, how many workload verdicts were regressed/improved, the verdicts by
 # kind, the largest slowdown each compare could have missed, and each workload's median minimum
-# detectable effect. Needs root; HOOKPROF (default
+# detectable effect. QUIET=1 gives each run CPU 1 to itself. Needs root; HOOKPROF (default
 # target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files; RUN_ARGS
 # (default none) are added to every run (e.g. `--rounds 6 --samples 2`).
 set -eu
@@ -45,11 +45,14 @@ power)
 esac
 mkdir -p "$OUT/runs" "$OUT/compare"
 echo "gate: $mode K=$K N=$N into $OUT" >&2
+# With QUIET=1 each run has CPU 1 to itself (bench/quiet-cpu1.sh: one window a run, so other
+# measurements that take the same lock interleave between runs and never overlap one).
+QUIET_CPU=""
+[ "${QUIET:-0}" = 1 ] && QUIET_CPU="$(cd "$(dirname "$0")" && pwd)/quiet-cpu1.sh"
 run() { # run INDEX ARGS...
     i=$1; shift
     # shellcheck disable=SC2086
-    # shellcheck disable=SC2086
-    "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
+    $QUIET_CPU "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
 }
 i=0
 while [ "$i" -lt "$K" ]; do
@@ -63,7 +66,7 @@ case ${5:-} in
     factor=${5%%x*} workload=${5#*x}
     mkdir -p "$OUT/probe-base" && cp "$OUT"/runs/*.json "$OUT/probe-base/"
     # shellcheck disable=SC2086
-    "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
+    $QUIET_CPU "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
     set +e
     "$HOOKPROF" compare "$OUT/probe-base" "$OUT/runs/probe.json" --format json >"$OUT/probe.json" 2>/dev/null
     set -e
