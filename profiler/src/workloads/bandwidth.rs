@@ -333,10 +333,12 @@ impl MemoryPass {
                     // Here that runs ~10% slower than one ascending sweep of 8-byte words.
                     let ints = src.cast::<u32>();
                     let len = self.src.len() / 4;
-                    for block in (0..len).step_by(128) {
-                        for i in (block..len.min(block + 128)).rev() {
-                            ints.add(i).write_volatile(i as u32);
-                        }
+                    let whole = len - len % 128;
+                    for block in (0..whole).step_by(128) {
+                        fwr_block(ints.add(block));
+                    }
+                    for i in (whole..len).rev() {
+                        ints.add(i).write_volatile(1);
                     }
                 }
                 (_, None) => unreachable!("copies have a destination"),
@@ -344,6 +346,30 @@ impl MemoryPass {
         }
         sum
     }
+}
+
+/// One 512-byte block of lmbench's fwr: 128 ints, each stored with the constant 1, from the last
+/// down to the first, unrolled: its `p[0]=p[1]=...=p[127]=1` compiles to 128 back-to-back
+/// `movl $1` stores. A loop of one store and its index arithmetic an iteration let this AMD
+/// EPYC (Zen 4) write 64 MB 1.4x as fast as fwr's unrolled stores; on the Xeon the two agreed.
+///
+/// # Safety
+/// `p` points to 128 writable, aligned ints.
+#[inline(always)]
+unsafe fn fwr_block(p: *mut u32) {
+    macro_rules! stores {
+        ($($i:literal)*) => {
+            // SAFETY: every offset is below 128, inside the caller's block.
+            $(unsafe { p.add($i).write_volatile(1) };)*
+        };
+    }
+    stores!(
+        127 126 125 124 123 122 121 120 119 118 117 116 115 114 113 112 111 110 109 108
+        107 106 105 104 103 102 101 100 99 98 97 96 95 94 93 92 91 90 89 88 87 86 85 84
+        83 82 81 80 79 78 77 76 75 74 73 72 71 70 69 68 67 66 65 64 63 62 61 60 59 58 57
+        56 55 54 53 52 51 50 49 48 47 46 45 44 43 42 41 40 39 38 37 36 35 34 33 32 31 30
+        29 28 27 26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0
+    );
 }
 
 impl Workload for MemoryPass {
@@ -420,10 +446,10 @@ mod tests {
                 );
             }
             if pass == Pass::Write {
-                // SAFETY: reads our own buffer: int i was written as i.
+                // SAFETY: reads our own buffer: every int was written as 1, as fwr's.
                 let ints = w.src.as_ptr().cast::<u32>();
-                for i in [0, 3, 127, 128, 1000] {
-                    assert_eq!(unsafe { ints.add(i).read() }, i as u32);
+                for i in [0, 3, 127, 128, 1000, 4 * CHUNK / 4 - 1] {
+                    assert_eq!(unsafe { ints.add(i).read() }, 1, "int {i}");
                 }
             }
         }
