@@ -1,7 +1,6 @@
 //! Kernel addresses to function names, from /proc/kallsyms (core kernel, modules, and JIT'd
-//! BPF programs as `bpf_prog_<tag>_<name>`). The file is read once per call, streaming, and
-//! only the symbols that answer one of the addresses asked are kept, so resolving a workload's
-//! stacks costs memory in proportion to its addresses, not to the kernel's ~200,000 symbols.
+//! BPF programs as `bpf_prog_<tag>_<name>`): a table of its text symbols, read once and kept
+//! (`KeptTable`) where the same run names new addresses again and again.
 use std::{
     collections::HashMap,
     io::{BufRead, BufReader, Read},
@@ -17,14 +16,6 @@ pub const KALLSYMS: &str = "/proc/kallsyms";
 pub struct Symbol {
     pub name: String,
     pub offset: u64,
-}
-
-/// Names every address in `addresses` (function text symbols only); an address below every
-/// symbol is named by its hex value. Kallsyms lists what exists now: the code of something
-/// gone since (a BPF trampoline freed at a detach) is named after whatever lies below it.
-pub fn resolve(addresses: &[u64]) -> Result<HashMap<u64, Symbol>> {
-    let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
-    resolve_from(BufReader::new(file), addresses)
 }
 
 /// Why kallsyms names nothing when it lists every address as 0: kernel.kptr_restrict hides
@@ -57,51 +48,6 @@ pub fn addresses_hidden() -> Result<bool> {
     }
 }
 
-/// `resolve` over any kallsyms text. For each address the answer is the text symbol with the
-/// greatest start at or below it. One pass: a symbol at `start` is a candidate only for the
-/// first asked address at or after it; the best candidate of every address at or before an
-/// address is then its answer (a running maximum over the sorted addresses).
-pub fn resolve_from(text: impl Read, addresses: &[u64]) -> Result<HashMap<u64, Symbol>> {
-    let mut asked: Vec<u64> = addresses.to_vec();
-    asked.sort_unstable();
-    asked.dedup();
-    let mut best: Vec<Option<(u64, String)>> = vec![None; asked.len()];
-    let mut shown = false;
-    for_each_text_symbol(text, |start, name| {
-        shown |= start != 0;
-        let first_at_or_after = asked.partition_point(|&a| a < start);
-        if let Some(slot) = best.get_mut(first_at_or_after) {
-            if slot.as_ref().is_none_or(|(s, _)| start > *s) {
-                *slot = Some((start, name.to_string()));
-            }
-        }
-        Ok(())
-    })?;
-    // Every symbol at 0 would name every address after the last one listed.
-    anyhow::ensure!(shown || asked.is_empty(), "{}", hidden_reason());
-    let mut names = HashMap::with_capacity(asked.len());
-    let mut running: Option<(u64, String)> = None;
-    for (address, candidate) in asked.into_iter().zip(best) {
-        if let Some(c) = candidate {
-            if running.as_ref().is_none_or(|(s, _)| c.0 > *s) {
-                running = Some(c);
-            }
-        }
-        let symbol = match &running {
-            Some((start, name)) => Symbol {
-                name: name.clone(),
-                offset: address - start,
-            },
-            None => Symbol {
-                name: format!("{address:#x}"),
-                offset: 0,
-            },
-        };
-        names.insert(address, symbol);
-    }
-    Ok(names)
-}
-
 /// Calls `each` with the start and name of every function (text) symbol of kallsyms text.
 fn for_each_text_symbol(
     text: impl Read,
@@ -131,9 +77,9 @@ fn text_symbol(line: &str) -> Option<(u64, &str)> {
 }
 
 /// Every text symbol at one moment, sorted by address, for a reader that names new addresses
-/// again and again (`top` every interval, `run` after each pass for the stacks alone): one
-/// pass over the file, then a binary search per address, where `resolve` would read the whole
-/// file again each time. About 4 MB for ~100,000 symbols.
+/// again and again (`top` every interval, `run` after each pass for the stacks alone and as it
+/// ends): one pass over the file, then a binary search per address. About 4 MB for ~100,000
+/// symbols.
 pub struct SymbolTable {
     /// (start, where its name begins in `names`, its length), by start.
     symbols: Vec<(u64, u32, u32)>,
@@ -145,15 +91,11 @@ pub struct SymbolTable {
 impl SymbolTable {
     pub fn load() -> Result<SymbolTable> {
         let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
-        let table = SymbolTable::from_text(file)?;
-        anyhow::ensure!(
-            table.symbols.iter().any(|s| s.0 != 0),
-            "{}",
-            hidden_reason()
-        );
-        Ok(table)
+        SymbolTable::from_text(file)
     }
 
+    /// The table of any kallsyms text; refused where it lists every address as 0 (every
+    /// symbol at 0 would name every address after the last one listed).
     pub fn from_text(text: impl Read) -> Result<SymbolTable> {
         let mut table = SymbolTable {
             symbols: Vec::new(),
@@ -172,6 +114,11 @@ impl SymbolTable {
             table.symbols.push((start, at, name.len() as u32));
             Ok(())
         })?;
+        anyhow::ensure!(
+            table.symbols.iter().any(|s| s.0 != 0),
+            "{}",
+            hidden_reason()
+        );
         table.symbols.sort_unstable_by_key(|s| s.0);
         table.core_text = stext
             .zip(etext)
@@ -185,8 +132,9 @@ impl SymbolTable {
         addresses.iter().map(|&a| (a, self.name(a))).collect()
     }
 
-    /// What `resolve` names `address`: the text symbol with the greatest start at or below it
-    /// (hex when below every symbol).
+    /// What names `address`: the text symbol with the greatest start at or below it (hex when
+    /// below every symbol). Kallsyms lists what existed when it was read: the code of something
+    /// gone since (a BPF trampoline freed at a detach) is named after whatever lies below it.
     pub fn name(&self, address: u64) -> Symbol {
         match self.symbols.partition_point(|s| s.0 <= address) {
             0 => Symbol {
@@ -273,18 +221,14 @@ ffffffff81002800 t apparmor_file_open
 
     #[test]
     fn each_address_takes_the_text_symbol_that_starts_at_or_below_it() {
-        let names = resolve_from(
-            TEXT.as_bytes(),
-            &[
-                0xffffffff81001010,
-                0xffffffff81002100, // past some_data, which is not text
-                0xffffffff81002900, // a symbol listed out of address order
-                0xffffffff81003000,
-                0xffffffffc0001004,
-                0x1000, // below every symbol
-            ],
-        )
-        .unwrap();
+        let names = SymbolTable::from_text(TEXT.as_bytes()).unwrap().names(&[
+            0xffffffff81001010,
+            0xffffffff81002100, // past some_data, which is not text
+            0xffffffff81002900, // a symbol listed out of address order
+            0xffffffff81003000,
+            0xffffffffc0001004,
+            0x1000, // below every symbol
+        ]);
         let name = |a: u64| names[&a].name.as_str();
         assert_eq!(name(0xffffffff81001010), "do_syscall_64");
         assert_eq!(names[&0xffffffff81001010].offset, 0x10);
@@ -293,23 +237,6 @@ ffffffff81002800 t apparmor_file_open
         assert_eq!(name(0xffffffff81003000), "security_file_open");
         assert_eq!(name(0xffffffffc0001004), "hook_file_open");
         assert_eq!(name(0x1000), "0x1000");
-    }
-
-    #[test]
-    fn the_table_names_every_address_as_resolve_does() {
-        let table = SymbolTable::from_text(TEXT.as_bytes()).unwrap();
-        let asked = [
-            0xffffffff81001010,
-            0xffffffff81002100,
-            0xffffffff81002900,
-            0xffffffff81003000,
-            0xffffffffc0001004,
-            0x1000,
-        ];
-        let resolved = resolve_from(TEXT.as_bytes(), &asked).unwrap();
-        for a in asked {
-            assert_eq!(table.name(a), resolved[&a], "{a:#x}");
-        }
     }
 
     #[test]
@@ -354,9 +281,10 @@ ffffffff81002800 t apparmor_file_open
             .lines()
             .map(|l| format!("0000000000000000{}\n", &l[16..]))
             .collect::<String>();
-        let e = resolve_from(hidden.as_bytes(), &[0xffffffff81001010]).unwrap_err();
+        let e = SymbolTable::from_text(hidden.as_bytes())
+            .err()
+            .expect("refused");
         assert!(e.to_string().contains("kptr_restrict"), "{e}");
-        assert!(resolve_from(hidden.as_bytes(), &[]).unwrap().is_empty());
     }
 
     #[test]
@@ -370,8 +298,8 @@ ffffffff81002800 t apparmor_file_open
             return;
         };
         let address = u64::from_str_radix(line.split(' ').next().unwrap(), 16).unwrap();
-        match resolve(&[address + 1]) {
-            Ok(names) => assert_eq!(names[&(address + 1)].name, "do_syscall_64"),
+        match SymbolTable::load() {
+            Ok(table) => assert_eq!(table.name(address + 1).name, "do_syscall_64"),
             Err(e) => assert!(e.to_string().contains("kptr_restrict"), "{e}"),
         }
     }
