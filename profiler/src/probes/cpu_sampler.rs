@@ -16,8 +16,10 @@ use aya::{
 use profiler_common::SampleKey;
 
 use super::{
-    kallsyms::Symbol, syscall_tracepoints::SCOPE_PROGRAM, task_tracepoints::TASK_TRACEPOINTS, Kind,
-    OwnedLink, Probes,
+    kallsyms::{Symbol, SymbolTable},
+    syscall_tracepoints::SCOPE_PROGRAM,
+    task_tracepoints::TASK_TRACEPOINTS,
+    Kind, OwnedLink, Probes,
 };
 
 /// How a program's JIT'd kallsyms symbol ends: `_` and its name, cut to the kernel's 15
@@ -60,6 +62,12 @@ impl Probes {
         let stays =
             |name: &str| name.starts_with("bpf_prog_") && stay.iter().any(|s| name.ends_with(s));
         self.symbols.name_new(addresses, named, stays)
+    }
+
+    /// The kernel's symbols read afresh, to name every stack of a run as it ends; the table
+    /// kept for `name_addresses` is given up for it.
+    pub fn fresh_symbols(&mut self) -> Result<SymbolTable> {
+        self.symbols.take_fresh()
     }
 
     /// Attaches what a pass for the stacks alone needs (`stacks_unprobed`), and nothing that

@@ -120,6 +120,9 @@ impl SymbolTable {
             hidden_reason()
         );
         table.symbols.sort_unstable_by_key(|s| s.0);
+        // Kept over a run: the slack of the last doubling is ~2 MB here.
+        table.symbols.shrink_to_fit();
+        table.names.shrink_to_fit();
         table.core_text = stext
             .zip(etext)
             .map(|(s, e)| s..e)
@@ -176,6 +179,13 @@ impl KeptTable {
         self.name_new_from(addresses, named, stays, SymbolTable::load)
     }
 
+    /// A fresh read, for naming everything at once, that replaces the table kept (which
+    /// goes first, so the two are never held together).
+    pub fn take_fresh(&mut self) -> Result<SymbolTable> {
+        self.table = None;
+        SymbolTable::load()
+    }
+
     /// `name_new` with the table read by `read`.
     fn name_new_from(
         &mut self,
@@ -198,6 +208,8 @@ impl KeptTable {
             })
         });
         if !current {
+            // The old table goes before the new one is read: never two at once.
+            self.table = None;
             self.table = Some(read()?);
         }
         let table = self.table.as_ref().expect("read above");

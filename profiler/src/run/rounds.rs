@@ -12,7 +12,6 @@ use super::{
 };
 use crate::{
     other_probes, peak_rss,
-    probes::{kallsyms::SymbolTable, Probes},
     results::WorkloadResult,
     runner::Supervisor,
     versus::Variant,
@@ -64,9 +63,9 @@ pub(super) fn measure_workloads(
     // One read of kallsyms names every workload's stacks as the run ends.
     let symbols = probes
         .probes
-        .as_ref()
-        .and_then(Probes::sample_period_ns)
-        .map(|_| SymbolTable::load().map_err(|e| format!("{e:#}")));
+        .as_mut()
+        .filter(|p| p.sample_period_ns().is_some())
+        .map(|p| p.fresh_symbols().map_err(|e| format!("{e:#}")));
     let mut workloads = Vec::new();
     for variant in measured {
         let mut results = Vec::new();
@@ -78,6 +77,8 @@ pub(super) fn measure_workloads(
         }
         workloads.push(results);
     }
+    drop(symbols);
+    crate::peak_rss::note_phase("stacks named");
     Ok(Measuring {
         workloads,
         complete,
