@@ -90,16 +90,29 @@ pub struct SymbolTable {
 
 impl SymbolTable {
     pub fn load() -> Result<SymbolTable> {
+        SymbolTable::reload(None)
+    }
+
+    /// The table read again, `previous` dropped first and its sizes reserved: a reader that
+    /// keeps a table never holds two, nor the ~4 MB a vector's doublings copy as it grows.
+    pub fn reload(previous: Option<SymbolTable>) -> Result<SymbolTable> {
+        let room = previous.map(|t| (t.symbols.len(), t.names.len()));
         let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
-        SymbolTable::from_text(file)
+        SymbolTable::from_text_sized(file, room.unwrap_or_default())
     }
 
     /// The table of any kallsyms text; refused where it lists every address as 0 (every
     /// symbol at 0 would name every address after the last one listed).
     pub fn from_text(text: impl Read) -> Result<SymbolTable> {
+        SymbolTable::from_text_sized(text, (0, 0))
+    }
+
+    /// `from_text` with room for about `symbols` symbols and `names` bytes of names (and a
+    /// little more: programs and modules come and go between reads).
+    fn from_text_sized(text: impl Read, (symbols, names): (usize, usize)) -> Result<SymbolTable> {
         let mut table = SymbolTable {
-            symbols: Vec::new(),
-            names: String::new(),
+            symbols: Vec::with_capacity(symbols + symbols / 32),
+            names: String::with_capacity(names + names / 32),
             core_text: None,
         };
         let (mut stext, mut etext) = (None, None);
@@ -120,7 +133,7 @@ impl SymbolTable {
             hidden_reason()
         );
         table.symbols.sort_unstable_by_key(|s| s.0);
-        // Kept over a run: the slack of the last doubling is ~2 MB here.
+        // Kept over a run: the room reserved or the last doubling left is not.
         table.symbols.shrink_to_fit();
         table.names.shrink_to_fit();
         table.core_text = stext
@@ -176,23 +189,21 @@ impl KeptTable {
         named: &mut HashMap<u64, Symbol>,
         stays: impl Fn(&str) -> bool,
     ) -> Result<()> {
-        self.name_new_from(addresses, named, stays, SymbolTable::load)
+        self.name_new_from(addresses, named, stays, SymbolTable::reload)
     }
 
-    /// A fresh read, for naming everything at once, that replaces the table kept (which
-    /// goes first, so the two are never held together).
+    /// A fresh read, for naming everything at once, that replaces the table kept.
     pub fn take_fresh(&mut self) -> Result<SymbolTable> {
-        self.table = None;
-        SymbolTable::load()
+        SymbolTable::reload(self.table.take())
     }
 
-    /// `name_new` with the table read by `read`.
+    /// `name_new` with the table read again by `read` (given the one it replaces).
     fn name_new_from(
         &mut self,
         addresses: &[u64],
         named: &mut HashMap<u64, Symbol>,
         stays: impl Fn(&str) -> bool,
-        read: impl FnOnce() -> Result<SymbolTable>,
+        read: impl FnOnce(Option<SymbolTable>) -> Result<SymbolTable>,
     ) -> Result<()> {
         let new: Vec<u64> = addresses
             .iter()
@@ -208,9 +219,7 @@ impl KeptTable {
             })
         });
         if !current {
-            // The old table goes before the new one is read: never two at once.
-            self.table = None;
-            self.table = Some(read()?);
+            self.table = Some(read(self.table.take())?);
         }
         let table = self.table.as_ref().expect("read above");
         named.extend(new.into_iter().map(|a| (a, table.name(a))));
@@ -263,7 +272,7 @@ ffffffff81002800 t apparmor_file_open
         let mut reads = 0;
         let stays = |name: &str| name.ends_with("_sys_enter");
         let mut name = |kept: &mut KeptTable, named: &mut HashMap<u64, Symbol>, a: u64| {
-            kept.name_new_from(&[a], named, stays, || {
+            kept.name_new_from(&[a], named, stays, |_| {
                 reads += 1;
                 SymbolTable::from_text(text.as_bytes())
             })

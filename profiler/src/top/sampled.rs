@@ -90,7 +90,8 @@ impl Sampler {
             }
         };
         if stale {
-            self.table = Some((SymbolTable::load()?, Instant::now()));
+            let previous = self.table.take().map(|(table, _)| table);
+            self.table = Some((SymbolTable::reload(previous)?, Instant::now()));
             self.seen.clear();
         }
         let (table, _) = self.table.as_ref().expect("loaded above");
