@@ -3,6 +3,11 @@
 //! between the sides. A count is not a timing: it needs no test and holds under emulation, so
 //! it is shown before any verdict.
 //!
+//! A fact is only as good as both sides' measurement: a path counts as 0 on a side only where
+//! that side's probes could have seen it (a syscall where the syscall tracepoints were
+//! attached, a function where a timing pair was). A path one side never probed is "not
+//! measured" there, never "appeared" or "disappeared".
+//!
 //! A file records a path's calls per op as a mean over all its probed ops (no per-sample
 //! counts), so "beyond rounding" is judged against that resolution and the spread of the
 //! side's own files: the two sides differ when the gap between their ranges of per-file values
@@ -10,12 +15,13 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     fmt::Write,
+    rc::Rc,
 };
 
 use serde::Serialize;
 
 use crate::{
-    results::{PathKind, Results, RunOptions, WorkloadResult},
+    results::{PathKind, ProbeKind, Results, RunOptions, WorkloadResult},
     text::esc,
 };
 
@@ -95,30 +101,94 @@ pub struct CallCounts {
     /// Set when the sides chose what to probe differently: a function counted on one side
     /// only may then not have been looked for on the other.
     pub selection_note: Option<String>,
+    /// Paths counted on one side that the other side's probes did not cover: no fact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<NotMeasured>,
+}
+
+/// A path counted on one side and not probed on the other.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotMeasured {
+    pub workload: String,
+    pub kind: Counted,
+    pub name: String,
+    /// The side whose probes did not cover it: "old" or "new".
+    pub side: &'static str,
+    /// Its calls per op on the side that counted it.
+    pub calls_per_op: f64,
 }
 
 type Key = (Counted, String, Option<String>);
 
-/// One file's counts for one workload, and the kinds it counted at all (a kind it did not
-/// count says nothing about the paths of that kind). Task events count only where the file's
-/// probes include all three task tracepoints: without them the counters stay at 0.
-fn counts_of(w: &WorkloadResult, tasks_probed: bool) -> (BTreeSet<Counted>, BTreeMap<Key, f64>) {
-    let mut kinds = BTreeSet::new();
-    let mut counts = BTreeMap::new();
-    for r in &w.attribution {
-        let kind = Counted::of(r.kind);
-        kinds.insert(kind);
-        *counts
-            .entry((kind, r.name.clone(), r.parent.clone()))
-            .or_insert(0.0) += r.calls_per_op;
-    }
-    for event in TASK_EVENTS.iter().filter(|_| tasks_probed) {
-        if let Some(&n) = w.events_per_op.get(*event) {
-            kinds.insert(Counted::TaskEvent);
-            counts.insert((Counted::TaskEvent, event.to_string(), None), n);
+/// What one file's probes could see: every syscall where the syscall tracepoints were
+/// attached, each function a timing pair was attached to, the task events where all three
+/// task tracepoints were.
+#[derive(Debug, Default)]
+struct Coverage {
+    syscalls: bool,
+    tasks: bool,
+    functions: BTreeSet<String>,
+}
+
+impl Coverage {
+    fn of(r: &Results) -> Coverage {
+        let attached = |target: &str| r.probes.attached.iter().any(|a| a.target == target);
+        Coverage {
+            syscalls: attached("sys_enter"),
+            tasks: tasks_probed(r),
+            functions: r
+                .probes
+                .attached
+                .iter()
+                .filter(|a| a.kind == ProbeKind::FEntry)
+                .map(|a| a.target.clone())
+                .collect(),
         }
     }
-    (kinds, counts)
+
+    /// Whether a path of this kind and name would have been counted had it run.
+    fn covers(&self, kind: Counted, name: &str) -> bool {
+        match kind {
+            Counted::Syscall => self.syscalls,
+            Counted::TaskEvent => self.tasks,
+            Counted::Hook | Counted::Lsm | Counted::TaskPath => self.functions.contains(name),
+        }
+    }
+}
+
+/// One file's counts for one workload, with what its probes covered. Task events count only
+/// where the file's probes include all three task tracepoints: without them the counters stay
+/// at 0.
+struct FileCounts {
+    coverage: Rc<Coverage>,
+    counts: BTreeMap<Key, f64>,
+}
+
+impl FileCounts {
+    fn of(w: &WorkloadResult, coverage: Rc<Coverage>) -> FileCounts {
+        let mut counts = BTreeMap::new();
+        for r in &w.attribution {
+            *counts
+                .entry((Counted::of(r.kind), r.name.clone(), r.parent.clone()))
+                .or_insert(0.0) += r.calls_per_op;
+        }
+        for event in TASK_EVENTS.iter().filter(|_| coverage.tasks) {
+            if let Some(&n) = w.events_per_op.get(*event) {
+                counts.insert((Counted::TaskEvent, event.to_string(), None), n);
+            }
+        }
+        FileCounts { coverage, counts }
+    }
+
+    /// Whether this file measured `key`: it counted it, or its probes would have.
+    fn measured(&self, key: &Key) -> bool {
+        self.counts.contains_key(key) || self.coverage.covers(key.0, &key.1)
+    }
+
+    /// Whether it measured anything at all (a clean-only workload did not).
+    fn counted_anything(&self) -> bool {
+        !self.counts.is_empty()
+    }
 }
 
 /// True if the run attached the fork, exec and exit tracepoints.
@@ -130,25 +200,25 @@ fn tasks_probed(r: &Results) -> bool {
 }
 
 /// Each file's counts of workload `name` on one side.
-fn side_counts(side: &[Results], name: &str) -> Vec<(BTreeSet<Counted>, BTreeMap<Key, f64>)> {
+fn side_counts(side: &[Results], name: &str) -> Vec<FileCounts> {
     side.iter()
         .flat_map(|r| {
-            let tasks = tasks_probed(r);
+            let coverage = Rc::new(Coverage::of(r));
             r.workloads
                 .iter()
                 .filter(|w| w.name == name)
-                .map(move |w| counts_of(w, tasks))
+                .map(move |w| FileCounts::of(w, coverage.clone()))
         })
-        .filter(|(kinds, _)| !kinds.is_empty())
+        .filter(FileCounts::counted_anything)
         .collect()
 }
 
-/// The values of `key` in the files that counted its kind (0 where it was never called).
-fn values(files: &[(BTreeSet<Counted>, BTreeMap<Key, f64>)], key: &Key) -> Vec<f64> {
+/// The values of `key` in the files that measured it (0 where it was never called).
+fn values(files: &[FileCounts], key: &Key) -> Vec<f64> {
     files
         .iter()
-        .filter(|(kinds, _)| kinds.contains(&key.0))
-        .map(|(_, counts)| counts.get(key).copied().unwrap_or(0.0))
+        .filter(|f| f.measured(key))
+        .map(|f| f.counts.get(key).copied().unwrap_or(0.0))
         .collect()
 }
 
@@ -219,24 +289,37 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
     }
     let mut workloads_compared = Vec::new();
     let mut differences = Vec::new();
+    let mut not_measured = Vec::new();
     for name in names {
         let (o, n) = (side_counts(old, name), side_counts(new, name));
-        let kinds = |files: &[(BTreeSet<Counted>, _)]| -> BTreeSet<Counted> {
-            files.iter().flat_map(|(k, _)| k.iter().copied()).collect()
-        };
-        let both: BTreeSet<Counted> = kinds(&o).intersection(&kinds(&n)).copied().collect();
-        if both.is_empty() {
+        if o.is_empty() || n.is_empty() {
             continue;
         }
-        workloads_compared.push(name.to_string());
-        let keys: BTreeSet<&Key> = o
-            .iter()
-            .chain(&n)
-            .flat_map(|(_, counts)| counts.keys())
-            .filter(|key| both.contains(&key.0))
-            .collect();
+        let keys: BTreeSet<&Key> = o.iter().chain(&n).flat_map(|f| f.counts.keys()).collect();
+        let mut compared = false;
         for key in keys {
             let (ov, nv) = (values(&o, key), values(&n, key));
+            let missing = match (ov.is_empty(), nv.is_empty()) {
+                (false, false) => None,
+                (true, true) => continue,
+                (true, false) => Some(("old", mean(&nv))),
+                (false, true) => Some(("new", mean(&ov))),
+            };
+            if let Some((side, calls_per_op)) = missing {
+                // Counted on one side, not looked for on the other: nothing to judge, and
+                // nothing worth saying for a path that hardly runs.
+                if calls_per_op > MIN_CALLS_PER_OP {
+                    not_measured.push(NotMeasured {
+                        workload: name.to_string(),
+                        kind: key.0,
+                        name: key.1.clone(),
+                        side,
+                        calls_per_op,
+                    });
+                }
+                continue;
+            }
+            compared = true;
             if let Some(change) = judge(&ov, &nv) {
                 differences.push(CountDifference {
                     workload: name.to_string(),
@@ -248,6 +331,9 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
                     change,
                 });
             }
+        }
+        if compared {
+            workloads_compared.push(name.to_string());
         }
     }
     let chosen: [ListOption; 2] = [("hooks", |o| &o.hooks), ("probes", |o| &o.probes)];
@@ -270,7 +356,21 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
                 selection.join(", ")
             )
         }),
+        not_measured,
     }
+}
+
+/// `open_close: hook security_file_free (1.00 per op on old) not measured on new`.
+pub fn not_measured_line(m: &NotMeasured) -> String {
+    let other = if m.side == "old" { "new" } else { "old" };
+    format!(
+        "{}: {} {} ({} per op on {other}) not measured on {}: its probes did not cover it",
+        m.workload,
+        m.kind.describe(),
+        m.name,
+        count(m.calls_per_op),
+        m.side
+    )
 }
 
 /// `open_close: hook security_file_post_open appeared (0 -> 1.00 per op)`.
@@ -334,6 +434,11 @@ pub fn lines(c: &CallCounts) -> Vec<String> {
             .iter()
             .map(|d| format!("  {}", difference_line(d))),
     );
+    lines.extend(
+        c.not_measured
+            .iter()
+            .map(|m| format!("  {}", not_measured_line(m))),
+    );
     if let Some(note) = &c.selection_note {
         lines.push(format!("  Note: {note}."));
     }
@@ -387,6 +492,9 @@ pub fn html(c: &CallCounts) -> String {
         }
         out.push_str("</table>\n");
     }
+    for m in &c.not_measured {
+        let _ = writeln!(out, "<p>{}</p>", esc(&not_measured_line(m)));
+    }
     if let Some(note) = &c.selection_note {
         let _ = writeln!(out, "<p>Note: {}.</p>", esc(note));
     }
@@ -408,7 +516,8 @@ mod tests {
 
     #[test]
     fn a_hook_that_appears_and_one_called_twice_as_often_are_facts() {
-        let old = sample_results();
+        // The old side timed security_file_post_open and never saw it called.
+        let old = timed(sample_results(), "security_file_post_open");
         let mut new = sample_results();
         calls(&mut new, "security_file_post_open", 1.0);
         calls(&mut new, "security_file_open", 2.0);
@@ -462,10 +571,19 @@ mod tests {
         assert!(summary_line(&c).contains("no path or task event appears"));
     }
 
+    /// `r` with a timing pair attached to `function`, as a run that probed it records.
+    fn timed(mut r: Results, function: &str) -> Results {
+        r.probes.attached.push(crate::results::ProbeRecord {
+            kind: ProbeKind::FEntry,
+            target: function.into(),
+        });
+        r
+    }
+
     #[test]
     fn a_hook_gone_is_a_fact_but_a_kind_one_side_did_not_probe_is_not() {
-        let old = sample_results();
-        let mut new = sample_results();
+        let old = timed(sample_results(), "security_file_free");
+        let mut new = timed(sample_results(), "security_file_free");
         new.workloads[0]
             .attribution
             .retain(|r| r.name != "security_file_free");
@@ -473,14 +591,57 @@ mod tests {
         assert_eq!(c.differences.len(), 1);
         assert_eq!(c.differences[0].change, CountChange::Disappeared);
         assert_eq!(c.differences[0].old_calls_per_op, 1.0);
-        // Without hook rows, the new side says nothing about hooks: only syscalls compare.
+        // Without hook rows or timing pairs, the new side says nothing about hooks: only
+        // syscalls compare, and the hooks it never looked for are said to be not measured.
         new.workloads[0]
             .attribution
             .retain(|r| r.kind == PathKind::Syscall);
+        new.probes.attached.retain(|a| a.kind != ProbeKind::FEntry);
         let c = call_counts(&[old], &[new]);
         assert!(c.differences.is_empty(), "{:?}", c.differences);
         // build is clean only on both sides: nothing to compare.
         assert_eq!(c.workloads_compared, ["open_close"]);
+        assert!(c.not_measured.iter().all(|m| m.side == "new"));
+        assert!(c
+            .not_measured
+            .iter()
+            .any(|m| m.name == "security_file_free"));
+    }
+
+    #[test]
+    fn a_function_the_plan_left_out_on_one_side_is_not_measured_there_never_gone() {
+        // Both sides timed hooks; the new side's plan did not pick security_file_free.
+        let old = timed(sample_results(), "security_file_free");
+        let mut new = sample_results();
+        new.workloads[0]
+            .attribution
+            .retain(|r| r.name != "security_file_free");
+        for (old, new) in [(&old, &new), (&new, &old)] {
+            let c = call_counts(std::slice::from_ref(old), std::slice::from_ref(new));
+            assert!(
+                c.differences.iter().all(|d| d.name != "security_file_free"),
+                "{:?}",
+                c.differences
+            );
+            let m = c
+                .not_measured
+                .iter()
+                .find(|m| m.name == "security_file_free")
+                .expect("said to be not measured");
+            let text = lines(&c).join("\n");
+            assert!(
+                !text.contains("disappeared") && !text.contains("appeared"),
+                "{text}"
+            );
+            let on = if m.side == "new" { "new" } else { "old" };
+            assert!(
+                text.contains(&format!(
+                    "security_file_free (1.00 per op on {}) not measured on {on}",
+                    if on == "new" { "old" } else { "new" }
+                )),
+                "{text}"
+            );
+        }
     }
 
     #[test]
@@ -517,7 +678,7 @@ mod tests {
 
     #[test]
     fn every_format_lists_the_differences_before_any_verdict() {
-        let old = sample_results();
+        let old = timed(sample_results(), "security_file_post_open");
         let mut new = sample_results();
         new.environment.kernel_release = "6.12.0-1-amd64".into();
         calls(&mut new, "security_file_post_open", 1.0);
