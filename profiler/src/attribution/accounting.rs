@@ -1,12 +1,17 @@
 //! An op's time, whole: the sched_switch totals of the probed samples (CPU time, and time
 //! switched out, runnable or blocked, over all the op's tasks) per op, beside the probed op's
-//! wall time, with the CPU time split by the sampled stacks into user, kernel and the probes'
-//! own. With one task the parts add up to the probed op; `tasks` says by how much several
-//! tasks' times exceed it.
+//! wall time. Where the stacks were sampled in the same passes, their samples split that CPU
+//! time into user, kernel and the probes' own; where they were sampled in passes of their own
+//! without the timing probes, the split is theirs (of another op), and what the probes added
+//! is the difference of the two ops' CPU times, with its interval. With one task the parts add
+//! up to the probed op; `tasks` says by how much several tasks' times exceed it.
 use profiler_common::event;
 
 use super::ProbedSample;
-use crate::results::{Accounting, StackProfile};
+use crate::{
+    results::{Accounting, Estimate, StackProfile},
+    stats,
+};
 
 /// The accounting of `samples` (None when sched_switch saw none of the workload's time),
 /// `wall_ns_per_op` the probed op's mean wall time, `profile` the samples' split if taken.
@@ -26,8 +31,12 @@ pub fn account(
     }
     let runnable = per_op(event::OFF_CPU_RUNNABLE_NS);
     let blocked = per_op(event::OFF_CPU_BLOCKED_NS);
-    let (user, kernel, probe) = match profile.filter(|p| p.samples > 0) {
-        Some(p) if p.of_unprobed_op() => split_by_unprobed_op(on_cpu, p),
+    let profile = profile.filter(|p| p.samples > 0);
+    let probes_cost = profile
+        .filter(|p| p.of_unprobed_op())
+        .and_then(|p| probes_cost(samples, p));
+    let (user, kernel, probe) = match profile {
+        Some(p) if p.of_unprobed_op() => (None, None, None),
         Some(p) => {
             let split = |part: u64| Some(on_cpu * part as f64 / p.samples as f64);
             (
@@ -51,19 +60,32 @@ pub fn account(
         } else {
             0.0
         },
+        probes_cost,
     })
 }
 
-/// The probed op's CPU time `on_cpu` as (user, kernel, probes), where the profile is of the
-/// unprobed op (its samples nearly all from passes without the probes): user and kernel are
-/// the unprobed op's own CPU time split by its samples, and the probes' part is what the
-/// probed op took beyond it (so it leaves out what the sampling of those passes added to
-/// theirs). The timed passes' few samples at their low rate would price the probes far less
-/// precisely.
-fn split_by_unprobed_op(on_cpu: f64, p: &StackProfile) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let own = p.own_ns_per_op();
-    let user = own * p.user_samples as f64 / p.own_samples().max(1) as f64;
-    (Some(user), Some(own - user), Some(on_cpu - own))
+/// What the probes added to the op's CPU time: the probed samples' CPU time per op (their
+/// spread sample to sample) less the unprobed op's own (its samples a count, whose relative
+/// error is one over its root), with the 95% half-width of the difference. The timed passes'
+/// few samples at their low rate would price the probes far less precisely.
+fn probes_cost(samples: &[ProbedSample], p: &StackProfile) -> Option<Estimate> {
+    let per_sample: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.ops > 0)
+        .map(|s| s.delta.events[event::ON_CPU_NS as usize] as f64 / s.ops as f64)
+        .collect();
+    let probed = stats::summarize(&per_sample)?;
+    let own = p.own_samples();
+    if own == 0 {
+        return None;
+    }
+    let unprobed = p.own_ns_per_op();
+    let probed_se2 = probed.stdev.powi(2) / probed.n as f64;
+    let unprobed_se2 = unprobed.powi(2) / own as f64;
+    Some(Estimate {
+        value: probed.mean - unprobed,
+        half_width: 1.96 * (probed_se2 + unprobed_se2).sqrt(),
+    })
 }
 
 #[cfg(test)]
@@ -118,6 +140,7 @@ mod tests {
             paths: Vec::new(),
             folded: Vec::new(),
             groups: Vec::new(),
+            places: Vec::new(),
         };
         let a = account(&[sample(1, 800, 0, 0)], 800.0, Some(&profile)).unwrap();
         assert_eq!(a.user_ns_per_op, Some(200.0));
@@ -126,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unprobed_profile_splits_its_own_op_and_the_probes_take_the_rest() {
+    fn an_unprobed_profile_leaves_the_split_to_itself_and_prices_the_probes_with_an_interval() {
         let profile = StackProfile {
             period_ns: 1000,
             stack_passes: Some(crate::results::StackPasses {
@@ -135,9 +158,10 @@ mod tests {
                 unprobed: true,
                 programs: vec!["cpu_sample".into()],
                 sampling_cost: Some(0.05),
+                sampling_cost_half_width: None,
             }),
-            samples: 100,
-            user_samples: 25,
+            samples: 400,
+            user_samples: 100,
             probe_samples: 0,
             lost_stacks: 0,
             ops: 10,
@@ -147,11 +171,29 @@ mod tests {
             paths: Vec::new(),
             folded: Vec::new(),
             groups: Vec::new(),
+            places: Vec::new(),
         };
-        let a = account(&[sample(1, 800, 0, 0)], 800.0, Some(&profile)).unwrap();
-        assert_eq!(a.user_ns_per_op, Some(75.0));
-        assert_eq!(a.kernel_ns_per_op, Some(225.0));
-        assert_eq!(a.probe_ns_per_op, Some(500.0));
+        let probed = [
+            sample(1, 800, 0, 0),
+            sample(1, 820, 0, 0),
+            sample(1, 780, 0, 0),
+        ];
+        let a = account(&probed, 800.0, Some(&profile)).unwrap();
+        // The probed op's split would mix two ops: the profile holds it.
+        assert_eq!(
+            (a.user_ns_per_op, a.kernel_ns_per_op, a.probe_ns_per_op),
+            (None, None, None)
+        );
+        let cost = a.probes_cost.unwrap();
+        assert!((cost.value - 500.0).abs() < 1e-9, "{cost:?}");
+        // 300 ns by 400 samples: +-15 ns (one over the root); the samples' spread +-20/sqrt 3.
+        let expected = 1.96 * ((20.0f64.powi(2) / 3.0) + 15.0f64.powi(2)).sqrt();
+        assert!((cost.half_width - expected).abs() < 1e-9, "{cost:?}");
+        assert!(!cost.within_noise());
+        // Equal ops: within noise, never a cost below zero printed as one.
+        let same = [sample(1, 290, 0, 0), sample(1, 310, 0, 0)];
+        let a = account(&same, 300.0, Some(&profile)).unwrap();
+        assert!(a.probes_cost.unwrap().within_noise());
     }
 
     #[test]

@@ -1,11 +1,21 @@
 //! One breakdown of a workload's op, made here and read by every view (text, markdown, HTML,
-//! the JSON rows' `share`, compare): the whole the shares are of, each attributed path's time
-//! and share of that whole in display order, the parts by kind that add up to the whole
-//! without counting a nanosecond twice, and the residual outside the outermost probed paths.
+//! the JSON rows' `share`, compare): the whole the timed shares are of, each attributed path's
+//! time and share of that whole in display order, and the op's exclusive parts by kind that
+//! add up to their whole without counting a nanosecond twice, with the residual outside the
+//! outermost probed paths split into named pieces.
+//!
+//! The parts come from one measurement. Where kernel stacks were sampled they are the samples'
+//! places (`StackProfile::places`), each sample in one place, so every part is a count with
+//! an interval, never below zero, and they add up to the op's own CPU time exactly. Only a run
+//! without samples falls back on the timed rows, whose differences (a syscall less the hooks
+//! timed inside it) hold the probes' cost and are said to.
 use serde::Serialize;
 
 use crate::{
-    results::{rows, AttributionRow, PathKind, Results, ShareWhole, WorkloadResult},
+    results::{
+        rows, AttributionRow, PathKind, Place, Results, SampledPlace, ShareWhole, StackProfile,
+        WorkloadResult,
+    },
     stats,
 };
 
@@ -113,26 +123,185 @@ impl Part {
 
 #[derive(Debug, Clone)]
 pub struct Breakdown<'a> {
+    /// What the timed rows' shares are of.
     pub whole: ShareWhole,
     pub whole_ns: f64,
     pub level: Level,
-    /// Every row, in display order.
+    /// Every timed row, in display order.
     pub paths: Vec<PathShare<'a>>,
-    /// ns per op of each exclusive part, in `Part::ALL` order: they add up to `whole_ns`
-    /// (a part below zero says the probes' own cost or noise put more inside than around it).
-    pub parts: [(Part, f64); 5],
+    /// The op's exclusive parts, by one method.
+    pub parts: Parts,
+}
+
+/// The op's exclusive parts, in `Part::ALL` order, adding up to `whole_ns`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parts {
+    pub whole: ShareWhole,
+    pub whole_ns: f64,
+    /// From the sampled stacks' places (each with an interval), else from the timed rows.
+    pub sampled: bool,
+    pub figures: [PartFigure; 5],
+    /// What the residual is outside of, in words.
+    pub outside: &'static str,
+    /// The residual's pieces, largest first, adding up to it (sampled parts only).
+    pub residual: Vec<Piece>,
+}
+
+/// One part of the op: its time per op and share of the parts' whole, with the share's 95%
+/// interval where it was counted (sampled).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PartFigure {
+    pub part: Part,
+    pub ns: f64,
+    pub share: f64,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// One named piece of the residual, with its share's 95% interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Piece {
+    pub name: String,
+    pub ns: f64,
+    pub share: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Parts {
+    /// The parts from the profile's places: the syscalls that were timed (all syscalls where
+    /// none was) make the syscall part with the hooks, LSM functions and task paths beside
+    /// them; everything else (user time, a syscall not timed, kernel work outside syscalls) is
+    /// the residual, piece by piece. None without places (a file from before them).
+    fn sampled(p: &StackProfile, rows: &[AttributionRow]) -> Option<Parts> {
+        if p.places.is_empty() {
+            return None;
+        }
+        let timed: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.kind == PathKind::Syscall && r.ns_per_call > 0.0)
+            .map(|r| r.name.as_str())
+            .collect();
+        let in_syscall_part = |x: &SampledPlace| {
+            timed.is_empty() || x.syscall.as_deref().is_some_and(|n| timed.contains(&n))
+        };
+        let part_of = |x: &SampledPlace| match x.place {
+            Place::Lsm => Part::Lsm,
+            Place::Hook => Part::Hook,
+            Place::TaskPath => Part::TaskPath,
+            Place::Syscall if in_syscall_part(x) => Part::Syscall,
+            _ => Part::Residual,
+        };
+        let own = p.own_samples();
+        let whole_ns = p.own_ns_per_op();
+        let figures = Part::ALL.map(|part| {
+            let samples: u64 = p
+                .places
+                .iter()
+                .filter(|x| part_of(x) == part)
+                .map(|x| x.samples)
+                .sum();
+            let share = samples as f64 / own.max(1) as f64;
+            PartFigure {
+                part,
+                ns: share * whole_ns,
+                share,
+                interval: Some(stats::wilson_interval(samples, own)),
+            }
+        });
+        let mut residual: Vec<Piece> = p
+            .places
+            .iter()
+            .filter(|x| part_of(x) == Part::Residual && x.samples > 0)
+            .map(|x| Piece {
+                name: piece_name(x, rows),
+                ns: x.ns_per_op,
+                share: x.share,
+                low: x.share_low,
+                high: x.share_high,
+            })
+            .collect();
+        residual.sort_by(|a, b| b.share.total_cmp(&a.share));
+        Some(Parts {
+            whole: if p.of_unprobed_op() {
+                ShareWhole::UnprobedOpOwnCpuTime
+            } else {
+                ShareWhole::OpOwnCpuTime
+            },
+            whole_ns,
+            sampled: true,
+            figures,
+            outside: if timed.is_empty() {
+                "outside any syscall, hook or task path"
+            } else {
+                "outside the timed syscalls, hooks and task paths"
+            },
+            residual,
+        })
+    }
+
+    /// The parts from the timed rows, of `whole_ns`: differences of probed spans, which hold
+    /// the probes' cost, so one can fall below zero; the residual is not split.
+    fn timed(rows: &[AttributionRow], whole: ShareWhole, whole_ns: f64) -> Parts {
+        let level = outermost(rows).map_or(Level::Hooks, |(level, _)| level);
+        Parts {
+            whole,
+            whole_ns,
+            sampled: false,
+            figures: parts_of(rows, whole_ns).map(|(part, ns)| PartFigure {
+                part,
+                ns,
+                share: ns / whole_ns,
+                interval: None,
+            }),
+            outside: level.describe(),
+            residual: Vec::new(),
+        }
+    }
+
+    /// Whether every part is a possible share of the whole (none below 0, none above it): a
+    /// timed breakdown whose spans hold more of the probes' cost than the op does not fit,
+    /// and is not drawn as if it did.
+    pub fn fit(&self) -> bool {
+        self.figures
+            .iter()
+            .all(|f| f.ns >= 0.0 && f.ns <= self.whole_ns * (1.0 + 1e-9))
+    }
+
+    pub fn figure(&self, part: Part) -> PartFigure {
+        self.figures[Part::ALL.iter().position(|p| *p == part).unwrap_or(0)]
+    }
+}
+
+/// A residual piece's name: a syscall's, with why it was not timed where the rows say.
+fn piece_name(x: &SampledPlace, rows: &[AttributionRow]) -> String {
+    let Some(name) = x.syscall.as_deref() else {
+        return x.place.describe(None);
+    };
+    let row = rows
+        .iter()
+        .find(|r| r.kind == PathKind::Syscall && r.name == name);
+    match row {
+        Some(r) if r.ns_per_call == 0.0 && r.untimed_calls > 0 => {
+            format!("{name} (counted, never timed: it does not return)")
+        }
+        _ => format!("{name} (not timed)"),
+    }
 }
 
 impl<'a> Breakdown<'a> {
-    /// The breakdown of `w`'s attribution; None when nothing was attributed or there is no
-    /// whole to take shares of (no clean samples, or a bandwidth op whose rows do not say it).
+    /// The breakdown of `w`; None when nothing was attributed or sampled, or there is no whole
+    /// to take shares of (no clean samples, or a bandwidth op whose rows do not say it).
     pub fn of(w: &'a WorkloadResult) -> Option<Breakdown<'a>> {
         let (whole, whole_ns) = whole_of(w)?;
-        if w.attribution.is_empty() {
+        let sampled = w
+            .profile
+            .as_ref()
+            .and_then(|p| Parts::sampled(p, &w.attribution));
+        if w.attribution.is_empty() && sampled.is_none() {
             return None;
         }
         let level = outermost(&w.attribution).map_or(Level::Hooks, |(level, _)| level);
-        let parts = parts_of(&w.attribution, whole_ns);
+        let parts = sampled.unwrap_or_else(|| Parts::timed(&w.attribution, whole, whole_ns));
         let paths = ordered(&w.attribution)
             .into_iter()
             .map(|(row, depth, under)| {
@@ -155,11 +324,9 @@ impl<'a> Breakdown<'a> {
         })
     }
 
+    /// A part's ns per op.
     pub fn part(&self, part: Part) -> f64 {
-        self.parts
-            .iter()
-            .find(|(p, _)| *p == part)
-            .map_or(0.0, |(_, ns)| *ns)
+        self.parts.figure(part).ns
     }
 
     pub fn residual_ns(&self) -> f64 {
@@ -167,12 +334,20 @@ impl<'a> Breakdown<'a> {
     }
 }
 
-/// What `w`'s shares are of, in ns per op: the probed op's CPU time over all its tasks where
-/// sched_switch measured it (the rows are CPU time then, so shares of one level add up to at
-/// most 100% but for noise), else the clean op.
+/// What `w`'s timed shares are of, in ns per op: the probed op's CPU time over all its tasks
+/// where sched_switch measured it (the rows are CPU time then, so shares of one level add up
+/// to at most 100% but for noise), else the probed op's time (the pass the rows timed, the
+/// probes' cost in both), else the clean op (a bandwidth op, whose time the rows' clean
+/// shares give).
 pub fn whole_of(w: &WorkloadResult) -> Option<(ShareWhole, f64)> {
     if let Some(a) = w.accounting.as_ref().filter(|a| a.on_cpu_ns_per_op > 0.0) {
         return Some((ShareWhole::ProbedOpCpuTime, a.on_cpu_ns_per_op));
+    }
+    let probed = stats::summarize(&w.probed)
+        .and_then(|p| rows::op_ns(w.unit, p.mean))
+        .filter(|ns| *ns > 0.0);
+    if let Some(ns) = probed {
+        return Some((ShareWhole::ProbedOp, ns));
     }
     let clean = stats::summarize(&w.clean)?;
     clean_op_ns(w, clean.mean)
@@ -285,9 +460,9 @@ mod tests {
     fn the_parts_add_up_to_the_whole_and_the_residual_is_outside_the_syscalls() {
         let r = sample_results();
         let b = Breakdown::of(&r.workloads[0]).unwrap();
-        assert_eq!((b.whole, b.whole_ns), (ShareWhole::CleanOp, 5000.0));
+        assert_eq!((b.whole, b.whole_ns), (ShareWhole::ProbedOp, 5000.0));
         assert_eq!(b.level, Level::Syscalls);
-        let sum: f64 = b.parts.iter().map(|(_, ns)| ns).sum();
+        let sum: f64 = b.parts.figures.iter().map(|f| f.ns).sum();
         assert!((sum - b.whole_ns).abs() < 1e-9, "{:?}", b.parts);
         assert_eq!(b.residual_ns(), 2000.0);
         assert_eq!(b.part(Part::Lsm), 380.0);
@@ -320,7 +495,7 @@ mod tests {
         assert_eq!(b.level, Level::Hooks);
         assert_eq!(b.residual_ns(), 5000.0 - 400.0 - 100.0 - 500.0);
         assert_eq!(b.part(Part::Syscall), 0.0);
-        let sum: f64 = b.parts.iter().map(|(_, ns)| ns).sum();
+        let sum: f64 = b.parts.figures.iter().map(|f| f.ns).sum();
         assert!((sum - 5000.0).abs() < 1e-9);
     }
 
@@ -353,7 +528,8 @@ mod tests {
         r.read_old_shares();
         let w = &r.workloads[0];
         assert_eq!(w.attribution[0].share_of_clean_op, Some(0.123));
-        assert_eq!(w.share_of, Some(ShareWhole::CleanOp));
+        // Shares are made again as runs make them: of the probed op the rows timed.
+        assert_eq!(w.share_of, Some(ShareWhole::ProbedOp));
         assert_eq!(w.attribution[0].share, 0.6);
     }
 

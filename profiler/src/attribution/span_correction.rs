@@ -111,6 +111,7 @@ mod tests {
             paths,
             folded: Vec::new(),
             groups: Vec::new(),
+            places: Vec::new(),
             round_samples: Vec::new(),
         }
     }

@@ -12,8 +12,8 @@ use crate::{
         RawSample,
     },
     results::{
-        GroupKind, PathKind, SampledGroup, SampledPath, StackProfile, FOLDED_LIMIT, OTHER_STACKS,
-        USER_FRAME,
+        GroupKind, PathKind, Place, SampledGroup, SampledPath, SampledPlace, StackProfile,
+        FOLDED_LIMIT, OTHER_STACKS, USER_FRAME,
     },
     shares::{share_interval, RoundCount},
     stats::wilson_interval,
@@ -347,6 +347,84 @@ fn groups_of(paths: &[(PathKey, bool)]) -> Vec<(GroupKind, Option<String>)> {
     groups
 }
 
+/// The one place a sample of the workload's own counts in (`Place`): the innermost kind of
+/// path on its stack (an LSM function, else a hook, else a task path), else the syscall it ran
+/// in, else how the kernel was entered outside any syscall.
+fn place_of(
+    user: bool,
+    frames: &[&str],
+    paths: &[(PathKey, bool)],
+    syscall: Option<&str>,
+) -> (Place, Option<String>) {
+    if user {
+        return (Place::User, None);
+    }
+    let any = |kind: PathKind| paths.iter().any(|(k, _)| k.kind == kind);
+    if any(PathKind::Lsm) {
+        (Place::Lsm, None)
+    } else if any(PathKind::Hook) {
+        (Place::Hook, None)
+    } else if any(PathKind::TaskPath) {
+        (Place::TaskPath, None)
+    } else if let Some(name) = syscall {
+        (Place::Syscall, Some(name.to_string()))
+    } else {
+        (outside_syscalls(frames), None)
+    }
+}
+
+/// Frames of softirq work, whatever ran it (an interrupt's exit, ksoftirqd).
+const SOFTIRQ_FRAMES: &[&str] = &[
+    "__do_softirq",
+    "handle_softirqs",
+    "run_ksoftirqd",
+    "do_softirq",
+];
+/// How the kernel was entered outside a syscall, x86_64's and arm64's names, each with the
+/// place it makes.
+const ENTRY_FRAMES: &[(&str, Place)] = &[
+    ("asm_exc_page_fault", Place::PageFault),
+    ("exc_page_fault", Place::PageFault),
+    ("do_user_addr_fault", Place::PageFault),
+    ("el0_da", Place::PageFault),
+    ("el0_ia", Place::PageFault),
+    ("do_mem_abort", Place::PageFault),
+    ("do_page_fault", Place::PageFault),
+    ("asm_sysvec_", Place::Interrupt),
+    ("sysvec_", Place::Interrupt),
+    ("asm_common_interrupt", Place::Interrupt),
+    ("common_interrupt", Place::Interrupt),
+    ("el0_interrupt", Place::Interrupt),
+    ("el1_interrupt", Place::Interrupt),
+    ("gic_handle_irq", Place::Interrupt),
+    ("ret_from_fork", Place::Scheduler),
+    ("schedule_tail", Place::Scheduler),
+    ("__schedule", Place::Scheduler),
+    ("schedule", Place::Scheduler),
+    ("preempt_schedule", Place::Scheduler),
+    ("finish_task_switch", Place::Scheduler),
+];
+
+/// Where a kernel stack outside any syscall was: softirq work wherever it ran, else the first
+/// way in from the root (a fault, an interrupt, the scheduler), else other kernel code.
+fn outside_syscalls(frames: &[&str]) -> Place {
+    if frames
+        .iter()
+        .any(|f| SOFTIRQ_FRAMES.iter().any(|s| f.starts_with(s)))
+    {
+        return Place::Softirq;
+    }
+    frames
+        .iter()
+        .find_map(|f| {
+            ENTRY_FRAMES
+                .iter()
+                .find(|(name, _)| f.starts_with(name))
+                .map(|(_, place)| *place)
+        })
+        .unwrap_or(Place::OtherKernel)
+}
+
 /// The function of `syscall` itself: x86_64's or arm64's wrapper, or the generic ones it calls.
 fn is_syscall_function(frame: &str, syscall: &str) -> bool {
     ["__x64_sys_", "__arm64_sys_", "__do_sys_", "__se_sys_"]
@@ -441,6 +519,8 @@ pub fn profile(
         [GroupKind::Hooks, GroupKind::TaskPaths]
             .map(|kind| ((kind, None), vec![0; rounds]))
             .into();
+    // Per place: the workload's own samples there, by round (each sample in one place).
+    let mut places: BTreeMap<(Place, Option<String>), Vec<u64>> = BTreeMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (key, by_round) in &stacks.counts {
         let count: u64 = by_round.iter().sum();
@@ -453,9 +533,14 @@ pub fn profile(
         };
         *folded.entry(line).or_default() += count;
         let context = context(key.user, &frames);
+        let syscall = syscall_of(key.syscall_nr, &frames);
+        let paths = paths_of(&frames, syscall.as_deref());
         if is_own(context, &frames) {
-            for (own, n) in own_by_round.iter_mut().zip(by_round) {
+            let place = place_of(key.user, &frames, &paths, syscall.as_deref());
+            let t = places.entry(place).or_insert_with(|| vec![0; rounds]);
+            for ((own, at), n) in own_by_round.iter_mut().zip(t.iter_mut()).zip(by_round) {
                 *own += n;
+                *at += n;
             }
         }
         match context {
@@ -468,8 +553,6 @@ pub fn profile(
                 if !workload_s {
                     probe_samples += count;
                 }
-                let syscall = syscall_of(key.syscall_nr, &frames);
-                let paths = paths_of(&frames, syscall.as_deref());
                 if workload_s {
                     for group in groups_of(&paths) {
                         let t = groups.entry(group).or_insert_with(|| vec![0; rounds]);
@@ -478,12 +561,14 @@ pub fn profile(
                         }
                     }
                 }
-                for (path, own) in paths {
-                    let t = tallies.entry(path).or_insert_with(|| Tally::new(rounds));
+                for (path, own) in &paths {
+                    let t = tallies
+                        .entry(path.clone())
+                        .or_insert_with(|| Tally::new(rounds));
                     t.spanned += count;
                     if workload_s {
                         t.inclusive += count;
-                        t.own += u64::from(own) * count;
+                        t.own += u64::from(*own) * count;
                         if let Some(name) = &syscall {
                             *t.by_syscall.entry(name.clone()).or_default() += count;
                         }
@@ -539,31 +624,44 @@ pub fn profile(
             }
         })
         .collect();
+    let counted = |by_round: Vec<u64>| {
+        Counted::of(
+            by_round,
+            &own_by_round,
+            own_samples,
+            keep_rounds,
+            own_ns_per_op,
+        )
+    };
     let groups = groups
         .into_iter()
         .map(|((kind, lsm), by_round)| {
-            let samples: u64 = by_round.iter().sum();
-            let rounds: Vec<RoundCount> = by_round
-                .iter()
-                .zip(&own_by_round)
-                .map(|(&path, &all)| RoundCount { path, all })
-                .collect();
-            // The rounds' interval, never narrower than the samples allow (with no sample in
-            // the group the rounds agree exactly, and would say 0-0).
-            let wilson = wilson_interval(samples, own_samples);
-            let (low, high) = keep_rounds
-                .then(|| share_interval(&rounds))
-                .flatten()
-                .map_or(wilson, |i| (i.low.min(wilson.0), i.high.max(wilson.1)));
+            let c = counted(by_round);
             SampledGroup {
                 kind,
                 lsm,
-                samples,
-                share: share(samples),
-                share_low: low,
-                share_high: high,
-                ns_per_op: share(samples) * own_ns_per_op,
-                round_samples: if keep_rounds { by_round } else { Vec::new() },
+                samples: c.samples,
+                share: c.share,
+                share_low: c.low,
+                share_high: c.high,
+                ns_per_op: c.ns_per_op,
+                round_samples: c.round_samples,
+            }
+        })
+        .collect();
+    let places = places
+        .into_iter()
+        .map(|((place, syscall), by_round)| {
+            let c = counted(by_round);
+            SampledPlace {
+                place,
+                syscall,
+                samples: c.samples,
+                share: c.share,
+                share_low: c.low,
+                share_high: c.high,
+                ns_per_op: c.ns_per_op,
+                round_samples: c.round_samples,
             }
         })
         .collect();
@@ -584,6 +682,50 @@ pub fn profile(
         },
         paths,
         folded: bounded(folded),
+        places,
+    }
+}
+
+/// A group's or a place's samples among the workload's own, with its share's interval: the
+/// rounds' where two or more were kept, never narrower than the samples' (Wilson; with no
+/// sample there the rounds agree exactly, and would say 0-0).
+struct Counted {
+    samples: u64,
+    share: f64,
+    low: f64,
+    high: f64,
+    ns_per_op: f64,
+    round_samples: Vec<u64>,
+}
+
+impl Counted {
+    fn of(
+        by_round: Vec<u64>,
+        own_by_round: &[u64],
+        own_samples: u64,
+        keep_rounds: bool,
+        own_ns_per_op: f64,
+    ) -> Counted {
+        let samples: u64 = by_round.iter().sum();
+        let rounds: Vec<RoundCount> = by_round
+            .iter()
+            .zip(own_by_round)
+            .map(|(&path, &all)| RoundCount { path, all })
+            .collect();
+        let wilson = wilson_interval(samples, own_samples);
+        let (low, high) = keep_rounds
+            .then(|| share_interval(&rounds))
+            .flatten()
+            .map_or(wilson, |i| (i.low.min(wilson.0), i.high.max(wilson.1)));
+        let share = samples as f64 / own_samples.max(1) as f64;
+        Counted {
+            samples,
+            share,
+            low,
+            high,
+            ns_per_op: share * own_ns_per_op,
+            round_samples: if keep_rounds { by_round } else { Vec::new() },
+        }
     }
 }
 
@@ -1062,5 +1204,118 @@ mod tests {
         assert_eq!(lines.last().unwrap().0, OTHER_STACKS);
         assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), total);
         assert_eq!(lines[0].1, FOLDED_LIMIT as u64 + 10);
+    }
+
+    #[test]
+    fn each_own_sample_has_one_place_and_the_places_add_up_to_the_own_samples() {
+        let mut names = HashMap::new();
+        let sys = |name: &str, tail: &[&'static str]| -> Vec<String> {
+            let mut f = vec![
+                "entry_SYSCALL_64".to_string(),
+                "do_syscall_64".to_string(),
+                format!("__x64_sys_{name}"),
+            ];
+            f.extend(tail.iter().map(|s| s.to_string()));
+            f
+        };
+        let add = |frames: Vec<String>, nr: i32, n: u64, names: &mut HashMap<u64, Symbol>| {
+            let frames: Vec<&str> = frames.iter().map(String::as_str).collect();
+            stack(&frames, nr, n, names)
+        };
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            add(sys("openat", &["do_filp_open"]), 257, 40, &mut names),
+            add(
+                sys("openat", &["security_file_open", "hook_file_open"]),
+                257,
+                10,
+                &mut names,
+            ),
+            add(sys("openat", &["security_file_alloc"]), 257, 5, &mut names),
+            // exit_group's work in do_exit is the task path's; the rest is exit_group's own.
+            add(
+                sys("exit_group", &["do_exit", "mmput"]),
+                231,
+                20,
+                &mut names,
+            ),
+            add(sys("exit_group", &[]), 231, 3, &mut names),
+            add(
+                vec!["asm_exc_page_fault".into(), "exc_page_fault".into()],
+                -1,
+                7,
+                &mut names,
+            ),
+            add(
+                vec![
+                    "asm_sysvec_apic_timer_interrupt".into(),
+                    "irq_exit_rcu".into(),
+                    "handle_softirqs".into(),
+                ],
+                -1,
+                2,
+                &mut names,
+            ),
+            add(
+                vec!["asm_sysvec_apic_timer_interrupt".into()],
+                -1,
+                4,
+                &mut names,
+            ),
+            add(
+                vec!["ret_from_fork_asm".into(), "schedule_tail".into()],
+                -1,
+                6,
+                &mut names,
+            ),
+            add(vec!["some_kthread_fn".into()], -1, 1, &mut names),
+            // The probes' own and a lost stack are in no place.
+            add(
+                sys("openat", &["trace_sys_exit", "bpf_trace_run2"]),
+                257,
+                9,
+                &mut names,
+            ),
+            RawSample {
+                ips: Vec::new(),
+                syscall_nr: 257,
+                user: false,
+                count: 3,
+            },
+            RawSample {
+                ips: Vec::new(),
+                syscall_nr: -1,
+                user: true,
+                count: 12,
+            },
+        ]);
+        let p = profile(&s, &names, 1000, 100, Some(1300.0));
+        let at = |place: Place, syscall: Option<&str>| {
+            p.places
+                .iter()
+                .find(|x| x.place == place && x.syscall.as_deref() == syscall)
+                .map_or(0, |x| x.samples)
+        };
+        assert_eq!(at(Place::Syscall, Some("openat")), 40);
+        assert_eq!(at(Place::Lsm, None), 10);
+        assert_eq!(at(Place::Hook, None), 5);
+        assert_eq!(at(Place::TaskPath, None), 20);
+        assert_eq!(at(Place::Syscall, Some("exit_group")), 3);
+        assert_eq!(at(Place::PageFault, None), 7);
+        assert_eq!(at(Place::Softirq, None), 2);
+        assert_eq!(at(Place::Interrupt, None), 4);
+        assert_eq!(at(Place::Scheduler, None), 6);
+        assert_eq!(at(Place::OtherKernel, None), 1);
+        assert_eq!(at(Place::User, None), 12);
+        let own = p.samples - p.probe_samples - p.lost_stacks;
+        assert_eq!(p.places.iter().map(|x| x.samples).sum::<u64>(), own);
+        let shares: f64 = p.places.iter().map(|x| x.share).sum();
+        assert!((shares - 1.0).abs() < 1e-9, "{shares}");
+        let ns: f64 = p.places.iter().map(|x| x.ns_per_op).sum();
+        assert!((ns - p.own_ns_per_op()).abs() < 1e-6, "{ns}");
+        assert!(p
+            .places
+            .iter()
+            .all(|x| x.share_low <= x.share && x.share <= x.share_high));
     }
 }

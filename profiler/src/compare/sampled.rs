@@ -455,6 +455,7 @@ pub(crate) mod tests {
             }],
             folded: Vec::new(),
             groups: Vec::new(),
+            places: Vec::new(),
         }
     }
 

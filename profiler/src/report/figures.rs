@@ -3,8 +3,9 @@
 //! with the sign of a cost, the residual, a failed workload's phase and error, and where a
 //! run's numbers came from.
 use crate::{
-    attribution::Breakdown,
+    attribution::{Breakdown, Part},
     results::{rows, Results, ShareWhole, Source, Unit},
+    stats,
 };
 
 /// A number with about four significant digits, without exponent notation.
@@ -100,17 +101,36 @@ impl Scale {
     }
 }
 
-/// What the probes cost, as a fraction of the clean figure: positive when the probed pass was
-/// worse (slower, or less bandwidth), negative when it did better. None without a clean mean.
-pub(crate) fn probe_cost(unit: Unit, clean_mean: f64, probed_mean: f64) -> Option<f64> {
-    if clean_mean == 0.0 {
+/// What the probes cost, as a fraction of the clean mean with the 95% interval of the
+/// difference (Welch): `+28.6% (+20.1% to +37.0%)`, or `within noise (+-5.1%)` where the
+/// interval holds 0. Positive is worse (slower, or less bandwidth). None without a clean mean.
+pub(crate) fn probe_overhead(
+    unit: Unit,
+    clean: &stats::Summary,
+    probed: &stats::Summary,
+) -> Option<String> {
+    if clean.mean == 0.0 || !clean.mean.is_finite() {
         return None;
     }
-    let change = probed_mean / clean_mean - 1.0;
-    Some(if unit.higher_is_better() {
-        -change
+    let sign = if unit.higher_is_better() { -1.0 } else { 1.0 };
+    let relative = |v: f64| sign * v / clean.mean;
+    let change = relative(probed.mean - clean.mean);
+    let Some((low, high)) = stats::difference_interval(clean, probed) else {
+        return Some(format!("{} (one sample: no interval)", percent(change)));
+    };
+    let (low, high) = {
+        let (a, b) = (relative(low), relative(high));
+        (a.min(b), a.max(b))
+    };
+    Some(if low <= 0.0 && high >= 0.0 {
+        format!("within noise (+-{:.1}%)", (high - low) / 2.0 * 100.0)
     } else {
-        change
+        format!(
+            "{} ({} to {})",
+            percent(change),
+            percent(low),
+            percent(high)
+        )
     })
 }
 
@@ -122,35 +142,62 @@ pub(crate) fn percent(fraction: f64) -> String {
     format!("{:+.1}%", fraction * 100.0)
 }
 
-/// `Residual: 4500 ns/op (90.0% of the clean op) outside the probed syscalls`, and why a
-/// negative one is negative.
+/// `Residual: 4.5 us/op (90.0% of the op's own CPU time, 88.1-91.8%) outside the timed
+/// syscalls, hooks and task paths: exit_group (...) 60.2%, user time 20.1%, ...`: the residual
+/// in the unit of the table, each piece with its share. A timed residual (no stacks sampled)
+/// is not split, and one the timed paths overrun is said in words, never as a figure below 0.
 pub(crate) fn residual_sentence(b: &Breakdown) -> String {
-    let ns = b.residual_ns();
+    let parts = &b.parts;
+    let residual = parts.figure(Part::Residual);
+    let scale = Scale::of(Unit::Nanoseconds, parts.whole_ns);
+    if !parts.sampled && residual.ns < 0.0 {
+        return format!(
+            "Residual: none measurable {}: the timed paths take {} more than the op's {} {} \
+             (their spans hold the probes' own cost)",
+            parts.outside,
+            scale.show(-residual.ns),
+            match parts.whole {
+                ShareWhole::CleanOp => "clean time",
+                ShareWhole::ProbedOp => "probed time",
+                _ => "CPU time",
+            },
+            scale.show(parts.whole_ns),
+        );
+    }
+    let interval = residual
+        .interval
+        .map(|(low, high)| format!(", {}-{}", pct(low), pct(high)))
+        .unwrap_or_default();
     let mut s = format!(
-        "Residual: {} ns/op ({:.1}% {}) {}",
-        num(ns),
-        ns / b.whole_ns * 100.0,
-        b.whole.of(),
-        b.level.describe()
+        "Residual: {} {}/op ({} {}{interval}) {}",
+        scale.number(residual.ns),
+        scale.symbol,
+        pct(residual.share),
+        parts.whole.of(),
+        parts.outside
     );
-    match b.whole {
-        ShareWhole::ProbedOpCpuTime => {
-            s.push_str(" (user time, and the probes' cost outside the spans they time)");
-            if ns < -0.05 * b.whole_ns {
-                s.push_str(
-                    ": below zero, the timed paths' CPU time (their enter-to-exit time less \
-                     what sched_switch saw them switched out) exceeds the CPU time sched_switch \
-                     counted for the op's tasks",
-                );
-            }
+    if parts.sampled {
+        let pieces: Vec<String> = parts
+            .residual
+            .iter()
+            .map(|p| format!("{} {} ({})", p.name, pct(p.share), scale.show(p.ns)))
+            .collect();
+        if !pieces.is_empty() {
+            s.push_str(": ");
+            s.push_str(&pieces.join(", "));
         }
-        ShareWhole::CleanOp if ns < 0.0 => s.push_str(
-            ": the probed paths take more than the clean op (their times include the probes' \
-             own cost)",
-        ),
-        ShareWhole::CleanOp => {}
+    } else {
+        s.push_str(
+            " (not split: no stacks were sampled; user time, kernel work outside the timed \
+             paths, and the probes' cost outside their spans)",
+        );
     }
     s
+}
+
+/// A share as a percentage with one decimal (`12.3%`).
+fn pct(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
 }
 
 /// Why a run is incomplete: the workloads that failed, else an interruption.
@@ -220,40 +267,48 @@ mod tests {
     }
 
     #[test]
-    fn the_probes_cost_is_positive_when_they_made_things_worse() {
+    fn the_probes_cost_carries_its_interval_and_a_cost_within_noise_reads_so() {
+        let summary = |v: &[f64]| stats::summarize(v).unwrap();
+        let clean = summary(&[5.0, 5.1, 4.9, 5.0]);
+        let slower = summary(&[5.5, 5.6, 5.4, 5.5]);
+        let s = probe_overhead(Unit::Microseconds, &clean, &slower).unwrap();
+        assert!(s.starts_with("+10.0% (+"), "{s}");
+        // Bandwidth: the probed pass moving less is the cost.
+        let s = probe_overhead(Unit::MegabytesPerSecond, &slower, &clean).unwrap();
+        assert!(s.starts_with("+9.1% (+"), "{s}");
+        // A probed pass that read faster by noise: no negative cost, an interval.
+        let noisy = summary(&[4.6, 5.3, 4.8, 5.2]);
+        let s = probe_overhead(Unit::Microseconds, &clean, &noisy).unwrap();
+        assert!(s.starts_with("within noise (+-"), "{s}");
+        assert!(!s.contains('-') || s.starts_with("within noise (+-"), "{s}");
         assert_eq!(
-            probe_cost(Unit::Microseconds, 5.0, 5.5).map(percent),
-            Some("+10.0%".into())
+            probe_overhead(Unit::Seconds, &summary(&[0.0]), &clean),
+            None
         );
-        // 1121 MB/s probed against 977.6 clean: the probed pass moved more, a negative cost.
-        let bw = probe_cost(Unit::MegabytesPerSecond, 977.6, 1121.0).unwrap();
-        assert_eq!(percent(bw), "-14.7%");
-        assert_eq!(
-            probe_cost(Unit::MegabytesPerSecond, 1000.0, 900.0).map(percent),
-            Some("+10.0%".into())
-        );
-        assert_eq!(probe_cost(Unit::Seconds, 0.0, 1.0), None);
     }
 
     #[test]
-    fn a_negative_residual_is_the_same_figure_and_says_why() {
+    fn a_timed_residual_the_paths_overrun_is_said_in_words_not_below_zero() {
         let mut w = sample_results().workloads[0].clone();
         let b = Breakdown::of(&w).unwrap();
         assert!(
             residual_sentence(&b).starts_with(
-                "Residual: 2000 ns/op (40.0% of the clean op) outside the probed syscalls"
+                "Residual: 2.000 us/op (40.0% of the probed op) outside the probed syscalls (not split"
             ),
             "{}",
             residual_sentence(&b)
         );
-        w.clean = vec![2.9];
+        w.probed = vec![2.9];
         let b = Breakdown::of(&w).unwrap();
+        let s = residual_sentence(&b);
         assert!(
-            residual_sentence(&b)
-                .starts_with("Residual: -100.0 ns/op (-3.4% of the clean op) outside the probed syscalls: the probed paths take more"),
-            "{}",
-            residual_sentence(&b)
+            s.starts_with(
+                "Residual: none measurable outside the probed syscalls: the timed paths take \
+                 0.1000 us more than the op's probed time 2.900 us"
+            ),
+            "{s}"
         );
+        assert!(!s.contains('-'), "{s}");
     }
 
     #[test]

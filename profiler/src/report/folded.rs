@@ -119,6 +119,7 @@ pub(crate) mod tests {
                 ("[other stacks]".into(), 1),
             ],
             groups: Vec::new(),
+            places: Vec::new(),
         }
     }
 

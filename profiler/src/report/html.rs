@@ -81,16 +81,19 @@ struct Split {
 enum Segment {
     Of(Part),
     NotProbed,
+    /// Timed parts that do not fit the op (the probes' cost in their spans).
+    NotSplit,
 }
 
 impl Segment {
-    const ALL: [Segment; 6] = [
+    const ALL: [Segment; 7] = [
         Segment::Of(Part::Syscall),
         Segment::Of(Part::Hook),
         Segment::Of(Part::Lsm),
         Segment::Of(Part::TaskPath),
         Segment::Of(Part::Residual),
         Segment::NotProbed,
+        Segment::NotSplit,
     ];
 
     fn name(self) -> &'static str {
@@ -101,6 +104,9 @@ impl Segment {
             Segment::Of(Part::TaskPath) => "fork/exit/exec task paths",
             Segment::Of(Part::Residual) => "residual (outside the outermost probed paths)",
             Segment::NotProbed => "nothing attributed (clean figure only)",
+            Segment::NotSplit => {
+                "not split: the timed parts hold more of the probes' cost than fits the op"
+            }
         }
     }
 
@@ -111,7 +117,7 @@ impl Segment {
             Segment::Of(Part::Lsm) => kind_colour(PathKind::Lsm),
             Segment::Of(Part::TaskPath) => kind_colour(PathKind::TaskPath),
             Segment::Of(Part::Residual) => RESIDUAL_COLOUR,
-            Segment::NotProbed => "#e8e8e8",
+            Segment::NotProbed | Segment::NotSplit => "#e8e8e8",
         }
     }
 }
@@ -143,6 +149,14 @@ fn split(w: &WorkloadResult) -> Split {
             shown,
         };
     };
+    if !b.parts.fit() {
+        return Split {
+            name: w.name.clone(),
+            parts: vec![(Segment::NotSplit, 1.0)],
+            op_ns: 1.0,
+            shown,
+        };
+    }
     // LSM functions first: they are drawn inside their hooks' share.
     let order = [
         Part::Lsm,
@@ -155,9 +169,11 @@ fn split(w: &WorkloadResult) -> Split {
         name: w.name.clone(),
         parts: order
             .into_iter()
-            .map(|p| (Segment::Of(p), b.part(p).max(0.0)))
+            .map(|p| b.parts.figure(p))
+            .filter(|f| f.ns > 0.0)
+            .map(|f| (Segment::Of(f.part), f.ns))
             .collect(),
-        op_ns: b.whole_ns,
+        op_ns: b.parts.whole_ns,
         shown,
     }
 }
@@ -229,7 +245,7 @@ pub fn overview(r: &Results) -> String {
             let share = ns / s.op_ns;
             let w = (share * full).min(label_w + bar_w - x);
             let what = match part {
-                Segment::NotProbed => String::new(),
+                Segment::NotProbed | Segment::NotSplit => String::new(),
                 _ => format!(": {} ns/op, {:.1}% of the op", num(ns), share * 100.0),
             };
             let _ = write!(
@@ -257,35 +273,19 @@ pub fn overview(r: &Results) -> String {
         svg,
         "<path d=\"M{x:.1} {}V{bottom}\" stroke=\"#000\" stroke-dasharray=\"3 2\"/>\
          <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">100% of the op</text></svg>\
-         <figcaption>Where each operation's time goes, split by the probed pass. The whole is \
-         the op's CPU time over all its tasks where sched_switch measured it (the syscall rows \
-         are CPU time then, a blocking call's wait left out), else the clean op time (right). \
-         Hooks run inside syscalls or task paths and task paths inside syscalls, so each part \
-         excludes what runs inside it. Against the clean op, probes inflate what they time and \
-         a bar can run past 100%.{}</figcaption></figure>",
+         <figcaption>Where each operation's time goes, each part exclusive of what runs inside \
+         it (an LSM function inside its hook, a hook inside its syscall). Where kernel stacks \
+         were sampled, every bar is the op's own CPU time split by where its samples fell: \
+         LSM functions, the hooks' own dispatch, task paths, the timed syscalls' own code, and \
+         the residual (user time, syscalls not timed, faults, interrupts, the scheduler), so \
+         the bars end at 100% and agree with each workload's table. A workload without samples \
+         is split by its timed rows, of its CPU time (or clean time); a timed part the probes' \
+         own cost made negative is not drawn.</figcaption></figure>",
         top - 2.0,
         bottom + 14.0,
-        untimed_hooks_note(r),
         x = label_w + full
     );
     svg
-}
-
-/// Where no hook was timed but stacks were sampled, the overview's bars hold no hook at all:
-/// said under them, with where the hooks' sampled share is.
-fn untimed_hooks_note(r: &Results) -> &'static str {
-    let timed = r.workloads.iter().any(|w| {
-        w.attribution
-            .iter()
-            .any(|a| matches!(a.kind, PathKind::Hook | PathKind::Lsm))
-    });
-    let sampled = r.workloads.iter().any(|w| w.profile.is_some());
-    if timed || !sampled {
-        return "";
-    }
-    " No security hook or LSM function was timed in this run (the kernel refused BPF \
-     trampolines, or none was chosen), so these bars hold none: they run inside the syscalls' \
-     part. Their share of each op, sampled from its kernel stacks, is in the table above."
 }
 
 fn workload_section(w: &WorkloadResult) -> String {
@@ -369,22 +369,24 @@ fn mean_bars(clean: &stats::Summary, probed: Option<&stats::Summary>, unit: Unit
 }
 
 /// The breakdown's whole split into its parts, each drawn as its share of it, with the
-/// residual the text prints: parts that take more than the whole run past the dashed 100%
-/// line, as in the overview. Segments take their kind's colour, alternately lighter.
+/// residual the text prints; nothing where timed parts do not fit the op (the residual
+/// sentence says why). Segments take their kind's colour, alternately lighter.
 fn stacked_bar(b: &Breakdown) -> String {
-    let op_ns = b.whole_ns;
-    if op_ns <= 0.0 {
+    let op_ns = b.parts.whole_ns;
+    if op_ns <= 0.0 || !b.parts.fit() {
         return String::new();
     }
-    let segments: Vec<(String, &str, f64)> = Part::ALL
-        .into_iter()
-        .filter(|p| b.part(*p) != 0.0)
-        .map(|p| {
-            let name = match p {
-                Part::Residual => format!("residual ({})", b.level.describe()),
-                _ => Segment::Of(p).name().to_string(),
+    let segments: Vec<(String, &str, f64)> = b
+        .parts
+        .figures
+        .iter()
+        .filter(|f| f.ns > 0.0)
+        .map(|f| {
+            let name = match f.part {
+                Part::Residual => format!("residual ({})", b.parts.outside),
+                _ => Segment::Of(f.part).name().to_string(),
             };
-            (name, Segment::Of(p).colour(), b.part(p))
+            (name, Segment::Of(f.part).colour(), f.ns)
         })
         .collect();
     let drawn: f64 = segments.iter().map(|(_, _, ns)| ns.max(0.0)).sum();
@@ -425,7 +427,7 @@ fn stacked_bar(b: &Breakdown) -> String {
          <text x=\"{:.1}\" y=\"34\" text-anchor=\"{}\">100% {}</text></svg>",
         full,
         if full > width - 60.0 { "end" } else { "middle" },
-        b.whole.of()
+        b.parts.whole.of()
     );
     svg
 }
@@ -497,7 +499,10 @@ fn histogram(row: &AttributionRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::fixtures::sample_results;
+    use crate::results::{
+        fixtures::{places_profile, sample_results},
+        Place,
+    };
 
     #[test]
     fn the_page_is_self_contained_with_the_three_charts() {
@@ -540,30 +545,55 @@ mod tests {
     }
 
     #[test]
-    fn the_overview_names_only_what_it_draws_and_says_where_untimed_hooks_are() {
+    fn the_overview_draws_the_sampled_hooks_where_none_was_timed_and_its_bars_end_at_the_op() {
         let timed = overview(&sample_results());
         assert!(timed.contains(">security hooks (their own dispatch)<"));
-        assert!(!timed.contains("was timed in this run"));
-        // Syscalls timed, hooks only sampled (a kernel that refuses trampolines).
+        // Syscalls timed, hooks only sampled (a kernel that refuses trampolines): the samples'
+        // places draw the hooks and LSM functions, of the op's own CPU time.
         let mut r = sample_results();
         for w in &mut r.workloads {
             w.attribution.retain(|a| a.kind == PathKind::Syscall);
-            w.profile = Some(crate::results::StackProfile::default());
         }
+        r.workloads[0].profile = Some(places_profile(
+            4000.0,
+            &[
+                (Place::Syscall, Some("openat"), 50),
+                (Place::Hook, None, 10),
+                (Place::Lsm, None, 5),
+                (Place::User, None, 30),
+                (Place::PageFault, None, 5),
+            ],
+        ));
         let sampled = overview(&r);
         assert!(
-            !sampled.contains(">security hooks (their own dispatch)<"),
+            sampled.contains(">security hooks (their own dispatch)<"),
             "{sampled}"
         );
         assert!(
-            !sampled.contains(">LSM functions under the hooks<"),
+            sampled.contains(">LSM functions under the hooks<"),
             "{sampled}"
         );
-        assert!(sampled.contains(">syscalls (outside hooks and task paths)<"));
         assert!(
-            sampled.contains("No security hook or LSM function was timed in this run"),
+            sampled.contains("security hooks (their own dispatch): 400.0 ns/op, 10.0% of the op"),
             "{sampled}"
         );
+        let w = split(&r.workloads[0]);
+        let drawn: f64 = w.parts.iter().map(|(_, ns)| ns).sum();
+        assert!((drawn - w.op_ns).abs() < 1e-6, "{drawn} of {}", w.op_ns);
+        assert!(!sampled.contains("No security hook"), "{sampled}");
+    }
+
+    #[test]
+    fn timed_parts_that_overrun_the_op_are_not_drawn_as_if_they_fit() {
+        let mut w = sample_results().workloads[0].clone();
+        // The hooks take 9100 ns of a 5000 ns op, more than openat around them.
+        w.attribution[1].ns_per_op = 9000.0;
+        let b = Breakdown::of(&w).unwrap();
+        assert!(!b.parts.fit());
+        assert_eq!(stacked_bar(&b), "");
+        let s = split(&w);
+        assert_eq!(s.parts.len(), 1);
+        assert!(s.parts[0].0 == Segment::NotSplit);
     }
 
     #[test]
@@ -596,29 +626,6 @@ mod tests {
         );
         let page = render(&[r]);
         assert!(page.contains("<p class=\"failed\">Workload failed in set-up: no such file</p>"));
-    }
-
-    #[test]
-    fn the_breakdown_bar_draws_the_parts_and_the_residual_as_text_says() {
-        let mut w = sample_results().workloads[0].clone();
-        // The hooks take 9100 ns of a 5000 ns op, more than openat around them: its own part
-        // is below zero, and the parts still add up to the op.
-        w.attribution[1].ns_per_op = 9000.0;
-        let bar = stacked_bar(&Breakdown::of(&w).unwrap());
-        assert!(
-            bar.contains("security hooks (their own dispatch) 8720 ns/op (174.4%)"),
-            "{bar}"
-        );
-        assert!(
-            bar.contains("syscalls (outside hooks and task paths) -6100 ns/op (-122.0%)"),
-            "{bar}"
-        );
-        assert!(
-            bar.contains("residual (outside the probed syscalls) 2000 ns/op (40.0%)"),
-            "{bar}"
-        );
-        // 100% of the op at 600 / 2.22 px: the bar runs past the line, never renormalised.
-        assert!(bar.contains("<path d=\"M270.3 0V24\""), "{bar}");
     }
 
     #[test]

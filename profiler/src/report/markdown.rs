@@ -2,7 +2,7 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{percent, probe_cost, residual_sentence, Scale},
+    figures::{probe_overhead, residual_sentence, Scale},
     markup::Markup,
     text::environment_line,
 };
@@ -45,8 +45,8 @@ fn one(r: &Results) -> String {
             scale.show(s.median),
             probed.as_ref().map_or("".into(), |p| scale.show(p.mean)),
             probed
-                .and_then(|p| probe_cost(w.unit, s.mean, p.mean))
-                .map_or("".into(), percent),
+                .and_then(|p| probe_overhead(w.unit, &s, &p))
+                .unwrap_or_default(),
             s.n.to_string(),
         ]);
     }
@@ -68,11 +68,8 @@ fn one(r: &Results) -> String {
         .filter(|w| !w.attribution.is_empty() || w.profile.is_some())
     {
         let _ = writeln!(out, "### {}\n", w.name);
-        if let Some(a) = &w.accounting {
-            let _ = writeln!(out, "{}\n", super::sampled::accounting_line(a));
-        }
-        if let Some(p) = &w.profile {
-            let _ = writeln!(out, "{}", super::sampled::sampled_heading(p));
+        for line in super::sampled::op_lines(w) {
+            let _ = writeln!(out, "{line}\n");
         }
         if let Some(table) = super::paths_table::PathsTable::of(w) {
             let _ = writeln!(out, "{}", table.render(Markup::Markdown));
@@ -94,10 +91,12 @@ mod tests {
         let md = render(&[sample_results()]);
         assert!(md.starts_with("## hookprof: base\n"), "{md}");
         assert!(md.contains("| open_close "), "{md}");
-        assert!(md.contains("+10.0%"), "{md}");
+        assert!(md.contains("within noise (+-"), "{md}");
         assert!(md.contains("`└ apparmor_file_open`"), "{md}");
         assert!(
-            md.contains("Residual: 2000 ns/op (40.0% of the clean op) outside the probed syscalls"),
+            md.contains(
+                "Residual: 2.000 us/op (40.0% of the probed op) outside the probed syscalls"
+            ),
             "{md}"
         );
         assert!(

@@ -348,14 +348,33 @@ fn display_order(nodes: &[Node]) -> Vec<(usize, usize)> {
 /// How the unprobed op's CPU time was counted: by the samples of the passes for the stacks
 /// alone, with what their sampling added to the op's time.
 pub fn unprobed_whole(p: &StackProfile) -> String {
-    let cost = p.stack_passes.as_ref().and_then(|s| s.sampling_cost);
-    match cost {
-        Some(c) => format!(
-            "as the passes for the stacks alone counted it, whose sampling made the op {:.1}% \
-             slower than the clean one",
+    let passes = p.stack_passes.as_ref();
+    let cost = passes.and_then(|s| s.sampling_cost);
+    let half = passes.and_then(|s| s.sampling_cost_half_width);
+    let counted = "as the passes for the stacks alone counted it";
+    match (cost, half) {
+        (Some(c), Some(h)) if c.abs() <= h => format!(
+            "{counted}, whose sampling's cost to the op is within noise (+-{:.1}% of the clean op)",
+            h * 100.0
+        ),
+        (Some(c), Some(h)) if c > 0.0 => format!(
+            "{counted}, whose sampling made the op {:.1}% slower than the clean one (+-{:.1}%)",
+            c * 100.0,
+            h * 100.0
+        ),
+        (Some(c), Some(h)) => format!(
+            "{counted}, which ran {:.1}% faster than the clean passes (+-{:.1}%): the two ran \
+             under different conditions",
+            -c * 100.0,
+            h * 100.0
+        ),
+        // A file from before the interval was kept: its figure, clamped at 0, says nothing
+        // below it.
+        (Some(c), None) if c > 0.0 => format!(
+            "{counted}, whose sampling made the op {:.1}% slower than the clean one",
             c * 100.0
         ),
-        None => "as the passes for the stacks alone counted it".into(),
+        _ => counted.into(),
     }
 }
 
@@ -720,7 +739,7 @@ mod tests {
             t.heading,
             [
                 "Paths per op (each runs inside the one it is indented under); shares of the \
-                 clean op, 5.000 us",
+                 probed op, 5.000 us",
                 "hooks and task paths at the left edge ran inside the syscalls (in no one \
                  syscall mostly, or none was sampled): their time is part of the syscalls', not \
                  beside it"

@@ -3,10 +3,12 @@
 use std::fmt::Write;
 
 use super::figures::{num, Scale};
-use crate::results::{Accounting, StackProfile, Unit};
+use crate::results::{Accounting, StackProfile, Unit, WorkloadResult};
 
-/// `wall 4.907 us = on CPU 4.905 us (user ..., kernel ..., probes ...) + off CPU ... (runnable
-/// ..., blocked ...)`, and for several tasks their number.
+/// `Per op (probed passes): on CPU 4.905 us (user ..., kernel ..., probes ...) + off CPU ...
+/// (runnable ..., blocked ...); wall 4.907 us`, and for several tasks their number. Every
+/// figure here is of the probed op, from one measurement: sched_switch's totals, split by the
+/// same passes' samples where they were the ones sampled.
 pub fn accounting_line(a: &Accounting) -> String {
     let scale = Scale::of(Unit::Nanoseconds, a.wall_ns_per_op);
     let show = |v: f64| scale.show(v);
@@ -26,19 +28,15 @@ pub fn accounting_line(a: &Accounting) -> String {
         format!(" ({})", split.join(", "))
     };
     let mut line = format!(
-        "Per op (probed): on CPU {}{split} + off CPU {} (runnable {}, blocked {})",
+        "Per op (probed passes): on CPU {}{split} + off CPU {} (runnable {}, blocked {})",
         show(a.on_cpu_ns_per_op),
         show(a.off_cpu_ns_per_op()),
         show(a.off_cpu_runnable_ns_per_op),
         show(a.off_cpu_blocked_ns_per_op),
     );
     if (a.tasks - 1.0).abs() < 0.05 {
-        let _ = write!(
-            line,
-            " = {} of the wall time {}",
-            pct(a.tasks),
-            show(a.wall_ns_per_op)
-        );
+        // One task: the two add up to its wall time, within the two clocks' difference.
+        let _ = write!(line, "; wall time {}", show(a.wall_ns_per_op));
     } else {
         let _ = write!(
             line,
@@ -51,8 +49,58 @@ pub fn accounting_line(a: &Accounting) -> String {
     line
 }
 
-fn pct(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
+/// What the timing probes added to the op's CPU time, where the stacks were sampled without
+/// them: `Probes' cost: +0.44 us of CPU time per op (+-0.05 us; ...)`, or within noise.
+pub fn probes_cost_line(a: &Accounting, p: &StackProfile) -> Option<String> {
+    let cost = a.probes_cost?;
+    let scale = Scale::of(Unit::Nanoseconds, a.on_cpu_ns_per_op);
+    let of = format!(
+        "the probed op's {} on CPU against the unprobed op's own {}",
+        scale.show(a.on_cpu_ns_per_op),
+        scale.show(p.own_ns_per_op())
+    );
+    let within = |v: f64| {
+        format!(
+            "{} {}",
+            scale.number_within(v, Some(cost.half_width)),
+            scale.symbol
+        )
+    };
+    Some(if cost.within_noise() {
+        format!(
+            "Probes' cost: within noise (+-{}) of CPU time per op ({of})",
+            scale.show(cost.half_width)
+        )
+    } else if cost.value > 0.0 {
+        format!(
+            "Probes' cost: {} of CPU time per op (+-{}; {of})",
+            within(cost.value),
+            scale.show(cost.half_width)
+        )
+    } else {
+        format!(
+            "Probes' cost: not told: the probed op took {} less CPU time per op (+-{}) than the \
+             passes for the stacks alone ({of}), whose own sampling slowed them",
+            scale.show(-cost.value),
+            scale.show(cost.half_width)
+        )
+    })
+}
+
+/// The op's accounting, what the probes cost it, and the profile's heading: the lines every
+/// format prints above the workload's table.
+pub fn op_lines(w: &WorkloadResult) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(a) = &w.accounting {
+        lines.push(accounting_line(a));
+    }
+    if let (Some(a), Some(p)) = (&w.accounting, &w.profile) {
+        lines.extend(probes_cost_line(a, p));
+    }
+    if let Some(p) = &w.profile {
+        lines.extend(sampled_heading(p).lines().map(String::from));
+    }
+    lines
 }
 
 /// How well these samples know a 5% share, and how to know it better, when they know it worse
@@ -72,25 +120,25 @@ fn precision_line(p: &StackProfile) -> String {
     )
 }
 
-/// The profile's heading: the samples, how they came, whose they are, and how well they know
-/// a share (the paths are in the workload's table, `paths_table`).
+/// The profile's heading: the samples, how they came, which of them are the op's own, and the
+/// op's own CPU time they give, the one whole every share below is of (the paths are in the
+/// workload's table, `paths_table`).
 pub fn sampled_heading(p: &StackProfile) -> String {
-    let cpu = Scale::of(Unit::Nanoseconds, p.on_cpu_ns_per_op).show(p.on_cpu_ns_per_op);
-    let cpu = if p.of_unprobed_op() {
-        format!(
-            "{cpu} of the unprobed op's CPU time per op, {}",
-            super::paths_table::unprobed_whole(p)
-        )
+    let cpu = Scale::of(Unit::Nanoseconds, p.own_ns_per_op()).show(p.own_ns_per_op());
+    let whole = if p.of_unprobed_op() {
+        format!("the unprobed op's own CPU time {cpu} per op")
     } else {
-        format!("{cpu} of CPU time per op")
+        format!("the op's own CPU time {cpu} per op")
     };
     let mut out = format!(
-        "Sampled kernel stacks: {} samples of the op's CPU time ({}; {} user, {} in the \
-         probes), {cpu}\n",
+        "Sampled kernel stacks: {} samples ({}); {} the op's own ({} user), {} in the probes, {} \
+         stacks lost: {whole}\n",
         p.samples,
         p.rates(),
+        p.own_samples(),
         p.user_samples,
         p.probe_samples,
+        p.lost_stacks,
     );
     out.push_str(&precision_line(p));
     if p.paths.is_empty() {
@@ -114,16 +162,14 @@ mod tests {
             kernel_ns_per_op: Some(550.0),
             probe_ns_per_op: Some(50.0),
             tasks: 1.0,
+            probes_cost: None,
         };
         let line = accounting_line(&a);
         assert!(
             line.contains("on CPU 0.7000 us (user 0.1000 us, kernel 0.5500 us, probes 0.0500 us)"),
             "{line}"
         );
-        assert!(
-            line.contains("= 100.0% of the wall time 1.000 us"),
-            "{line}"
-        );
+        assert!(line.ends_with("; wall time 1.000 us"), "{line}");
         a.tasks = 2.0;
         a.on_cpu_ns_per_op = 1700.0;
         let line = accounting_line(&a);

@@ -5,6 +5,44 @@ use super::{
     ProbeReport, Refusal, Results, ShareWhole, Unit, WorkloadResult, SCHEMA_VERSION,
 };
 
+/// A profile of `own_ns` CPU time per op whose own samples fell in `places`, each with its
+/// count (no probes' samples, no lost stacks).
+pub(crate) fn places_profile(
+    own_ns: f64,
+    places: &[(super::Place, Option<&str>, u64)],
+) -> super::StackProfile {
+    let total: u64 = places.iter().map(|(_, _, n)| n).sum();
+    super::StackProfile {
+        period_ns: 1000,
+        samples: total,
+        user_samples: places
+            .iter()
+            .filter(|(p, _, _)| *p == super::Place::User)
+            .map(|(_, _, n)| n)
+            .sum(),
+        ops: 1000,
+        on_cpu_ns_per_op: own_ns,
+        places: places
+            .iter()
+            .map(|&(place, syscall, samples)| {
+                let share = samples as f64 / total as f64;
+                let (low, high) = crate::stats::wilson_interval(samples, total);
+                super::SampledPlace {
+                    place,
+                    syscall: syscall.map(String::from),
+                    samples,
+                    share,
+                    share_low: low,
+                    share_high: high,
+                    ns_per_op: share * own_ns,
+                    round_samples: Vec::new(),
+                }
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
 /// One task's accounting of an op: `on_cpu` ns on a CPU, `blocked` ns switched out asleep.
 pub(crate) fn accounting(on_cpu: f64, blocked: f64) -> Accounting {
     Accounting {
@@ -16,6 +54,7 @@ pub(crate) fn accounting(on_cpu: f64, blocked: f64) -> Accounting {
         kernel_ns_per_op: None,
         probe_ns_per_op: None,
         tasks: 1.0,
+        probes_cost: None,
     }
 }
 
@@ -94,7 +133,7 @@ pub(crate) fn sample_results() -> Results {
                 unit: Unit::Microseconds,
                 iterations: 1000,
                 clean: vec![5.0, 5.2, 4.8, 5.0, 5.0],
-                probed: vec![5.5, 5.5, 5.5, 5.5, 5.5],
+                probed: vec![5.0, 5.1, 4.9, 5.0, 5.0],
                 extra: vec![],
                 attribution: vec![
                     row(PathKind::Syscall, "openat", None, 1.0, 3000.0),

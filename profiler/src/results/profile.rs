@@ -48,6 +48,79 @@ pub struct StackProfile {
     /// count nested paths as a sum of `paths` would. Absent in files written before them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<SampledGroup>,
+    /// The workload's own samples, each in exactly one place (user, an LSM function, a hook,
+    /// a task path, one syscall's own code, or kernel work outside any syscall): the exclusive
+    /// parts of the op that add up to its own CPU time. Absent in files written before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<SampledPlace>,
+}
+
+/// Where a sample of the op's own CPU time was, each sample in one place only: the innermost
+/// kind of path on its stack, else the syscall it was in, else how the kernel was entered.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    /// In user mode.
+    User,
+    /// In an LSM's own function under a hook.
+    Lsm,
+    /// In a security hook, in no LSM's function: the framework's dispatch and the hook's own
+    /// work.
+    Hook,
+    /// In a fork/exit/exec task path, in no hook.
+    TaskPath,
+    /// In one syscall's own code (`syscall` names it), in no hook or task path.
+    Syscall,
+    /// In the page fault handler, outside any syscall.
+    PageFault,
+    /// In a hardware interrupt's handler, outside any syscall.
+    Interrupt,
+    /// In softirq work (network receive, timers, RCU), outside any syscall.
+    Softirq,
+    /// In the scheduler outside any syscall: a switch, or a new task's first steps.
+    Scheduler,
+    /// Anywhere else in the kernel, outside any syscall.
+    OtherKernel,
+}
+
+impl Place {
+    /// How a sentence names the place (`syscall` for a syscall's own code).
+    pub fn describe(self, syscall: Option<&str>) -> String {
+        match self {
+            Place::User => "user time".into(),
+            Place::Lsm => "LSM functions".into(),
+            Place::Hook => "security hooks' own dispatch".into(),
+            Place::TaskPath => "task paths".into(),
+            Place::Syscall => syscall.unwrap_or("syscalls").into(),
+            Place::PageFault => "page faults".into(),
+            Place::Interrupt => "interrupts".into(),
+            Place::Softirq => "softirqs".into(),
+            Place::Scheduler => "the scheduler".into(),
+            Place::OtherKernel => "other kernel code".into(),
+        }
+    }
+}
+
+/// One place's samples among the workload's own, with its share and the share's interval as
+/// the groups have theirs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SampledPlace {
+    pub place: Place,
+    /// The syscall, for `place` syscall (one entry per syscall).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<String>,
+    pub samples: u64,
+    /// samples over the workload's own samples.
+    pub share: f64,
+    pub share_low: f64,
+    pub share_high: f64,
+    /// share x the op's own CPU ns.
+    pub ns_per_op: f64,
+    /// `samples` round by round, beside the profile's `round_samples`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_samples: Vec<u64>,
 }
 
 /// What a [`SampledGroup`] takes together.
@@ -129,6 +202,9 @@ pub struct StackPasses {
     /// is the one they counted, this cost in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling_cost: Option<f64>,
+    /// The 95% half-width of `sampling_cost` (their passes against the clean samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_cost_half_width: Option<f64>,
 }
 
 impl StackProfile {
@@ -256,6 +332,26 @@ pub struct Accounting {
     pub probe_ns_per_op: Option<f64>,
     /// (on + off CPU) / wall: 1 for a single task that was there all along.
     pub tasks: f64,
+    /// Where the stacks were sampled in passes without the timing probes (the user and kernel
+    /// split is then the profile's, of the unprobed op): what the probes added to the op's
+    /// CPU time, this on-CPU time less the unprobed op's own, with its 95% half-width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes_cost: Option<Estimate>,
+}
+
+/// A figure that is the difference of two measurements, with the half-width of its 95%
+/// interval: read as "within noise" where the interval holds 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Estimate {
+    pub value: f64,
+    pub half_width: f64,
+}
+
+impl Estimate {
+    /// Whether the interval holds 0: the difference is not told from noise.
+    pub fn within_noise(self) -> bool {
+        self.value.abs() <= self.half_width
+    }
 }
 
 impl Accounting {
@@ -279,6 +375,7 @@ mod tests {
             unprobed: false,
             programs: Vec::new(),
             sampling_cost: None,
+            sampling_cost_half_width: None,
         });
         assert_eq!(
             p.rates(),

@@ -630,6 +630,14 @@ pub enum ShareWhole {
     ProbedOpCpuTime,
     /// The clean op's mean, where the CPU time was not measured.
     CleanOp,
+    /// The probed op's mean time, where its CPU time was not measured: the pass the rows
+    /// timed.
+    ProbedOp,
+    /// The op's own CPU time by its sampled stacks (the probes' samples left out): what the
+    /// sampled parts and shares are of.
+    OpOwnCpuTime,
+    /// The same, counted in passes for the stacks alone with no timing probe attached.
+    UnprobedOpOwnCpuTime,
 }
 
 impl ShareWhole {
@@ -638,6 +646,9 @@ impl ShareWhole {
         match self {
             ShareWhole::ProbedOpCpuTime => "of the probed op's CPU time",
             ShareWhole::CleanOp => "of the clean op",
+            ShareWhole::ProbedOp => "of the probed op",
+            ShareWhole::OpOwnCpuTime => "of the op's own CPU time",
+            ShareWhole::UnprobedOpOwnCpuTime => "of the unprobed op's own CPU time",
         }
     }
 
@@ -645,7 +656,8 @@ impl ShareWhole {
     pub fn heading(self) -> &'static str {
         match self {
             ShareWhole::ProbedOpCpuTime => "CPU share",
-            ShareWhole::CleanOp => "share",
+            ShareWhole::CleanOp | ShareWhole::ProbedOp => "share",
+            ShareWhole::OpOwnCpuTime | ShareWhole::UnprobedOpOwnCpuTime => "CPU share",
         }
     }
 }

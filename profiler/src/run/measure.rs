@@ -18,7 +18,7 @@ use crate::{
         Probes, Snapshot,
     },
     results::{
-        AttributionRow, CopySamples, ExtraMetric, PathKind, StackPasses, WorkloadFailure,
+        AttributionRow, CopySamples, Estimate, ExtraMetric, PathKind, StackPasses, WorkloadFailure,
         WorkloadResult,
     },
     runner::{CopyRun, RemoteWorkload, Supervisor, Wait},
@@ -134,9 +134,9 @@ struct Taken {
     /// Those passes' ops over all copies, and the samples they took: their CPU time per op.
     stack_pass_ops: u64,
     stack_pass_samples: u64,
-    /// Their time and ops over all copies, as `probed_wall`: beside the clean passes' it
-    /// says what their sampling added.
-    stack_pass_wall: (f64, u64),
+    /// Their op time, ns, one per pass and copy: beside the clean passes' it says what their
+    /// sampling added.
+    stack_pass_ns_per_op: Vec<f64>,
     /// The slowest copy's op time in the last probed pass, ns: what sizes the next pass.
     last_pass_ns_per_op: f64,
     stacks: SampledStacks,
@@ -239,7 +239,7 @@ fn sampled(
     );
     let unprobed = taken.stack_pass_ops > 0 && probes.stacks_unprobed();
     let sampling_cost = unprobed
-        .then(|| sampling_cost(mean(&taken.clean_ns_per_op), taken.stack_pass_wall))
+        .then(|| sampling_cost(&taken.clean_ns_per_op, &taken.stack_pass_ns_per_op))
         .flatten();
     // Shares from unprobed passes are of the op as the kernel runs it unprobed: their time is
     // that op's CPU time as those passes' own samples count it (each one sampling period of a
@@ -266,7 +266,10 @@ fn sampled(
                 samples: profile.samples - taken.timed_samples,
                 unprobed,
                 programs: taken.stack_pass_programs.clone(),
-                sampling_cost,
+                sampling_cost: sampling_cost.map(|e| e.value),
+                sampling_cost_half_width: sampling_cost
+                    .map(|e| e.half_width)
+                    .filter(|h| h.is_finite()),
             });
             attribution::correct_by_samples(&mut result.attribution, &profile);
             result.accounting = account(Some(&profile));
@@ -282,13 +285,23 @@ fn sampled(
 }
 
 /// What the passes for the stacks alone added to the op's time, as a fraction of the clean
-/// op's (`wall`: their time and ops over all copies); never below 0, where noise puts them
-/// under the clean op. None without a clean op to weigh them by.
-fn sampling_cost(clean_ns_per_op: f64, (wall_ns, wall_ops): (f64, u64)) -> Option<f64> {
-    if clean_ns_per_op.is_nan() || clean_ns_per_op <= 0.0 || wall_ops == 0 {
+/// op's, with the 95% half-width of that fraction (Welch, their passes against the clean
+/// samples): below zero by noise it stays below zero, for the reader to see within noise.
+/// None without a clean op to weigh them by.
+fn sampling_cost(clean_ns_per_op: &[f64], stack_pass_ns_per_op: &[f64]) -> Option<Estimate> {
+    let (clean, stacks) = (
+        crate::stats::summarize(clean_ns_per_op)?,
+        crate::stats::summarize(stack_pass_ns_per_op)?,
+    );
+    if clean.mean <= 0.0 {
         return None;
     }
-    Some((wall_ns / wall_ops as f64 / clean_ns_per_op - 1.0).max(0.0))
+    let half_width = crate::stats::difference_interval(&clean, &stacks)
+        .map_or(f64::INFINITY, |(low, high)| (high - low) / 2.0);
+    Some(Estimate {
+        value: stacks.mean / clean.mean - 1.0,
+        half_width: half_width / clean.mean,
+    })
 }
 
 /// Which round of how many is being measured (phases are named after it when there are
@@ -669,10 +682,7 @@ fn probed_pass(
         });
         taken.timed_samples += samples.iter().map(|s| s.count).sum::<u64>();
     } else {
-        for copy in &ns_per_op {
-            taken.stack_pass_wall.0 += copy * ops as f64;
-            taken.stack_pass_wall.1 += ops;
-        }
+        taken.stack_pass_ns_per_op.extend(&ns_per_op);
         taken.stack_pass_ops += ops * copies as u64;
         taken.stack_pass_samples += samples.iter().map(|s| s.count).sum::<u64>();
     }
@@ -850,17 +860,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_sampling_cost_is_the_stack_passes_time_over_the_clean_op_s() {
-        // Two copies of 100 ops at 105 and 115 ns/op against a 100 ns clean op.
-        let wall = (105.0 * 100.0 + 115.0 * 100.0, 200);
-        assert!((sampling_cost(100.0, wall).unwrap() - 0.10).abs() < 1e-12);
-        assert_eq!(
-            sampling_cost(120.0, wall),
-            Some(0.0),
-            "noise never makes it negative"
-        );
-        assert_eq!(sampling_cost(0.0, wall), None);
-        assert_eq!(sampling_cost(100.0, (0.0, 0)), None);
+    fn the_sampling_cost_is_the_stack_passes_time_over_the_clean_op_s_with_its_interval() {
+        let clean = [99.0, 100.0, 101.0, 100.0];
+        let cost = sampling_cost(&clean, &[109.0, 110.0, 111.0, 110.0]).unwrap();
+        assert!((cost.value - 0.10).abs() < 1e-12, "{cost:?}");
+        assert!(cost.half_width > 0.0 && !cost.within_noise(), "{cost:?}");
+        // Below the clean op by noise: kept as measured, and read as within noise.
+        let cost = sampling_cost(&clean, &[97.0, 101.0, 99.0, 102.0]).unwrap();
+        assert!(cost.value < 0.0 && cost.within_noise(), "{cost:?}");
+        assert_eq!(sampling_cost(&[0.0], &[1.0]), None);
+        assert_eq!(sampling_cost(&clean, &[]), None);
     }
     use crate::{
         results::fixtures::row,
