@@ -9,6 +9,7 @@ use std::{
 use hookprof::results::{AttributionRow, Results, WorkloadResult};
 
 pub mod cleanup;
+pub mod figure_lint;
 pub mod postgres;
 
 /// Where hookprof records runs (`off`: nowhere). Tests that are not about the results store

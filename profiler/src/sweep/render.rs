@@ -56,20 +56,54 @@ impl Exporter<Sweep> for output::Html {
     }
 }
 
-/// `+3.10 ns per filter (95%: +2.50 to +3.70)`.
+/// `+3.10 ns per filter (95%: +2.50 to +3.70)`; `within noise (+-174 ns per layer)` where
+/// the interval holds 0; `falls 3.1 ns per filter (95%: 2.5 to 3.7 less)` for a decrease.
 fn slope(line: &Line, unit: &str, step: &str) -> String {
-    let interval = match (line.slope_low, line.slope_high) {
-        (Some(lo), Some(hi)) => format!(" (95%: {} to {})", signed(lo), signed(hi)),
-        _ => " (no interval: too few points)".into(),
-    };
-    format!("{} {unit} per {step}{interval}", signed(line.slope))
+    match (line.slope_low, line.slope_high) {
+        (Some(lo), Some(hi)) if lo <= 0.0 && hi >= 0.0 => format!(
+            "within noise (+-{} {unit} per {step})",
+            num((hi - lo) / 2.0)
+        ),
+        (Some(lo), Some(hi)) if line.slope < 0.0 => format!(
+            "falls {} {unit} per {step} (95%: {} to {} less)",
+            num(-line.slope),
+            num(-hi),
+            num(-lo)
+        ),
+        (Some(lo), Some(hi)) => format!(
+            "+{} {unit} per {step} (95%: +{} to +{})",
+            num(line.slope),
+            num(lo),
+            num(hi)
+        ),
+        _ => format!(
+            "{} {unit} per {step} (no interval: too few points)",
+            signed(line.slope)
+        ),
+    }
 }
 
+/// A change with its direction in words where it is a decrease (`+3.1`, `falls 3.1`).
 fn signed(v: f64) -> String {
     if v >= 0.0 {
         format!("+{}", num(v))
     } else {
-        num(v)
+        format!("falls {}", num(-v))
+    }
+}
+
+/// A path's slope and its interval as two cells: `within noise` and `+-7.6` where the
+/// interval holds 0, else the slope and its ends.
+fn slope_cells(line: &Line) -> (String, String) {
+    match (line.slope_low, line.slope_high) {
+        (Some(lo), Some(hi)) if lo <= 0.0 && hi >= 0.0 => {
+            ("within noise".into(), format!("+-{}", num((hi - lo) / 2.0)))
+        }
+        (Some(lo), Some(hi)) if line.slope < 0.0 => (
+            signed(line.slope),
+            format!("{} to {} less", num(-hi), num(-lo)),
+        ),
+        (lo, hi) => (signed(line.slope), interval(lo, hi)),
     }
 }
 
@@ -85,14 +119,20 @@ fn linearity(line: &Line) -> String {
 }
 
 fn headline(s: &Sweep, w: &WorkloadSweep) -> String {
+    let measured =
+        w.op.points
+            .iter()
+            .find(|p| p.x == s.values[0])
+            .map(|p| format!(", measured {} {}", num(p.value), w.unit))
+            .unwrap_or_default();
     match &w.op.line {
         Some(line) => format!(
-            "{}: {}, {} {} at {}; {}",
+            "{}: {}, the line at {}: {} {} (fitted{measured}); {}",
             w.name,
             slope(line, &w.unit, &s.unit),
-            num(line.intercept + line.slope * s.values[0] as f64),
-            w.unit,
             s.values[0],
+            num((line.intercept + line.slope * s.values[0] as f64).max(0.0)),
+            w.unit,
             linearity(line)
         ),
         None => format!("{}: no line (measured at fewer than two values)", w.name),
@@ -122,7 +162,12 @@ fn render(s: &Sweep, markup: Markup) -> String {
         let _ = write!(out, "\n{}\n", headline(s, w));
         let mut points = markup.table(&[&s.parameter, &format!("op ({})", w.unit), "95%"]);
         for p in &w.op.points {
-            points.add_row(vec![p.x.to_string(), num(p.value), interval(p.low, p.high)]);
+            let cut = if p.truncated { " (cut at 0)" } else { "" };
+            points.add_row(vec![
+                p.x.to_string(),
+                num(p.value),
+                format!("{}{cut}", interval(p.low, p.high)),
+            ]);
         }
         let _ = writeln!(out, "{points}");
         if !w.scaling.is_empty() {
@@ -154,11 +199,12 @@ fn render(s: &Sweep, markup: Markup) -> String {
                 Some(parent) => format!("{} {} (under {parent})", p.kind.name(), p.name),
                 None => format!("{} {}", p.kind.name(), p.name),
             };
+            let (change, within) = slope_cells(&line);
             paths.add_row(vec![
                 name,
                 p.method.to_string(),
-                signed(line.slope),
-                interval(line.slope_low, line.slope_high),
+                change,
+                within,
                 end(&p.curve, 0),
                 end(&p.curve, p.curve.points.len() - 1),
             ]);
@@ -204,10 +250,11 @@ fn render_html(s: &Sweep) -> String {
             esc(&w.name),
             esc(&headline(s, w))
         );
+        let op_axis = format!("op ({})", w.unit);
         body.push_str(&plot(
             &format!("{} op ({})", w.name, w.unit),
             &[(&w.op, "#4e79a7")],
-            &s.parameter,
+            (&s.parameter, &op_axis),
         ));
         let hooks: Vec<(&str, &Curve)> = w
             .paths
@@ -219,7 +266,7 @@ fn render_html(s: &Sweep) -> String {
             body.push_str(&stacked(
                 &format!("{}: security hooks stacked (ns/op)", w.name),
                 &hooks,
-                &s.parameter,
+                (&s.parameter, "ns/op"),
             ));
         }
         let shown: Vec<(&Curve, &str)> = w
@@ -234,7 +281,7 @@ fn render_html(s: &Sweep) -> String {
             body.push_str(&plot(
                 &format!("{}: paths (ns/op)", w.name),
                 &shown,
-                &s.parameter,
+                (&s.parameter, "ns/op"),
             ));
             body.push_str("<table><tr><th>path</th><th>from</th><th>slope</th><th>95%</th></tr>\n");
             for (p, colour) in w
@@ -244,6 +291,7 @@ fn render_html(s: &Sweep) -> String {
                 .zip(PATH_COLOURS)
             {
                 let line = p.curve.line.expect("filtered");
+                let (change, within) = slope_cells(&line);
                 let _ = writeln!(
                     body,
                     "<tr><td><span style=\"color:{colour}\">&#9632;</span> {} {}</td><td>{}</td>\
@@ -251,8 +299,8 @@ fn render_html(s: &Sweep) -> String {
                     p.kind.name(),
                     esc(&p.name),
                     p.method,
-                    signed(line.slope),
-                    interval(line.slope_low, line.slope_high)
+                    change,
+                    within
                 );
             }
             body.push_str("</table>\n");
@@ -267,7 +315,7 @@ const PATH_COLOURS: &[&str] = &[
 
 /// One chart: each curve's points (with their intervals as whiskers) and its fitted line, on
 /// a linear x axis of the sweep's values.
-fn plot(caption: &str, curves: &[(&Curve, &str)], x_name: &str) -> String {
+fn plot(caption: &str, curves: &[(&Curve, &str)], axes: (&str, &str)) -> String {
     let xs: Vec<u64> = curves
         .iter()
         .flat_map(|(c, _)| c.points.iter().map(|p| p.x))
@@ -281,11 +329,12 @@ fn plot(caption: &str, curves: &[(&Curve, &str)], x_name: &str) -> String {
                 .flatten()
         })
         .collect();
-    let (y_lo, y_hi) = bounds(&ys);
-    let frame = Frame::new(&xs, y_lo.min(0.0), y_hi.max(0.0) * 1.05);
+    let (_, y_hi) = bounds(&ys);
+    // Times and rates from 0: a fitted line that would cross it is drawn down to it.
+    let frame = Frame::new(&xs, y_hi.max(0.0));
     let (sx, sy) = (|x: f64| frame.x(x), |y: f64| frame.y(y));
     let (x_lo, x_hi) = (frame.x_lo, frame.x_hi);
-    let mut svg = frame.open(caption, &xs, x_name);
+    let mut svg = frame.open(caption, &xs, axes);
     for (curve, colour) in curves {
         if let Some(line) = &curve.line {
             let at = |x: f64| line.intercept + line.slope * x;
@@ -294,9 +343,9 @@ fn plot(caption: &str, curves: &[(&Curve, &str)], x_name: &str) -> String {
                 "<line class=\"fit\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
                  stroke=\"{colour}\" stroke-dasharray=\"4 3\"/>",
                 sx(x_lo),
-                sy(at(x_lo)),
+                sy(at(x_lo).max(0.0)),
                 sx(x_hi),
-                sy(at(x_hi))
+                sy(at(x_hi).max(0.0))
             );
         }
         for p in &curve.points {
@@ -330,7 +379,7 @@ fn plot(caption: &str, curves: &[(&Curve, &str)], x_name: &str) -> String {
 /// The hooks' ns/op at each value stacked one on the next (each a band of its colour, the
 /// largest slope at the bottom), so their sum, what the security stack costs the op, reads at
 /// the top; a legend under it.
-fn stacked(caption: &str, hooks: &[(&str, &Curve)], x_name: &str) -> String {
+fn stacked(caption: &str, hooks: &[(&str, &Curve)], axes: (&str, &str)) -> String {
     let xs: Vec<u64> = hooks[0].1.points.iter().map(|p| p.x).collect();
     // Each hook's value at each x (0 where it has no point there), and the running sums.
     let value = |c: &Curve, x: u64| {
@@ -350,8 +399,8 @@ fn stacked(caption: &str, hooks: &[(&str, &Curve)], x_name: &str) -> String {
         bands.push((below.clone(), top.clone()));
         below = top;
     }
-    let frame = Frame::new(&xs, 0.0, below.iter().copied().fold(0.0, f64::max) * 1.05);
-    let mut svg = frame.open(caption, &xs, x_name);
+    let frame = Frame::new(&xs, below.iter().copied().fold(0.0, f64::max));
+    let mut svg = frame.open(caption, &xs, axes);
     let at = |x: u64, y: f64| format!("{:.1},{:.1}", frame.x(x as f64), frame.y(y));
     for (((bottom, top), (name, _)), colour) in
         bands.iter().zip(hooks).zip(PATH_COLOURS.iter().cycle())
@@ -384,13 +433,29 @@ fn stacked(caption: &str, hooks: &[(&str, &Curve)], x_name: &str) -> String {
     svg
 }
 
-/// A chart's scales: a linear x axis over the sweep's values and a y axis from `y_lo` to
-/// `y_hi`, in an SVG of the same size for every chart.
+/// A chart's scales: a linear x axis over the sweep's values and a y axis from 0 to a round
+/// figure at or above the largest value, ticked at round steps, in an SVG of the same size
+/// for every chart.
 struct Frame {
     x_lo: f64,
     x_hi: f64,
     y_lo: f64,
     y_hi: f64,
+    y_step: f64,
+}
+
+/// A round step (1, 2 or 5 times a power of ten) that cuts 0..`top` into four to eight.
+fn round_step(top: f64) -> f64 {
+    if top <= 0.0 || !top.is_finite() {
+        return 1.0;
+    }
+    let raw = top / 5.0;
+    let power = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|step| top / step <= 8.0)
+        .unwrap_or(10.0 * power)
 }
 
 impl Frame {
@@ -400,15 +465,17 @@ impl Frame {
     const RIGHT: f64 = 40.0;
     const BOTTOM: f64 = 30.0;
 
-    fn new(xs: &[u64], y_lo: f64, y_hi: f64) -> Frame {
+    fn new(xs: &[u64], top: f64) -> Frame {
         let (x_lo, x_hi) = bounds(&xs.iter().map(|&x| x as f64).collect::<Vec<_>>());
-        // A flat zero line still needs a scale.
-        let y_hi = if y_hi > y_lo { y_hi } else { y_lo + 1.0 };
+        let y_step = round_step(top);
+        // The first round figure at or above the top (a flat zero line still gets a scale).
+        let y_hi = ((top / y_step).ceil() * y_step).max(y_step);
         Frame {
             x_lo,
             x_hi,
-            y_lo,
+            y_lo: 0.0,
             y_hi,
+            y_step,
         }
     }
 
@@ -423,7 +490,7 @@ impl Frame {
 
     /// The chart's opening: the SVG element, its axes, three y labels, the x values that have
     /// room for a label, and the x axis' name.
-    fn open(&self, caption: &str, xs: &[u64], x_name: &str) -> String {
+    fn open(&self, caption: &str, xs: &[u64], (x_name, y_name): (&str, &str)) -> String {
         let (w, h, left, bottom) = (Self::W, Self::H, Self::LEFT, Self::H - Self::BOTTOM);
         let mut svg = format!(
             "<figure><svg class=\"chart\" width=\"{w}\" height=\"{h}\" role=\"img\" \
@@ -436,15 +503,24 @@ impl Frame {
              <line x1=\"{left}\" y1=\"10\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"#888\"/>",
             w - Self::RIGHT
         );
-        for y in [self.y_lo, (self.y_lo + self.y_hi) / 2.0, self.y_hi] {
+        let ticks = (self.y_hi / self.y_step).round() as usize;
+        for y in (0..=ticks).map(|i| i as f64 * self.y_step) {
             let _ = writeln!(
                 svg,
                 "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 left - 8.0,
                 self.y(y) + 4.0,
-                num(y)
+                round_figure(y)
             );
         }
+        let _ = writeln!(
+            svg,
+            "<text x=\"12\" y=\"{:.1}\" text-anchor=\"middle\" \
+             transform=\"rotate(-90 12 {:.1})\">{}</text>",
+            (10.0 + bottom) / 2.0,
+            (10.0 + bottom) / 2.0,
+            esc(y_name)
+        );
         let mut ticks = xs.to_vec();
         ticks.sort_unstable();
         ticks.dedup();
@@ -478,6 +554,12 @@ fn spaced(xs: &[u64], at: impl Fn(u64) -> f64) -> Vec<(f64, u64)> {
         }
     }
     out
+}
+
+/// A tick's figure: a round number as it is, without trailing zeros.
+fn round_figure(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn bounds(v: &[f64]) -> (f64, f64) {

@@ -78,9 +78,12 @@ pub struct Point {
     pub x: u64,
     /// Mean over the rounds (each round's median for the op).
     pub value: f64,
-    /// 95% interval of the mean over the rounds (None with one round).
+    /// 95% interval of the mean over the rounds (None with one round), truncated at 0: a
+    /// time or a rate is never below it (`truncated` says where the interval was cut).
     pub low: Option<f64>,
     pub high: Option<f64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Each round's value, in round order (empty where only the whole run's is known).
     pub rounds: Vec<f64>,
 }
@@ -394,11 +397,13 @@ fn point(x: u64, rounds: &[f64]) -> Point {
             Some(t * sd / n.sqrt())
         })
         .flatten();
+    let low = half.map(|h| value - h);
     Point {
         x,
         value,
-        low: half.map(|h| value - h),
+        low: low.map(|l| l.max(0.0)),
         high: half.map(|h| value + h),
+        truncated: low.is_some_and(|l| l < 0.0),
         rounds: if rounds.len() > 1 {
             rounds.to_vec()
         } else {

@@ -1,0 +1,133 @@
+//! Every printed figure possible, on this kernel: a run of the default suite and a sweep,
+//! rendered in every format a person reads (text, markdown, the lmbench summary, HTML) and as
+//! the results document, pass the figure lint (`hookprof_tests::figure_lint`): no time, cost
+//! or rate below zero, no share above its whole, no part above the op, no clamp as a figure.
+use std::path::Path;
+
+use hookprof_tests::{
+    figure_lint::{impossible_in_results, impossible_in_text, visible_text},
+    hookprof, one_at_a_time, require_root,
+};
+
+/// `hookprof ARGS`, which must succeed: its stdout.
+fn ok(args: &[&str]) -> String {
+    let out = hookprof(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The lint's findings over `files` rendered by `report` in each format a person reads, and
+/// over each file's JSON.
+fn lint_reports(files: &[&Path], extra: &[&str]) -> Vec<String> {
+    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let mut found = Vec::new();
+    for format in ["text", "markdown", "lmbench", "html"] {
+        let args = [&["report", "--format", format][..], extra, &names].concat();
+        let out = ok(&args);
+        let shown = if format == "html" {
+            visible_text(&out)
+        } else {
+            out
+        };
+        found.extend(impossible_in_text(format, &shown));
+    }
+    for file in files {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).expect("results JSON");
+        found.extend(impossible_in_results(&doc));
+    }
+    found
+}
+
+/// Fails with every finding, keeping the files that hold them to look at.
+fn say_and_keep(dir: tempfile::TempDir, found: Vec<String>) {
+    if found.is_empty() {
+        return;
+    }
+    let kept = dir.keep();
+    panic!(
+        "{} impossible figures (the files are kept in {}):\n{}",
+        found.len(),
+        kept.display(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_format_of_a_default_suite_run_prints_an_impossible_figure() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("default.json");
+    // Every workload of the suite with its stack passes, briefly: two rounds (the unit of the
+    // intervals) of two samples, the fewest stack samples that still make intervals.
+    let printed = ok(&[
+        "run",
+        "--suite",
+        "default",
+        "--rounds",
+        "2",
+        "--samples",
+        "2",
+        "--min-sample-ms",
+        "1",
+        "--stack-samples",
+        "400",
+        "-q",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let mut found = impossible_in_text("run's text", &printed);
+    found.extend(lint_reports(&[&file], &[]));
+    say_and_keep(dir, found);
+}
+
+#[test]
+fn a_sweep_and_its_reports_print_no_impossible_figure() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    let printed = ok(&[
+        "run",
+        "--workloads",
+        "open_close",
+        "--sweep",
+        "landlock-layers=1,2,4",
+        "--rounds",
+        "3",
+        "--samples",
+        "2",
+        "--stack-samples",
+        "300",
+        "-q",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let mut found = impossible_in_text("sweep's text", &printed);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "one file per value: {files:?}");
+    let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    found.extend(lint_reports(&refs, &[]));
+    let names: Vec<&str> = refs.iter().map(|p| p.to_str().unwrap()).collect();
+    for format in ["text", "markdown", "html"] {
+        let out = ok(&[&["report", "--sweep", "--format", format][..], &names].concat());
+        let shown = if format == "html" {
+            visible_text(&out)
+        } else {
+            out
+        };
+        found.extend(impossible_in_text(&format!("sweep {format}"), &shown));
+    }
+    say_and_keep(dir, found);
+}
