@@ -36,6 +36,8 @@ const APT_PACKAGES: &[&str] = &[
     // kcidb-io in a venv of Debian's python
     "prometheus",
     "python3-venv",
+    // and `go tool pprof` reads the pprof profiles
+    "golang-go",
     // the results store's tests start a PostgreSQL server of their own
     "postgresql",
     // top's tests: promtool (above) checks the endpoint, curl scrapes it, tmux hosts the
