@@ -1,16 +1,17 @@
 //! The exports checked by the ecosystem's own checkers: kcidb-io's schema validation for KCIDB
 //! (from the venv `cargo xtask setup` makes in the target directory), `promtool check metrics`
-//! for the Prometheus text, and Bencher's documented BMF schema (through the same venv's
-//! jsonschema) with the limits its docs state. A checker that setup should have installed and
-//! did not is a failure, not a skip. Each checker is first shown to reject a broken document;
-//! then fixtures (two runs and an lmbench import) and a real run on this kernel (root) pass.
+//! for the Prometheus text, Bencher's documented BMF schema (through the same venv's
+//! jsonschema) with the limits its docs state, and `go tool pprof` for the pprof profiles. A
+//! checker that setup should have installed and did not is a failure, not a skip. Each checker
+//! is first shown to reject a broken document; then fixtures (two runs and an lmbench import)
+//! and real runs on this kernel (root) pass.
 use std::{
     io::Write,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
 };
 
-use hookprof_tests::{hookprof, hookprof_bin, require_root};
+use hookprof_tests::{hookprof, hookprof_bin, one_at_a_time, require_root};
 use serde_json::{json, Value};
 
 /// `report FILES --format FORMAT`, which must succeed.
@@ -53,6 +54,88 @@ fn promtool() -> &'static str {
         "promtool is missing: `cargo xtask setup` installs Debian's prometheus package"
     );
     "promtool"
+}
+
+/// Go's pprof, as `go tool pprof`.
+fn go() -> &'static str {
+    let found = Command::new("go").arg("version").output();
+    assert!(
+        found.is_ok_and(|o| o.status.success()),
+        "go is missing: `cargo xtask setup` installs Debian's golang-go, whose `go tool pprof` \
+         reads the pprof export"
+    );
+    "go"
+}
+
+/// `go tool pprof ARGS PROFILE`'s stdout, which must succeed.
+fn go_pprof(args: &[&str], profile: &Path) -> String {
+    let out = Command::new(go())
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(profile)
+        .output()
+        .expect("run go tool pprof");
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `hookprof COMMAND -o DIR/NAME ARGS` on this kernel, which must succeed; its results file.
+fn measured(dir: &Path, name: &str, command: &str, args: &[&str]) -> PathBuf {
+    let file = dir.join(name);
+    let all = [
+        &[command, "--quiet", "-o", file.to_str().unwrap()][..],
+        args,
+    ]
+    .concat();
+    let out = hookprof(&all);
+    assert!(
+        out.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    file
+}
+
+/// `report FILE --format pprof` written beside FILE (as `.pb.gz`), a gzip stream.
+fn export_pprof(file: &Path) -> PathBuf {
+    let out = hookprof(&["report", file.to_str().unwrap(), "--format", "pprof"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.get(..2), Some(&[0x1f, 0x8b][..]), "not gzip");
+    let profile = file.with_extension("pb.gz");
+    std::fs::write(&profile, &out.stdout).unwrap();
+    profile
+}
+
+/// The samples a results file's workload folded, which the pprof profile must total.
+fn folded_samples(file: &Path, workload: usize) -> u64 {
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    results["workloads"][workload]["profile"]["folded"]
+        .as_array()
+        .expect("a sampled profile")
+        .iter()
+        .map(|line| line[1].as_u64().unwrap())
+        .sum()
+}
+
+/// `go tool pprof -top` of `profile` in samples totals the samples its results `file` folded.
+fn assert_counts_folded(profile: &Path, file: &Path) {
+    let top = go_pprof(
+        &["-top", "-nodefraction=0", "-sample_index=samples"],
+        profile,
+    );
+    let total = top
+        .lines()
+        .find_map(|l| l.split(" of ").nth(1)?.strip_suffix(" total"))
+        .unwrap_or_else(|| panic!("no total: {top}"));
+    assert_eq!(total, folded_samples(file, 0).to_string(), "{top}");
 }
 
 /// Runs `cmd` with `input` on stdin.
@@ -319,6 +402,7 @@ fn the_bmf_export_follows_bencher_s_documented_schema() {
 #[test]
 fn a_real_runs_exports_pass_every_checker() {
     require_root();
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("run.json");
     let file = file.to_str().unwrap();
@@ -380,4 +464,74 @@ fn a_real_runs_exports_pass_every_checker() {
         doc["open_close"]["latency"]["lower_value"].is_number(),
         "{doc}"
     );
+}
+
+#[test]
+fn go_tool_pprof_reads_open_close_s_profile_and_lists_security_file_open() {
+    require_root();
+    let _alone = one_at_a_time();
+    go();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--workloads", "open_close", "--samples", "3"];
+    let file = measured(dir.path(), "run.json", "run", &args);
+    let profile = export_pprof(&file);
+    // Every function, however small its share (pprof drops those under 0.5% by default;
+    // security_file_open is about 0.5% of open_close's CPU here).
+    let top = go_pprof(&["-top", "-nodefraction=0"], &profile);
+    assert!(top.contains("Type: cpu"), "{top}");
+    assert!(
+        top.lines().any(|l| l.ends_with(" security_file_open")),
+        "{top}"
+    );
+    assert!(top.contains(" open_close: "), "the run's note: {top}");
+    assert_counts_folded(&profile, &file);
+    let tags = go_pprof(&["-tags"], &profile);
+    for tag in [
+        " workload: ",
+        "open_close",
+        " kind: ",
+        ": syscall",
+        " path: ",
+        ": openat",
+    ] {
+        assert!(tags.contains(tag), "{tag}: {tags}");
+    }
+}
+
+#[test]
+fn go_tool_pprof_reads_stat_s_profile_of_a_command() {
+    require_root();
+    let _alone = one_at_a_time();
+    go();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--runs", "4", "--", "cat", "/proc/self/status"];
+    let file = measured(dir.path(), "stat.json", "stat", &args);
+    let profile = export_pprof(&file);
+    assert_counts_folded(&profile, &file);
+    let tags = go_pprof(&["-tags"], &profile);
+    assert!(tags.contains(": cat /proc/self/status"), "{tags}");
+}
+
+#[test]
+fn a_pprof_profile_is_not_written_to_a_terminal_nor_from_a_file_without_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = fixtures(dir.path());
+    let out = hookprof(&["report", &files[0], "--format", "pprof"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("hold no sampled kernel stacks"), "{err}");
+    assert!(out.stdout.is_empty());
+    // A terminal on stdout (script's pseudo-terminal) gets a one-line refusal, not gzip.
+    let line = format!(
+        "{} report {} --format pprof",
+        hookprof_bin().display(),
+        files[0]
+    );
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .expect("run script(1)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("redirect stdout to a file"), "{text}");
 }

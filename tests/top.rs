@@ -171,9 +171,16 @@ fn start_top(args: &[&str]) -> (Child, String) {
 }
 
 /// Interrupts `top` and returns its JSON lines; it must end with 130, as `run` does.
-fn stop_top(mut top: Child) -> Vec<serde_json::Value> {
+fn stop_top(top: Child) -> Vec<serde_json::Value> {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
+    let (status, intervals) = finish_top(top);
+    assert_eq!(status.code(), Some(130), "top after SIGINT: {status:?}");
+    intervals
+}
+
+/// Waits for `top` to end: how it ended, and its JSON lines.
+fn finish_top(mut top: Child) -> (std::process::ExitStatus, Vec<serde_json::Value>) {
     let mut out = String::new();
     top.stdout
         .take()
@@ -181,10 +188,11 @@ fn stop_top(mut top: Child) -> Vec<serde_json::Value> {
         .read_to_string(&mut out)
         .expect("read top's output");
     let status = top.wait().expect("wait for top");
-    assert_eq!(status.code(), Some(130), "top after SIGINT: {status:?}");
-    out.lines()
+    let intervals = out
+        .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
-        .collect()
+        .collect();
+    (status, intervals)
 }
 
 /// The calls of syscall `name` over every interval and group.
@@ -734,4 +742,62 @@ fn top_ranks_an_ls_loop_s_stat_and_xattr_calls_above_the_shell_s_blocked_wait4()
     );
     assert!(wait > 10.0 * cpu, "{row}");
     assert!(row["on_cpu_share"].as_f64().unwrap() < 0.05, "{row}");
+}
+
+/// Load on both CPUs while it lives, as other jobs load a shared runner: a busy loop and a loop
+/// of short processes bound to each CPU. Dropping it ends them.
+struct Load(Vec<Child>);
+
+impl Load {
+    fn start() -> Load {
+        let mut children = Vec::new();
+        for cpu in ["0", "1"] {
+            for work in [&["yes"][..], &["sh", "-c", "while :; do /bin/true; done"]] {
+                let child = Command::new("taskset")
+                    .args(["-c", cpu])
+                    .args(work)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("start the load (taskset is util-linux's)");
+                children.push(child);
+            }
+        }
+        Load(children)
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn top_under_load_prints_its_count_of_intervals_on_the_clock_and_exits() {
+    require_root();
+    let _serial = one_at_a_time();
+    let _load = Load::start();
+    let (count, every) = (5, 0.5);
+    let (top, _) = start_top(&["-n", "5", "--interval", "0.5", "--format", "json"]);
+    let counting = Instant::now();
+    let (status, intervals) = finish_top(top);
+    let took = counting.elapsed().as_secs_f64();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(intervals.len(), count, "{intervals:?}");
+    // Each interval is measured by the clock and lasts its 0.5 s give or take 10%; they end
+    // on a schedule from the start, so late wake-ups under load do not add up.
+    let seconds: Vec<f64> = intervals
+        .iter()
+        .map(|i| i["seconds"].as_f64().unwrap())
+        .collect();
+    for s in &seconds {
+        assert!((s - every).abs() <= every * 0.1, "{seconds:?}");
+    }
+    let whole = every * count as f64;
+    let sum: f64 = seconds.iter().sum();
+    assert!((sum - whole).abs() <= 0.05, "{sum} s in all: {seconds:?}");
+    assert!((took - whole).abs() <= whole * 0.1, "top took {took:.2} s");
 }

@@ -30,6 +30,9 @@ pub enum Format {
     /// Folded stacks, `STACK COUNT` a line (FlameGraph's stackcollapse output, which
     /// flamegraph.pl, inferno and speedscope read): each workload's sampled kernel stacks.
     Folded,
+    /// A gzipped pprof profile (profile.proto: `go tool pprof`, Pyroscope, Parca): each
+    /// workload's sampled kernel stacks, labelled by run, workload, path kind and path.
+    Pprof,
 }
 
 impl Format {
@@ -38,6 +41,17 @@ impl Format {
     pub fn parser(formats: &'static [Format]) -> impl TypedValueParser<Value = Format> {
         PossibleValuesParser::new(formats.iter().filter_map(Format::to_possible_value))
             .map(|name| Format::from_str(&name, false).expect("one of the formats"))
+    }
+
+    /// Whether the format is bytes rather than text (written as they are, never to a terminal).
+    pub fn is_binary(self) -> bool {
+        self == Format::Pprof
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string())
     }
 }
 
@@ -57,22 +71,15 @@ pub trait Document {
 
 /// `doc` in `format`, as text made safe for where that format goes (`crate::text`): control
 /// characters shown escaped in text, XML-forbidden ones in JUnit and HTML, HTML in markdown
-/// shown as text. JSON formats escape them already.
+/// shown as text. JSON formats escape them already. A binary format is refused: `render_bytes`
+/// writes it.
 pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<String> {
-    let exporter = D::exporter(format).ok_or_else(|| {
-        let names: Vec<String> = D::FORMATS
-            .iter()
-            .filter_map(|f| f.to_possible_value().map(|v| v.get_name().to_string()))
-            .collect();
-        anyhow::anyhow!(
-            "--format {}: not one of {}",
-            format
-                .to_possible_value()
-                .map_or_else(String::new, |v| v.get_name().to_string()),
-            names.join(", ")
-        )
-    })?;
-    let rendered = String::from_utf8(exporter.serialize(doc)?)?;
+    anyhow::ensure!(
+        !format.is_binary(),
+        "--format {}: a binary format, which this command cannot print",
+        format.name()
+    );
+    let rendered = String::from_utf8(serialize(doc, format)?)?;
     Ok(match format {
         Format::Text | Format::Lmbench | Format::Folded => {
             crate::text::escaped_lines(&rendered).into_owned()
@@ -80,8 +87,33 @@ pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result
         Format::Markdown => crate::text::markdown_safe(&rendered),
         Format::Junit | Format::Html => crate::text::xml_safe(&rendered).into_owned(),
         // Prometheus text has its own escapes, which the exporter applies.
-        Format::Json | Format::Kcidb | Format::Bmf | Format::Openmetrics => rendered,
+        Format::Json | Format::Kcidb | Format::Bmf | Format::Openmetrics | Format::Pprof => {
+            rendered
+        }
     })
+}
+
+/// `doc` in `format` as the bytes to write: a binary format's as its exporter wrote them, a
+/// text format's as `render` makes it.
+pub fn render_bytes<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<Vec<u8>> {
+    if format.is_binary() {
+        serialize(doc, format)
+    } else {
+        Ok(render(doc, format)?.into_bytes())
+    }
+}
+
+/// What `doc`'s exporter for `format` writes; an error naming the formats it has otherwise.
+fn serialize<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<Vec<u8>> {
+    let exporter = D::exporter(format).ok_or_else(|| {
+        let names: Vec<String> = D::FORMATS.iter().map(|f| f.name()).collect();
+        anyhow::anyhow!(
+            "--format {}: not one of {}",
+            format.name(),
+            names.join(", ")
+        )
+    })?;
+    exporter.serialize(doc)
 }
 
 pub struct Text;
@@ -94,6 +126,7 @@ pub struct Kcidb;
 pub struct Bmf;
 pub struct Openmetrics;
 pub struct Folded;
+pub struct Pprof;
 
 /// Pretty-printed JSON and a final newline, as every command's JSON ends.
 pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {

@@ -196,7 +196,7 @@ pub fn ensure_statically_linked(path: &Path) -> Result<()> {
 /// The man pages and completions, from the command line's clap definition
 /// (profiler/examples/dist_assets.rs). Written afresh, so a removed command leaves no page.
 /// The pages are gzipped as Debian's man expects (cargo-deb leaves build output as it is).
-fn write_assets(dir: &Path) -> Result<()> {
+pub(crate) fn write_assets(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("remove {}", dir.display()))?;
     }

@@ -1,15 +1,29 @@
-//! Installs what is missing of the toolchain described in the README: Debian packages, the
-//! Debian Rust toolchain linked as `debian` (it ships a prebuilt `core` for bpfel), and
-//! bpf-linker built against LLVM 22; for the other architecture's build (x86_64 and arm64),
-//! Debian's standard library of that architecture (multiarch) and its cross gcc. Every step
-//! checks first, so running it again is cheap.
+//! Installs what is missing of the toolchain described in the README, as much as a command
+//! needs: for building and running hookprof, Debian's build packages, the Debian Rust
+//! toolchain linked as `debian` (it ships a prebuilt `core` for bpfel) and bpf-linker built
+//! against LLVM 22; for the other architecture's build (x86_64 and arm64), Debian's standard
+//! library of that architecture (multiarch) and its cross gcc; for the tests, the guests' qemu
+//! and busybox, the checkers, browsers and servers they run. Every step checks first, so
+//! running it again is cheap.
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use hookprof_guest::Arch;
 
-const APT_PACKAGES: &[&str] = &[
-    // bpf-linker's LLVM and the C toolchain
+/// What a command needs installed, each level with all of the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Needs {
+    /// Building and running hookprof on this machine (`build`, `run`, `install`).
+    Run,
+    /// And building it for the other architecture (`build --arch`, `dist`).
+    Cross,
+    /// And every test: guests, checkers, servers (`test`, `setup`, the VM commands).
+    Test,
+}
+
+/// The build and the run: what `cargo xtask run -- run` needs, and nothing else.
+const RUN_PACKAGES: &[&str] = &[
+    // bpf-linker's LLVM and the C toolchain (gcc and make also build the `build` workload)
     "llvm-22-dev",
     "libzstd-dev",
     "zlib1g-dev",
@@ -21,6 +35,12 @@ const APT_PACKAGES: &[&str] = &[
     "rustc-web",
     "cargo-web",
     "libstd-rust-web-dev-bpf",
+    // `man hookprof-run` reads the pages the run installs
+    "man-db",
+];
+
+/// What the tests add.
+const TEST_PACKAGES: &[&str] = &[
     // the test VMs of both architectures
     "qemu-system-x86",
     "qemu-system-arm",
@@ -36,6 +56,8 @@ const APT_PACKAGES: &[&str] = &[
     // kcidb-io in a venv of Debian's python
     "prometheus",
     "python3-venv",
+    // and `go tool pprof` reads the pprof profiles
+    "golang-go",
     // the results store's tests start a PostgreSQL server of their own
     "postgresql",
     // top's tests: promtool (above) checks the endpoint, curl scrapes it, tmux hosts the
@@ -68,13 +90,28 @@ fn cross_packages(other: Arch) -> &'static [&'static str] {
     }
 }
 
-pub fn ensure() -> Result<()> {
-    let foreign = Arch::host().map(Arch::other);
-    let cross = foreign.map_or(&[][..], cross_packages);
-    let missing: Vec<&str> = APT_PACKAGES
-        .iter()
-        .chain(cross)
-        .copied()
+/// The Debian packages `needs` takes on a machine of architecture `host` (the other
+/// architecture's cross build packages from `Needs::Cross` on).
+pub fn packages(needs: Needs, host: Option<Arch>) -> Vec<&'static str> {
+    let cross = match host {
+        Some(host) if needs >= Needs::Cross => cross_packages(host.other()),
+        _ => &[],
+    };
+    let tests = if needs >= Needs::Test {
+        TEST_PACKAGES
+    } else {
+        &[]
+    };
+    [RUN_PACKAGES, cross, tests].concat()
+}
+
+/// Installs what is missing of what `needs` takes.
+pub fn ensure(needs: Needs) -> Result<()> {
+    let foreign = Arch::host()
+        .map(Arch::other)
+        .filter(|_| needs >= Needs::Cross);
+    let missing: Vec<&str> = packages(needs, Arch::host())
+        .into_iter()
         .filter(|p| !dpkg_installed(p))
         .collect();
     if !missing.is_empty() {
@@ -119,7 +156,9 @@ pub fn ensure() -> Result<()> {
             .args(["--locked", "--no-default-features", "--features", "llvm-22"])
             .env("PATH", path))?;
     }
-    ensure_kcidb_io()?;
+    if needs >= Needs::Test {
+        ensure_kcidb_io()?;
+    }
     Ok(())
 }
 
@@ -238,4 +277,52 @@ fn run(cmd: &mut Command) -> Result<()> {
         bail!("{cmd:?} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_installs_the_build_alone_and_the_tests_add_the_rest() {
+        let run = packages(Needs::Run, Some(Arch::Amd64));
+        for build in [
+            "llvm-22-dev",
+            "rustc-web",
+            "libstd-rust-web-dev-bpf",
+            "man-db",
+        ] {
+            assert!(run.contains(&build), "{build}: {run:?}");
+        }
+        for test_only in [
+            "qemu-system-x86",
+            "qemu-system-arm",
+            "chromium",
+            "prometheus",
+            "postgresql",
+            "debootstrap",
+            "golang-go",
+            "gcc-aarch64-linux-gnu",
+            "libstd-rust-web-dev:arm64",
+        ] {
+            assert!(!run.contains(&test_only), "{test_only} in {run:?}");
+        }
+        // The cross build adds the other architecture's toolchain, on either host.
+        let cross = packages(Needs::Cross, Some(Arch::Amd64));
+        assert!(cross.contains(&"gcc-aarch64-linux-gnu") && !cross.contains(&"qemu-system-x86"));
+        let cross = packages(Needs::Cross, Some(Arch::Arm64));
+        assert!(cross.contains(&"gcc-x86-64-linux-gnu"), "{cross:?}");
+        // The tests take everything, each package once.
+        let test = packages(Needs::Test, Some(Arch::Amd64));
+        for p in run.iter().chain(&cross_packages(Arch::Arm64).to_vec()) {
+            assert!(test.contains(p), "{p}");
+        }
+        assert!(test.contains(&"debootstrap") && test.contains(&"chromium"));
+        let mut unique = test.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), test.len());
+        // A machine of neither architecture gets no cross packages.
+        assert_eq!(packages(Needs::Cross, None), RUN_PACKAGES);
+    }
 }

@@ -9,12 +9,12 @@
 //! exclusive parts that add up to it, the residual).
 mod accounting;
 pub mod breakdown;
-mod span_correction;
+pub(crate) mod span_correction;
 mod stacks;
 mod timing;
 
 pub use accounting::account;
 pub use breakdown::{Breakdown, Level, Part, PathShare};
 pub use span_correction::{correct_by_samples, MIN_SPANNED_SAMPLES};
-pub use stacks::{is_probe_frame, profile, SampledStacks};
+pub use stacks::{is_probe_frame, is_probe_stack, profile, syscall_of_frame, SampledStacks};
 pub use timing::{attribute, function_kind, syscall_name, Attribution, ProbedSample};

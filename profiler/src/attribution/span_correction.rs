@@ -44,7 +44,7 @@ pub fn correct_by_samples(rows: &mut [AttributionRow], profile: &StackProfile) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::SampledPath;
 
@@ -70,7 +70,8 @@ mod tests {
         }
     }
 
-    fn path(
+    /// A sampled path with `own` samples inside it and `spanned` with the probes' own.
+    pub(crate) fn path(
         kind: PathKind,
         name: &str,
         parent: Option<&str>,

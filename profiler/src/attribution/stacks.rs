@@ -13,7 +13,7 @@ use crate::{
     },
     results::{
         GroupKind, PathKind, Place, SampledGroup, SampledPath, SampledPlace, StackProfile,
-        FOLDED_LIMIT, OTHER_STACKS, USER_FRAME,
+        FOLDED_LIMIT, LOST_STACK, OTHER_STACKS, USER_FRAME,
     },
     shares::{share_interval, RoundCount},
     stats::wilson_interval,
@@ -218,6 +218,12 @@ fn context(user: bool, frames: &[&str]) -> Context {
         Some((i, f)) if f.starts_with(TRAMPOLINE) => trampoline_context(frames, i),
         Some(_) => Context::Probe,
     }
+}
+
+/// Whether a kernel stack (root first) was hookprof's measuring at work: a sample its profile
+/// counts in `probe_samples`, for an export to say so of each stack.
+pub fn is_probe_stack(frames: &[&str]) -> bool {
+    context(false, frames) == Context::Probe
 }
 
 /// Whether a sample counts in the shares' denominator (`own_samples`): neither the probes'
@@ -427,9 +433,14 @@ fn outside_syscalls(frames: &[&str]) -> Place {
 
 /// The function of `syscall` itself: x86_64's or arm64's wrapper, or the generic ones it calls.
 fn is_syscall_function(frame: &str, syscall: &str) -> bool {
+    syscall_of_frame(frame) == Some(syscall)
+}
+
+/// The syscall whose own function `frame` is (`__x64_sys_openat`: openat), if it is one.
+pub fn syscall_of_frame(frame: &str) -> Option<&str> {
     ["__x64_sys_", "__arm64_sys_", "__do_sys_", "__se_sys_"]
         .iter()
-        .any(|p| frame.strip_prefix(p) == Some(syscall))
+        .find_map(|p| frame.strip_prefix(p))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -528,7 +539,7 @@ pub fn profile(
         let frames: Vec<&str> = named.iter().map(String::as_str).collect();
         let line = match (key.user, frames.is_empty()) {
             (true, _) => USER_FRAME.to_string(),
-            (false, true) => "[lost stack]".to_string(),
+            (false, true) => LOST_STACK.to_string(),
             (false, false) => frames.join(";"),
         };
         *folded.entry(line).or_default() += count;

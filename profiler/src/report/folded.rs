@@ -8,9 +8,34 @@ use anyhow::{bail, Result};
 
 use crate::results::{Results, StackProfile};
 
-/// The folded lines of every profiled workload in `results`; an error naming the first file
-/// that holds no sampled stacks at all (its run did not sample them).
+/// The folded lines of every profiled workload in `results`; an error as `check` gives one.
 pub fn render(results: &[Results]) -> Result<String> {
+    check(results)?;
+    let workloads: usize = results.iter().map(|r| profiled(r).count()).sum();
+    let mut out = String::new();
+    for r in results {
+        for (name, profile) in profiled(r) {
+            let mut prefix = String::new();
+            if results.len() > 1 {
+                prefix.push_str(&frame(&r.label));
+                prefix.push(';');
+            }
+            if workloads > 1 {
+                prefix.push_str(&frame(name));
+                prefix.push(';');
+            }
+            for (stack, count) in &profile.folded {
+                let _ = writeln!(out, "{prefix}{stack} {count}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What every export of the stacks refuses, naming the file: one that holds no sampled stacks
+/// at all (its run did not sample them), stacks whose frames all have one name (hidden kernel
+/// addresses), and two files of one label, whose stacks could not be told apart.
+pub fn check(results: &[Results]) -> Result<()> {
     for r in results {
         if profiled(r).next().is_none() {
             bail!(
@@ -41,25 +66,7 @@ pub fn render(results: &[Results]) -> Result<String> {
             twice.label
         );
     }
-    let workloads: usize = results.iter().map(|r| profiled(r).count()).sum();
-    let mut out = String::new();
-    for r in results {
-        for (name, profile) in profiled(r) {
-            let mut prefix = String::new();
-            if results.len() > 1 {
-                prefix.push_str(&frame(&r.label));
-                prefix.push(';');
-            }
-            if workloads > 1 {
-                prefix.push_str(&frame(name));
-                prefix.push(';');
-            }
-            for (stack, count) in &profile.folded {
-                let _ = writeln!(out, "{prefix}{stack} {count}");
-            }
-        }
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// The workloads of `r` with sampled stacks, in run order.

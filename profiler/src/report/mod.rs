@@ -1,7 +1,7 @@
 //! `hookprof report FILE...`: results files as terminal text, an lmbench 2.0 summary, markdown,
 //! JSON, a self-contained HTML page (with a flame graph per profiled workload), the sampled
-//! stacks folded for flame-graph tools, or the kernel CI ecosystem's formats (KCIDB, Bencher's
-//! BMF, Prometheus text; written by `crate::export`).
+//! stacks folded for flame-graph tools or as a pprof profile, or the kernel CI ecosystem's
+//! formats (KCIDB, Bencher's BMF, Prometheus text; written by `crate::export`).
 use std::{path::PathBuf, process::ExitCode};
 
 use crate::{
@@ -36,12 +36,20 @@ pub struct ReportArgs {
 }
 
 pub fn execute(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    // Checked before any file is read, as every output is.
+    if args.format.is_binary() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        anyhow::bail!(
+            "--format {} writes a gzipped profile, not text: redirect stdout to a file \
+             (> profile.pb.gz)",
+            args.format.name()
+        );
+    }
     let results = args
         .files
         .iter()
         .map(|f| Results::load(f))
         .collect::<Result<Vec<_>, _>>()?;
-    crate::stdio::print(output::render(results.as_slice(), args.format)?)?;
+    crate::stdio::print(output::render_bytes(results.as_slice(), args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -57,6 +65,7 @@ impl Document for [Results] {
         Format::Bmf,
         Format::Openmetrics,
         Format::Folded,
+        Format::Pprof,
     ];
 
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
@@ -70,6 +79,7 @@ impl Document for [Results] {
             Format::Bmf => Some(&output::Bmf),
             Format::Openmetrics => Some(&output::Openmetrics),
             Format::Folded => Some(&output::Folded),
+            Format::Pprof => Some(&output::Pprof),
             Format::Junit => None,
         }
     }
@@ -135,5 +145,12 @@ impl Exporter<[Results]> for output::Openmetrics {
 impl Exporter<[Results]> for output::Folded {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
         Ok(folded::render(results)?.into_bytes())
+    }
+}
+
+/// A file without sampled stacks is refused (exit 2), as for the folded stacks.
+impl Exporter<[Results]> for output::Pprof {
+    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
+        crate::export::pprof::render(results)
     }
 }

@@ -269,6 +269,8 @@ pub const FOLDED_LIMIT: usize = 400;
 pub const OTHER_STACKS: &str = "[other stacks]";
 /// The frame of a user-mode sample (user stacks are not walked).
 pub const USER_FRAME: &str = "[user]";
+/// The folded line of kernel-mode samples whose stack the kernel could not keep.
+pub const LOST_STACK: &str = "[lost stack]";
 
 /// One path's share of the workload's CPU samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

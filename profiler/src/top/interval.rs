@@ -18,6 +18,8 @@ use crate::{
 pub struct Reading {
     /// CLOCK_MONOTONIC, ns.
     pub at_ns: u64,
+    /// The same moment in seconds since the Unix epoch (an interval's end, as printed).
+    pub at_unix_s: f64,
     pub tallies: HashMap<AggregateKey, Tally>,
     /// Indexed by `profiler_common::event`.
     pub events: Vec<u64>,
@@ -283,6 +285,7 @@ mod tests {
     fn reading(at_ns: u64, tallies: &[(AggregateKey, Tally)]) -> Reading {
         Reading {
             at_ns,
+            at_unix_s: at_ns as f64 / 1e9,
             tallies: tallies.iter().copied().collect(),
             events: vec![0; profiler_common::event::COUNT as usize],
         }

@@ -193,6 +193,12 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         Some(addr) => Some(Endpoint::listen(addr, totals.render()?)?),
         None => None,
     };
+    // Symbols are read before counting starts: read in the first interval, under load they
+    // took seconds and pushed every interval after it back.
+    let sampler = probes
+        .sample_period_ns()
+        .map(sampled::Sampler::start)
+        .transpose()?;
     probes.attach().context("attach the probes")?;
     // The first reading is the baseline: what is counted from the line below on is shown.
     let baseline = reading(&probes)?;
@@ -214,14 +220,16 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         )),
         None => None,
     };
-    let names = GroupNames::new(args.by);
-    let watched = watch(
+    let watcher = Watcher {
         args,
+        label: &chosen.label,
+        cost,
+        names: GroupNames::new(args.by),
+    };
+    let watched = watcher.watch(
         &mut probes,
-        baseline,
+        Counting { baseline, sampler },
         view,
-        (&chosen.label, cost),
-        &names,
         |interval| {
             totals.add(&interval.rows);
             if let Some(sampled) = &interval.sampled {
@@ -340,92 +348,134 @@ fn say_refusals(probes: &Probes, asked: usize) {
 /// The aggregate and the task events now.
 fn reading(probes: &Probes) -> Result<Reading> {
     let at_ns = crate::clock::monotonic_ns();
+    let at_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     Ok(Reading {
         at_ns,
+        at_unix_s,
         tallies: aggregate::aggregate(probes)?.into_iter().collect(),
         events: probes.snapshot()?.events,
     })
 }
 
-/// The interval loop: from the baseline, a reading per tick and an interval printed per pair
-/// of readings, until the count, Ctrl-C, SIGTERM or the view's quit key.
-fn watch(
-    args: &TopArgs,
-    probes: &mut Probes,
+/// What the intervals are counted from: the baseline reading, and the sampler with its
+/// symbols read.
+struct Counting {
     baseline: Reading,
-    mut view: View,
-    (label, cost): (&str, Option<ProbeCost>),
-    names: &GroupNames,
-    mut each: impl FnMut(&Interval) -> Result<()>,
-) -> Result<Ending> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("start the event loop")?;
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut interrupt = signal(SignalKind::interrupt()).context("install signal handler")?;
-        let mut terminate = signal(SignalKind::terminate()).context("install signal handler")?;
-        // A dropped SSH session ends top as Ctrl-C does: the recording is finished and kept.
-        let mut hangup = signal(SignalKind::hangup()).context("install signal handler")?;
-        let mut quit = view.start()?;
-        let mut tick = tokio::time::interval(Duration::from_secs_f64(args.interval));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        let mut earlier = baseline;
-        let mut sampler = probes.sample_period_ns().map(sampled::Sampler::new);
-        for n in 1.. {
-            // An interrupt ends the loop after one last, shorter interval: what the probes
-            // counted since the last tick is printed and recorded too.
-            let ending = tokio::select! {
-                _ = tick.tick() => None,
-                _ = interrupt.recv() => Some(Ending::Interrupted),
-                _ = terminate.recv() => Some(Ending::Interrupted),
-                _ = hangup.recv() => Some(Ending::Interrupted),
-                _ = quit.recv() => Some(Ending::Done),
-            };
-            let mut now = reading(probes)?;
-            let seconds = now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9;
-            let sampled = match &mut sampler {
-                Some(s) => Some(s.interval(probes.take_samples()?, seconds)?),
-                None => None,
-            };
-            let interval = Interval {
-                interval: n,
-                end_unix_s: SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64()),
-                seconds,
-                scope: label.to_string(),
-                by: args.by,
-                probe_cost: cost,
-                rows: interval::rows(
-                    &earlier,
-                    &now,
-                    probes.hook_functions(),
-                    names,
-                    cost.as_ref(),
-                ),
-                events: interval::events(&earlier, &now),
-                sampled,
-            };
-            view.show(&interval)?;
-            each(&interval)?;
-            if let Some(ending) = ending {
-                return Ok(ending);
+    sampler: Option<sampled::Sampler>,
+}
+
+/// What each interval is shown with: the options, the scope's label, the probes' own cost and
+/// the groups' names.
+struct Watcher<'a> {
+    args: &'a TopArgs,
+    label: &'a str,
+    cost: Option<ProbeCost>,
+    names: GroupNames,
+}
+
+/// When interval `n` ends: `n` intervals after the baseline reading (`start`), on the
+/// monotonic clock. A late wake-up or a slow interval shortens the next one instead of
+/// pushing every later one back, so N intervals end N intervals after the start.
+fn deadline(start: tokio::time::Instant, every_s: f64, n: u64) -> tokio::time::Instant {
+    start + Duration::from_secs_f64(every_s * n as f64)
+}
+
+impl Watcher<'_> {
+    /// The interval loop: from the baseline, a reading at each deadline and an interval
+    /// printed per pair of readings, until the count, Ctrl-C, SIGTERM or the view's quit key.
+    fn watch(
+        &self,
+        probes: &mut Probes,
+        counting: Counting,
+        mut view: View,
+        mut each: impl FnMut(&Interval) -> Result<()>,
+    ) -> Result<Ending> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("start the event loop")?;
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut interrupt =
+                signal(SignalKind::interrupt()).context("install signal handler")?;
+            let mut terminate =
+                signal(SignalKind::terminate()).context("install signal handler")?;
+            // A dropped SSH session ends top as Ctrl-C does: the recording is finished and
+            // kept.
+            let mut hangup = signal(SignalKind::hangup()).context("install signal handler")?;
+            let mut quit = view.start()?;
+            let Counting {
+                baseline: mut earlier,
+                mut sampler,
+            } = counting;
+            let since_baseline = crate::clock::monotonic_ns().saturating_sub(earlier.at_ns);
+            let start = tokio::time::Instant::now() - Duration::from_nanos(since_baseline);
+            for n in 1.. {
+                // An interrupt ends the loop after one last, shorter interval: what the probes
+                // counted since the last reading is printed and recorded too.
+                let ending = tokio::select! {
+                    _ = tokio::time::sleep_until(deadline(start, self.args.interval, n)) => None,
+                    _ = interrupt.recv() => Some(Ending::Interrupted),
+                    _ = terminate.recv() => Some(Ending::Interrupted),
+                    _ = hangup.recv() => Some(Ending::Interrupted),
+                    _ = quit.recv() => Some(Ending::Done),
+                };
+                let mut now = reading(probes)?;
+                let interval = self.interval(n, &earlier, &now, probes, sampler.as_mut())?;
+                view.show(&interval)?;
+                each(&interval)?;
+                if let Some(ending) = ending {
+                    return Ok(ending);
+                }
+                // Keys idle for a whole interval are dropped from the map (it keeps room for
+                // new groups) and from the reading (a key the programs re-create starts from
+                // zero).
+                let idle = interval::idle(&earlier, &now);
+                aggregate::forget(probes, &idle)?;
+                for key in idle {
+                    now.tallies.remove(&key);
+                }
+                earlier = now;
+                if self.args.count.is_some_and(|c| n >= c) {
+                    break;
+                }
             }
-            // Keys idle for a whole interval are dropped from the map (it keeps room for new
-            // groups) and from the reading (a key the programs re-create starts from zero).
-            let idle = interval::idle(&earlier, &now);
-            aggregate::forget(probes, &idle)?;
-            for key in idle {
-                now.tallies.remove(&key);
-            }
-            earlier = now;
-            if args.count.is_some_and(|c| n >= c) {
-                break;
-            }
-        }
-        Ok(Ending::Done)
-    })
+            Ok(Ending::Done)
+        })
+    }
+
+    /// Interval `n`, from the readings that open and close it and the samples since the last.
+    fn interval(
+        &self,
+        n: u64,
+        earlier: &Reading,
+        now: &Reading,
+        probes: &mut Probes,
+        sampler: Option<&mut sampled::Sampler>,
+    ) -> Result<Interval> {
+        let seconds = now.at_ns.saturating_sub(earlier.at_ns) as f64 / 1e9;
+        let sampled = match sampler {
+            Some(s) => Some(s.interval(probes.take_samples()?, seconds)?),
+            None => None,
+        };
+        Ok(Interval {
+            interval: n,
+            end_unix_s: now.at_unix_s,
+            seconds,
+            scope: self.label.to_string(),
+            by: self.args.by,
+            probe_cost: self.cost,
+            rows: interval::rows(
+                earlier,
+                now,
+                probes.hook_functions(),
+                &self.names,
+                self.cost.as_ref(),
+            ),
+            events: interval::events(earlier, now),
+            sampled,
+        })
+    }
 }

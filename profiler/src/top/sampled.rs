@@ -2,8 +2,8 @@
 //! hook's, LSM function's, task path's and syscall's share of the scope's CPU time and the
 //! CPU it took (as a fraction of one CPU), so the security stack's cost shows where the kernel
 //! refuses trampolines too. The shares are over the whole scope (not per group): the sample
-//! program keys stacks, not groups. Symbols come from a table of kallsyms read at the first
-//! interval and again at most once a minute.
+//! program keys stacks, not groups. Symbols come from a table of kallsyms read before the
+//! first interval and again at most once a minute.
 use std::{
     collections::{HashMap, HashSet},
     time::{Duration, Instant},
@@ -70,12 +70,13 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(period_ns: u64) -> Sampler {
-        Sampler {
+    /// A sampler with kallsyms read now, before any interval is timed.
+    pub fn start(period_ns: u64) -> Result<Sampler> {
+        Ok(Sampler {
             period_ns,
-            table: None,
+            table: Some((SymbolTable::reload(None)?, Instant::now())),
             seen: HashSet::new(),
-        }
+        })
     }
 
     /// The interval's samples (as `take_samples` gave them) over `seconds`.
