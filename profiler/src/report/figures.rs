@@ -124,6 +124,15 @@ pub(crate) fn probe_overhead(
     };
     Some(if low <= 0.0 && high >= 0.0 {
         format!("within noise (+-{:.1}%)", (high - low) / 2.0 * 100.0)
+    } else if high < 0.0 {
+        // Probes cannot make an op better: the passes met different conditions.
+        format!(
+            "not told: the probed passes did {:.1}% better ({:.1}% to {:.1}%) than the clean \
+             ones, which met other conditions",
+            -change * 100.0,
+            -high * 100.0,
+            -low * 100.0
+        )
     } else {
         format!(
             "{} ({} to {})",
@@ -280,6 +289,12 @@ mod tests {
         let noisy = summary(&[4.6, 5.3, 4.8, 5.2]);
         let s = probe_overhead(Unit::Microseconds, &clean, &noisy).unwrap();
         assert!(s.starts_with("within noise (+-"), "{s}");
+        // A probed pass told apart as better: said in words, never as a negative cost.
+        let s = probe_overhead(Unit::Microseconds, &slower, &clean).unwrap();
+        assert!(
+            s.starts_with("not told: the probed passes did 9.1% better ("),
+            "{s}"
+        );
         assert!(!s.contains('-') || s.starts_with("within noise (+-"), "{s}");
         assert_eq!(
             probe_overhead(Unit::Seconds, &summary(&[0.0]), &clean),
