@@ -225,9 +225,20 @@ fn each_op_s_parts_add_up_to_its_time() {
             w.name,
             a.on_cpu_ns_per_op
         );
-        let split =
-            a.user_ns_per_op.unwrap() + a.kernel_ns_per_op.unwrap() + a.probe_ns_per_op.unwrap();
-        assert!((split - a.on_cpu_ns_per_op).abs() < 1e-6 * a.on_cpu_ns_per_op.max(1.0));
+        if p.of_unprobed_op() {
+            // The split is the unprobed op's, in its places; the probes' cost a difference
+            // with its interval, never a part of another op's time.
+            assert!(a.user_ns_per_op.is_none() && a.probe_ns_per_op.is_none());
+            let cost = a.probes_cost.expect("the probes' cost");
+            assert!(cost.half_width > 0.0, "{}: {cost:?}", w.name);
+            let placed: u64 = p.places.iter().map(|x| x.samples).sum();
+            assert_eq!(placed, p.own_samples(), "{}: places", w.name);
+        } else {
+            let split = a.user_ns_per_op.unwrap()
+                + a.kernel_ns_per_op.unwrap()
+                + a.probe_ns_per_op.unwrap();
+            assert!((split - a.on_cpu_ns_per_op).abs() < 1e-6 * a.on_cpu_ns_per_op.max(1.0));
+        }
     }
     for single in ["null_call", "open_close"] {
         assert_one_task(workload(&r, single), 0.95..1.05);
@@ -434,7 +445,7 @@ fn a_stack_sample_budget_is_met_without_unpairing_the_samples() {
 }
 
 /// The JSON row's `share` is the figure the text report prints, of the whole the workload's
-/// `share_of` names, and each workload's breakdown adds up to that whole.
+/// `share_of` names, and each workload's parts (its samples' places) add up to their whole.
 #[test]
 fn the_json_shares_are_the_ones_the_text_prints_and_the_parts_add_up() {
     require_root();
@@ -465,13 +476,20 @@ fn the_json_shares_are_the_ones_the_text_prints_and_the_parts_add_up() {
     for (w, raw_w) in r.workloads.iter().zip(raw["workloads"].as_array().unwrap()) {
         let b = Breakdown::of(w).unwrap_or_else(|| panic!("{}: no breakdown", w.name));
         assert_eq!(raw_w["share_of"], serde_json::json!(b.whole), "{}", w.name);
-        let sum: f64 = b.parts.iter().map(|(_, ns)| ns).sum();
+        let sum: f64 = b.parts.figures.iter().map(|f| f.ns).sum();
         assert!(
-            (sum - b.whole_ns).abs() <= 1e-9 * b.whole_ns,
+            (sum - b.parts.whole_ns).abs() <= 1e-9 * b.parts.whole_ns,
             "{}: parts {:?} against {}",
             w.name,
-            b.parts,
-            b.whole_ns
+            b.parts.figures,
+            b.parts.whole_ns
+        );
+        // Sampled parts are counts: none below zero, none above the whole.
+        assert!(
+            b.parts.sampled && b.parts.fit(),
+            "{}: {:?}",
+            w.name,
+            b.parts
         );
         let block = text
             .split("\n\n")

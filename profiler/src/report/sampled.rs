@@ -66,23 +66,20 @@ pub fn probes_cost_line(a: &Accounting, p: &StackProfile) -> Option<String> {
             scale.symbol
         )
     };
+    let half = within(cost.half_width);
     Some(if cost.within_noise() {
-        format!(
-            "Probes' cost: within noise (+-{}) of CPU time per op ({of})",
-            scale.show(cost.half_width)
-        )
+        format!("Probes' cost: within noise (+-{half}) of CPU time per op ({of})")
     } else if cost.value > 0.0 {
         format!(
-            "Probes' cost: {} of CPU time per op (+-{}; {of})",
-            within(cost.value),
-            scale.show(cost.half_width)
+            "Probes' cost: {} of CPU time per op (+-{half}; {of})",
+            within(cost.value)
         )
     } else {
         format!(
             "Probes' cost: not told: the probed op took {} less CPU time per op (+-{}) than the \
              passes for the stacks alone ({of}), whose own sampling slowed them",
             scale.show(-cost.value),
-            scale.show(cost.half_width)
+            half
         )
     })
 }
