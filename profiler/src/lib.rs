@@ -36,6 +36,7 @@ pub mod results;
 pub mod run;
 pub mod runner;
 pub mod scratch;
+pub mod secrets;
 pub mod shares;
 pub mod stats;
 pub mod store;

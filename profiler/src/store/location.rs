@@ -88,62 +88,8 @@ impl Url {
 
     /// The address without its password, for messages and the spool.
     pub fn shown(&self) -> String {
-        without_passwords(&self.url)
+        crate::secrets::without_passwords(&self.url)
     }
-}
-
-/// `text` with every URL password in it masked: `scheme://USER:***@HOST` and `?password=***`
-/// (any query key ending in `password`). What a command line, a message or a recorded option
-/// may keep of a store's address.
-pub fn without_passwords(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The user information ends at the last '@' before the query (a password may hold
-        // a '/' or an '@' that should have been escaped).
-        let word = tail.find(char::is_whitespace).unwrap_or(tail.len());
-        let before_query = tail[..word].find(['?', '#']).unwrap_or(word);
-        let user = tail[..before_query]
-            .rfind('@')
-            .and_then(|at| Some((tail[..at].split_once(':')?.0, at)))
-            // A '/' in the user name is a path's ('sqlite:///a:b@c.db'), not a user's.
-            .filter(|(user, _)| !user.contains('/'));
-        match user {
-            Some((user, at)) => {
-                out.push_str(user);
-                out.push_str(":***");
-                rest = &tail[at..];
-            }
-            None => rest = tail,
-        }
-    }
-    out.push_str(rest);
-    without_password_parameters(&out)
-}
-
-/// `key=value` pairs after a '?' or '&' whose key ends in `password`, with the value masked.
-fn without_password_parameters(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(['?', '&']) {
-        let (head, tail) = rest.split_at(i + 1);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
-            .unwrap_or(tail.len());
-        match tail[..end].split_once('=') {
-            Some((key, _)) if key.to_ascii_lowercase().ends_with("password") => {
-                out.push_str(key);
-                out.push_str("=***");
-            }
-            _ => out.push_str(&tail[..end]),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 fn sqlite_path(url: &str) -> Option<&str> {
@@ -202,30 +148,6 @@ fn default_sqlite() -> Result<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_masked_wherever_a_url_is() {
-        for (given, kept) in [
-            (
-                "--store=postgres://u:pw@h/d",
-                "--store=postgres://u:***@h/d",
-            ),
-            (
-                "postgresql://u:p/w@d@h:1/d?x=1",
-                "postgresql://u:***@h:1/d?x=1",
-            ),
-            (
-                "a postgres://u:x@h b://v:y@w",
-                "a postgres://u:***@h b://v:***@w",
-            ),
-            ("postgres://u@h/d", "postgres://u@h/d"),
-            ("x?sslpassword=s&a=b", "x?sslpassword=***&a=b"),
-            ("sqlite:///tmp/a:b@c.db", "sqlite:///tmp/a:b@c.db"),
-            ("plain text", "plain text"),
-        ] {
-            assert_eq!(without_passwords(given), kept, "{given}");
-        }
-    }
 
     #[test]
     fn sqlite_files_are_created_and_passwords_never_shown() {
