@@ -21,74 +21,162 @@ pub struct StoreArgs {
 /// A store's address, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Url {
+    /// As given (with `?mode=rwc` added to a SQLite file), for messages and the spool.
     url: String,
+    /// As the driver is given it: a PostgreSQL IPv6 literal is also passed as `hostaddr`,
+    /// which the driver takes as an address (it looks `[::1]` up as a host name).
+    connect: String,
 }
+
+/// The SQLite query parameters a store may have, and the values of each that keep the
+/// database in its file: anything else (`mode=memory`, `vfs=memdb`, a parameter SQLite
+/// ignores) would keep a run nowhere, or somewhere else than the file named.
+const SQLITE_PARAMETERS: &[(&str, &[&str])] = &[
+    ("mode", &["ro", "rw", "rwc"]),
+    ("cache", &["shared", "private"]),
+    ("immutable", &["0", "1", "true", "false"]),
+    (
+        "vfs",
+        &[
+            "unix",
+            "unix-dotfile",
+            "unix-excl",
+            "unix-none",
+            "unix-namedsem",
+        ],
+    ),
+];
 
 impl Url {
     /// `url` if it names SQLite or PostgreSQL; a SQLite file is created when missing.
     pub fn parse(url: &str) -> Result<Url> {
         if let Some(path) = sqlite_path(url) {
-            anyhow::ensure!(
-                !path.is_empty(),
-                "store {url}: give the database file, e.g. sqlite:///var/lib/hookprof/store.db"
-            );
-            // A database is a regular file: SQLite given a device, FIFO or directory fails
-            // late, after making its journal beside it (in /dev for /dev/zero).
-            let file = path.split('?').next().unwrap_or(path);
-            if let Ok(meta) = std::fs::metadata(file) {
-                anyhow::ensure!(
-                    meta.is_file(),
-                    "store {url}: {file} is not a regular file: name a database file"
-                );
-            }
-            let url = if url.contains('?') {
-                url.to_string()
-            } else {
-                format!("{url}?mode=rwc")
-            };
-            return Ok(Url { url });
+            return parse_sqlite(url, path);
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let url = Url {
-                url: url.to_string(),
-            };
-            // Parsed as the connection will be (a port out of range, a bad host), so the
-            // mistake ends the command before anything runs, not after the measuring.
-            if let Err(e) = url.url.parse::<sqlx::postgres::PgConnectOptions>() {
-                bail!("store {}: {e}", url.shown());
-            }
-            return Ok(url);
+            return parse_postgres(url);
         }
-        bail!("store '{url}': give sqlite://PATH or postgres://USER@HOST/DB (or --no-store)")
+        bail!(
+            "store '{}': give sqlite://PATH or postgres://USER@HOST/DB (or --no-store)",
+            crate::secrets::without_passwords(url)
+        )
     }
 
     pub fn as_str(&self) -> &str {
-        &self.url
+        &self.connect
     }
 
     pub fn is_sqlite(&self) -> bool {
         sqlite_path(&self.url).is_some()
     }
 
-    /// An SQLite database in memory (`sqlite::memory:`, `mode=memory`): gone when hookprof
-    /// exits, so it keeps no run.
+    /// An SQLite database in memory (`sqlite::memory:`): gone when hookprof exits, so it
+    /// keeps no run.
     pub fn is_in_memory(&self) -> bool {
-        let Some(path) = sqlite_path(&self.url) else {
-            return false;
-        };
-        let (file, query) = path.split_once('?').unwrap_or((path, ""));
-        file.trim_start_matches("file:") == ":memory:"
-            || query.split('&').any(|p| p == "mode=memory")
+        sqlite_path(&self.url).is_some_and(|path| {
+            let file = path.split_once('?').map_or(path, |(file, _)| file);
+            file.trim_start_matches("file:") == ":memory:"
+        })
     }
 
-    /// The SQLite database file, for creating its directory and locking migrations.
+    /// The SQLite database file (percent-decoded, as SQLite is given it), for creating its
+    /// directory and locking migrations.
     pub fn sqlite_file(&self) -> Option<PathBuf> {
-        sqlite_path(&self.url).map(|p| PathBuf::from(p.split('?').next().unwrap_or(p)))
+        let path = sqlite_path(&self.url)?;
+        let file = path.split_once('?').map_or(path, |(file, _)| file);
+        let decoded = percent_encoding::percent_decode_str(file).decode_utf8_lossy();
+        Some(PathBuf::from(decoded.as_ref()))
     }
 
     /// The address without its password, for messages and the spool.
     pub fn shown(&self) -> String {
         crate::secrets::without_passwords(&self.url)
+    }
+}
+
+/// A SQLite address: a file (a regular one if it exists) and only parameters that keep the
+/// database in it.
+fn parse_sqlite(url: &str, path: &str) -> Result<Url> {
+    let (file, query) = path.split_once('?').unwrap_or((path, ""));
+    anyhow::ensure!(
+        !file.is_empty(),
+        "store {url}: give the database file, e.g. sqlite:///var/lib/hookprof/store.db"
+    );
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let Some((_, values)) = SQLITE_PARAMETERS.iter().find(|(k, _)| *k == key) else {
+            bail!(
+                "store {url}: the parameter '{key}' is not one a store on disk takes: use {}",
+                sqlite_parameters()
+            );
+        };
+        if !values.contains(&value.as_ref()) {
+            bail!(
+                "store {url}: {key}={value} keeps nothing in the file (or is not SQLite's): use \
+                 {}; for a database in memory, sqlite::memory: with -o FILE",
+                sqlite_parameters()
+            );
+        }
+    }
+    let url = Url::at(if query.is_empty() {
+        format!("{url}?mode=rwc")
+    } else {
+        url.to_string()
+    });
+    // A database is a regular file: SQLite given a device, FIFO or directory fails late,
+    // after making its journal beside it (in /dev for /dev/zero).
+    if let Some(file) = url.sqlite_file().filter(|_| !url.is_in_memory()) {
+        if let Ok(meta) = std::fs::metadata(&file) {
+            anyhow::ensure!(
+                meta.is_file(),
+                "store {}: {} is not a regular file: name a database file",
+                url.url,
+                file.display()
+            );
+        }
+    }
+    Ok(url)
+}
+
+fn sqlite_parameters() -> String {
+    let each: Vec<String> = SQLITE_PARAMETERS
+        .iter()
+        .map(|(key, values)| format!("{key}={}", values.join("|")))
+        .collect();
+    each.join(", ")
+}
+
+/// A PostgreSQL address, read by a URL parser as psql reads it: an IPv6 literal
+/// (`[::1]:5432`), percent-encoded user, password and database, a unix socket directory as
+/// the host (`%2Frun%2Fpostgresql`) or as `?host=/run/postgresql`.
+fn parse_postgres(given: &str) -> Result<Url> {
+    let shown = crate::secrets::without_passwords(given);
+    let parsed = url::Url::parse(given)
+        .map_err(|e| anyhow::anyhow!("store {shown}: {e}: give postgres://USER@HOST[:PORT]/DB"))?;
+    let mut connect = parsed.clone();
+    if let Some(url::Host::Ipv6(address)) = parsed.host() {
+        connect
+            .query_pairs_mut()
+            .append_pair("hostaddr", &address.to_string());
+    }
+    let url = Url {
+        url: given.to_string(),
+        connect: connect.to_string(),
+    };
+    // Parsed as the connection will be (a port out of range, a bad host), so the mistake
+    // ends the command before anything runs, not after the measuring.
+    if let Err(e) = url.connect.parse::<sqlx::postgres::PgConnectOptions>() {
+        bail!("store {shown}: {e}");
+    }
+    Ok(url)
+}
+
+impl Url {
+    /// An address the driver takes as it is written.
+    fn at(url: String) -> Url {
+        Url {
+            connect: url.clone(),
+            url,
+        }
     }
 }
 
@@ -167,16 +255,74 @@ mod tests {
             q.shown(),
             "postgres://db/h?user=ci&password=***&sslmode=require"
         );
-        for memory in [
-            "sqlite::memory:",
-            "sqlite://file::memory:",
-            "sqlite://x.db?mode=memory",
-        ] {
+        for memory in ["sqlite::memory:", "sqlite://file::memory:"] {
             assert!(Url::parse(memory).unwrap().is_in_memory(), "{memory}");
         }
         assert!(!s.is_in_memory() && !p.is_in_memory());
         for bad in ["mysql://x/y", "/tmp/store.db", "sqlite://"] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_postgres_address_connects_where_psql_would() {
+        let options = |url: &str| {
+            Url::parse(url)
+                .unwrap()
+                .as_str()
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .unwrap()
+        };
+        let v6 = options("postgres://u:p@[::1]:5499/db");
+        assert_eq!(
+            (v6.get_host(), v6.get_port(), v6.get_database()),
+            ("::1", 5499, Some("db"))
+        );
+        let v6 = Url::parse("postgresql://u:p@[fe80::1%25eth0]/db");
+        assert!(v6.is_err() || v6.unwrap().as_str().contains("hostaddr"));
+        let encoded = options("postgres://us%65r:p%40ss@h/my%20db");
+        assert_eq!(
+            (encoded.get_username(), encoded.get_database()),
+            ("user", Some("my db"))
+        );
+        let socket = options("postgres://u@%2Frun%2Fpostgresql/db");
+        assert_eq!(socket.get_socket(), Some(&PathBuf::from("/run/postgresql")));
+        let socket = options("postgres:///db?host=/run/postgresql");
+        assert_eq!(socket.get_socket(), Some(&PathBuf::from("/run/postgresql")));
+        // What is shown and spooled is what was given, its password masked.
+        let given = Url::parse("postgres://u:p@[::1]:5499/db").unwrap();
+        assert_eq!(given.shown(), "postgres://u:***@[::1]:5499/db");
+        let e = Url::parse("postgres://u:secret@[::1/db")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("IPv6") && !e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn sqlite_parameters_that_keep_nothing_on_disk_are_refused_and_named() {
+        for bad in [
+            "sqlite:///tmp/x.db?vfs=memdb",
+            "sqlite:///tmp/x.db?mode=memory",
+            "sqlite://x.db?mode=rwc&vfs=memdb",
+            "sqlite://x.db?mode=%6D%65mory",
+        ] {
+            let e = Url::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("keeps nothing in the file"), "{bad}: {e}");
+            assert!(e.contains("mode=ro|rw|rwc"), "{bad}: {e}");
+        }
+        let e = Url::parse("sqlite://x.db?journal_mode=off")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'journal_mode' is not one"), "{e}");
+        for good in [
+            "sqlite://x.db?mode=ro",
+            "sqlite://x.db?cache=shared&mode=rwc",
+            "sqlite://x.db?vfs=unix-excl",
+        ] {
+            assert!(Url::parse(good).is_ok(), "{good}");
+        }
+        // The file is the one SQLite opens: percent-escapes decoded.
+        let spaced = Url::parse("sqlite:///tmp/a%20b.db").unwrap();
+        assert_eq!(spaced.sqlite_file().unwrap(), PathBuf::from("/tmp/a b.db"));
     }
 }
