@@ -26,6 +26,7 @@ pub mod lmbench;
 pub mod machine_load;
 pub mod other_probes;
 pub mod output;
+pub mod owned_files;
 pub mod peak_rss;
 pub mod pid_namespace;
 pub mod policy;

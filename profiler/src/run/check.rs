@@ -163,7 +163,8 @@ fn check_temp_dir() -> Result<()> {
         Err(e) => e.to_string(),
         Ok(m) if !m.is_dir() => "not a directory".into(),
         Ok(_) => match tempfile::tempdir_in(&dir) {
-            Ok(_) => return Ok(()),
+            // Writable: and no other user can swap what is made in it.
+            Ok(_) => return crate::scratch::checked_temp_dir().map(drop),
             // tempfile's message names its random path; the reason is the io error's kind.
             Err(e) => format!("cannot create a scratch directory in it ({})", e.kind()),
         },
