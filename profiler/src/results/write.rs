@@ -130,17 +130,25 @@ pub(super) fn keep_if_unwritten(
     let Err(e) = write(contents) else {
         return Ok(());
     };
-    match keep_elsewhere(contents) {
-        Ok(kept) => anyhow::bail!(
+    let message = match keep_elsewhere(contents) {
+        Ok(kept) => format!(
             "{what}: cannot write: {e}; the results are in {} instead",
             kept.display()
         ),
-        Err(e2) => anyhow::bail!(
+        Err(e2) => format!(
             "{what}: cannot write: {e}, nor keep the results in the temp or current \
              directory: {e2}"
         ),
-    }
+    };
+    Err(NotWritten(message).into())
 }
+
+/// Results that could not be written where they were asked to go (a full disk, the
+/// file-size limit): the command ends with the write-failed exit code, the message saying
+/// where they are instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotWritten(String);
 
 /// Prints `text` to stdout; if that fails and `results` are given (stdout was their only
 /// copy), keeps them in a file elsewhere and the error says where.

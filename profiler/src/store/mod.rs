@@ -135,6 +135,18 @@ impl Pending {
         self.url.is_in_memory()
     }
 
+    /// Checks, before any work, that the finished run can be kept: a SQLite store's file
+    /// (or else the spool). A server is only reached at the end (the spool takes the run if
+    /// it is down then).
+    pub fn writable(&self) -> Result<()> {
+        let Some(file) = self.url.sqlite_file().filter(|_| !self.url.is_in_memory()) else {
+            return Ok(());
+        };
+        db::prepare_file(&file).or_else(|e| {
+            spool::writable().map_err(|s| anyhow::anyhow!("{e:#}; nor can it be spooled: {s:#}"))
+        })
+    }
+
     /// The store as messages show it (without its password).
     pub fn shown(&self) -> String {
         self.url.shown()
