@@ -29,6 +29,9 @@ pub struct Dir {
     /// As the caller named it, for messages.
     path: PathBuf,
     stat: libc::stat,
+    /// Why another user could swap a directory or link on the way here for another (one
+    /// that user can write, or not root's or this user's in a sticky one), if they could.
+    swappable: Option<String>,
 }
 
 /// Who besides this process (and root) can change what a directory holds, if anyone.
@@ -66,9 +69,14 @@ impl Dir {
     /// An error unless no other user can replace what this directory holds (sticky and
     /// root-owned will do): `what` names the use, as `spool` or `baseline dir`.
     pub fn refuse_shared(&self, what: &str) -> anyhow::Result<()> {
-        match self.writers() {
-            Writers::Private | Writers::StickyRoot => Ok(()),
-            Writers::Shared(why) => anyhow::bail!(
+        let why = match (self.writers(), &self.swappable) {
+            (Writers::Shared(why), _) => Some(why),
+            (_, Some(on_the_way)) => Some(on_the_way.clone()),
+            _ => None,
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => anyhow::bail!(
                 "{what} {}: another user can write it ({why}), and a link planted there would \
                  make hookprof write or read elsewhere: name a directory only you (or root) can \
                  write",
@@ -238,6 +246,7 @@ fn resolve(path: &Path, create: Option<libc::mode_t>) -> io::Result<Dir> {
     let mut stat = fstat(&fd)?;
     let mut todo: VecDeque<OsString> = components(path);
     let mut links = 0;
+    let mut swappable = None;
     while let Some(name) = todo.pop_front() {
         let c = c_name(&name)?;
         let next = match open_dir(fd.as_raw_fd(), &c) {
@@ -259,8 +268,10 @@ fn resolve(path: &Path, create: Option<libc::mode_t>) -> io::Result<Dir> {
                     fd,
                     path: path.to_path_buf(),
                     stat,
+                    swappable: None,
                 };
-                let target = followed_link(&dir, &name, path)?;
+                let (target, link) = followed_link(&dir, &name, path)?;
+                swappable = swappable.or_else(|| swap_reason(&dir.stat, &link, &name));
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(io::Error::from_raw_os_error(libc::ELOOP));
@@ -278,19 +289,37 @@ fn resolve(path: &Path, create: Option<libc::mode_t>) -> io::Result<Dir> {
             }
             Err(e) => return Err(e),
         };
+        let child = fstat(&next)?;
+        swappable = swappable.or_else(|| swap_reason(&stat, &child, &name));
         fd = next;
-        stat = fstat(&fd)?;
+        stat = child;
     }
     Ok(Dir {
         fd,
         path: path.to_path_buf(),
         stat,
+        swappable,
     })
 }
 
+/// Why another user could replace the entry `name` (`child`) of the directory `parent`, if
+/// they could: `parent` is theirs to write, or sticky and `child` is not root's or ours.
+fn swap_reason(parent: &libc::stat, child: &libc::stat, name: &OsStr) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let shown = Path::new(name).display();
+    match writers(parent) {
+        Writers::Private => None,
+        Writers::StickyRoot if child.st_uid == me || child.st_uid == 0 => None,
+        Writers::StickyRoot => Some(format!("{shown} on the way is uid {}'s", child.st_uid)),
+        Writers::Shared(why) => Some(format!("the directory holding {shown} on the way: {why}")),
+    }
+}
+
 /// The target of the link `name` in `dir`, if it may be followed: in a directory no other
-/// user can write, or made by root or this user (as the kernel's protected_symlinks judges).
-fn followed_link(dir: &Dir, name: &OsStr, path: &Path) -> io::Result<PathBuf> {
+/// user can write, or made by root or this user (as the kernel's protected_symlinks judges);
+/// and the link's own metadata.
+fn followed_link(dir: &Dir, name: &OsStr, path: &Path) -> io::Result<(PathBuf, libc::stat)> {
     let link = dir.stat_at(name)?;
     if link.st_mode & libc::S_IFMT != libc::S_IFLNK {
         return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
@@ -331,7 +360,7 @@ fn followed_link(dir: &Dir, name: &OsStr, path: &Path) -> io::Result<PathBuf> {
         return Err(io::Error::last_os_error());
     }
     buf.truncate(n as usize);
-    Ok(PathBuf::from(OsString::from_vec(buf)))
+    Ok((PathBuf::from(OsString::from_vec(buf)), link))
 }
 
 /// The components of `path` to walk: names and `..`, nothing for `/` and `.`.
@@ -378,7 +407,32 @@ mod tests {
             "{e}"
         );
         mode(&dir, 0o1777);
+        // A private directory inside a shared one: its owner could rename it away.
+        let inner = dir.join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        mode(&inner, 0o700);
+        mode(&dir, 0o777);
+        let e = Dir::open(&inner).unwrap().refuse_shared("store directory");
+        assert!(e.unwrap_err().to_string().contains("on the way"));
+        mode(&dir, 0o1777);
         if as_root() {
+            // In a sticky root-owned directory, root's own is safe; another's is not.
+            assert!(Dir::open(&inner).unwrap().refuse_shared("spool").is_ok());
+            chown(&inner, Some(NOBODY), None).unwrap();
+            let e = Dir::open(&inner)
+                .unwrap()
+                .refuse_shared("spool")
+                .unwrap_err();
+            assert!(e.to_string().contains("uid 65534 owns it"), "{e}");
+            // Root's inside nobody's, inside the sticky one: nobody can rename it away.
+            let deeper = inner.join("deeper");
+            std::fs::create_dir(&deeper).unwrap();
+            let e = Dir::open(&deeper)
+                .unwrap()
+                .refuse_shared("spool")
+                .unwrap_err();
+            assert!(e.to_string().contains("on the way"), "{e}");
+            chown(&inner, Some(0), None).unwrap();
             assert_eq!(Dir::open(&dir).unwrap().writers(), Writers::StickyRoot);
             chown(&dir, Some(NOBODY), None).unwrap();
             let theirs = Dir::open(&dir).unwrap().writers();
@@ -445,6 +499,53 @@ mod tests {
             .remove_own(OsStr::new("planted"), (st.st_dev, st.st_ino))
             .unwrap());
         assert!(temp.path().join("moved/planted").exists());
+    }
+
+    /// A tree of directories and links (relative, absolute, to files, dangling, in loops),
+    /// none another user's: every path through it resolves as the kernel resolves it.
+    fn tree() -> tempfile::TempDir {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        for dir in ["a/b/c", "a/d", "e"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("a/file"), "").unwrap();
+        for (link, to) in [
+            ("a/up", PathBuf::from("..")),
+            ("a/b/toe", PathBuf::from("../../e")),
+            ("e/abs", root.join("a/b")),
+            ("e/f", PathBuf::from("../a/file")),
+            ("e/none", PathBuf::from("nowhere")),
+            ("a/loop", PathBuf::from("loop")),
+        ] {
+            symlink(to, root.join(link)).unwrap();
+        }
+        temp
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_path_resolves_to_the_directory_the_kernel_opens(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "b", "c", "d", "e", "up", "toe", "abs", "f", "none", "loop", "..", ".",
+                    "file",
+                ]),
+                0..8,
+            )
+        ) {
+            let temp = tree();
+            let path = parts.iter().fold(temp.path().to_path_buf(), |p, c| p.join(c));
+            let ours = Dir::open(&path).map(|d| d.stat().st_ino);
+            let kernel = std::fs::metadata(&path)
+                .and_then(|m| if m.is_dir() { Ok(m) } else { Err(io::Error::from_raw_os_error(libc::ENOTDIR)) })
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+            match (ours, kernel) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b, "{}", path.display()),
+                (Err(_), Err(_)) => {}
+                (a, b) => proptest::prop_assert!(false, "{}: ours {a:?}, the kernel's {b:?}", path.display()),
+            }
+        }
     }
 
     #[test]

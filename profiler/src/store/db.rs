@@ -609,22 +609,26 @@ fn database_file(file: &std::path::Path) -> Result<()> {
         Dir::open(crate::results::write::parent_dir(file))?,
         file.file_name().unwrap_or_default(),
     );
-    let made = dir.open_at(
-        name,
-        libc::O_RDONLY | libc::O_CREAT | libc::O_NONBLOCK,
-        0o600,
-    );
-    let opened = match made {
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            if dir.writers() != Writers::Private {
-                bail!(
-                    "{shown} is a symlink in a directory other users can write: remove it (the \
-                     store's database is never followed there)"
-                );
-            }
-            std::fs::File::open(file).with_context(|| format!("cannot open {shown}"))?
+    // Judged before opening: in a shared sticky directory the kernel may refuse the open
+    // itself (EACCES), which would say less.
+    let is_link = dir
+        .stat_at(name)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+    let opened = if is_link {
+        if dir.writers() != Writers::Private {
+            bail!(
+                "{shown} is a symlink in a directory other users can write: remove it (the \
+                 store's database is never followed there)"
+            );
         }
-        other => other.with_context(|| format!("cannot open {shown}"))?,
+        std::fs::File::open(file).with_context(|| format!("cannot open {shown}"))?
+    } else {
+        dir.open_at(
+            name,
+            libc::O_RDONLY | libc::O_CREAT | libc::O_NONBLOCK,
+            0o600,
+        )
+        .with_context(|| format!("cannot open {shown}"))?
     };
     let meta = opened.metadata()?;
     anyhow::ensure!(
