@@ -325,4 +325,67 @@ mod tests {
         let spaced = Url::parse("sqlite:///tmp/a%20b.db").unwrap();
         assert_eq!(spaced.sqlite_file().unwrap(), PathBuf::from("/tmp/a b.db"));
     }
+
+    use proptest::prelude::*;
+
+    fn host() -> impl Strategy<Value = (String, String)> {
+        prop_oneof![
+            any::<[u8; 4]>().prop_map(|o| {
+                let ip = std::net::Ipv4Addr::from(o).to_string();
+                (ip.clone(), ip)
+            }),
+            any::<[u16; 8]>().prop_map(|s| {
+                let ip = std::net::Ipv6Addr::from(s).to_string();
+                (format!("[{ip}]"), ip)
+            }),
+            "[a-z][a-z0-9-]{0,10}(\\.[a-z]{2,5})?".prop_map(|h| (h.clone(), h)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the user, password, host and database hold, the driver is given them
+        /// as written, and no message shows the password.
+        #[test]
+        fn a_postgres_address_reaches_the_driver_as_written_and_its_password_never_shows(
+            user in "[a-zA-Z0-9 @:/%?#._-]{1,12}",
+            password in "S3cr[a-zA-Z0-9 @:/%?#._-]{1,12}",
+            (host, driver_host) in host(),
+            port in 1u16..,
+            db in "[a-zA-Z0-9 @:/%?#._-]{1,12}",
+        ) {
+            let mut url = url::Url::parse(&format!("postgres://{host}:{port}")).unwrap();
+            // As psql takes them: percent-encoded ('%' itself as %25).
+            let encoded = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+            url.set_username(&encoded(&user)).unwrap();
+            url.set_password(Some(&encoded(&password))).unwrap();
+            url.set_path(&encoded(&db));
+            let parsed = Url::parse(url.as_str()).unwrap();
+            let options: sqlx::postgres::PgConnectOptions = parsed.as_str().parse().unwrap();
+            prop_assert_eq!(options.get_host(), driver_host.as_str());
+            prop_assert_eq!(options.get_port(), port);
+            prop_assert_eq!(options.get_username(), user.as_str());
+            prop_assert_eq!(options.get_database(), Some(db.as_str()));
+            prop_assert!(!parsed.shown().contains("S3cr"), "{}", parsed.shown());
+        }
+
+        /// A SQLite address is taken exactly when each of its parameters keeps the data on
+        /// disk.
+        #[test]
+        fn a_sqlite_address_is_taken_only_with_parameters_that_keep_the_file(
+            params in prop::collection::vec(
+                (
+                    prop::sample::select(vec!["mode", "cache", "immutable", "vfs", "nolock", "psow"]),
+                    prop::sample::select(vec!["ro", "rw", "rwc", "memory", "shared", "private", "1", "memdb", "unix", "unix-excl"]),
+                ),
+                1..4,
+            ),
+        ) {
+            let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let url = format!("sqlite:///nonexistent-dir/s.db?{}", query.join("&"));
+            let keeps = params.iter().all(|(k, v)| {
+                SQLITE_PARAMETERS.iter().any(|(key, values)| key == k && values.contains(v))
+            });
+            prop_assert_eq!(Url::parse(&url).is_ok(), keeps, "{}", url);
+        }
+    }
 }
