@@ -349,22 +349,18 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
         doc["workloads"][0]["name"] = "null\u{1b}[31m<b>".into();
     });
     let hostile = hostile.to_str().unwrap();
-    for args in [
-        vec!["report", hostile],
-        vec!["report", "--format", "markdown", hostile],
-        vec!["compare", hostile, hostile],
-        vec!["compare", "--format", "markdown", hostile, hostile],
-        vec!["history", hostile, hostile],
-        vec!["report", "--format", "openmetrics", hostile],
-    ] {
-        let out = hookprof(dir.path(), &args).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+    for (args, text, _) in printed(
+        dir.path(),
+        &[
+            vec!["report", hostile],
+            vec!["report", "--format", "markdown", hostile],
+            vec!["compare", hostile, hostile],
+            vec!["compare", "--format", "markdown", hostile, hostile],
+            vec!["history", hostile, hostile],
+            vec!["report", "--format", "openmetrics", hostile],
+        ],
+    ) {
         let case = args.join(" ");
-        assert!(
-            out.status.code().is_some_and(|c| c < 4),
-            "{case}: {}",
-            stderr(&out)
-        );
         assert!(
             !text.contains('\u{1b}') && !text.contains('\u{7}'),
             "{case}: raw control"
@@ -415,6 +411,25 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
         );
         assert!(!stderr(&out).contains('\u{1b}'), "{}", stderr(&out));
     }
+}
+
+/// Each command of `commands` run in `dir`, asserted to end as a report does (exit 0 to 3):
+/// the command, its stdout and its stderr.
+fn printed<'a>(dir: &Path, commands: &[Vec<&'a str>]) -> Vec<(Vec<&'a str>, String, String)> {
+    commands
+        .iter()
+        .map(|args| {
+            let out = hookprof(dir, args).output().unwrap();
+            let case = args.join(" ");
+            assert!(
+                out.status.code().is_some_and(|c| c < 4),
+                "{case}: {}",
+                stderr(&out)
+            );
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            (args.clone(), text, stderr(&out))
+        })
+        .collect()
 }
 
 /// Runs `cmd` to its end: its exit code, its stderr and its peak RSS in KiB.
@@ -1037,23 +1052,19 @@ mod strings {
             doc["workloads"][0]["name"] = "null\u{feff}_call\u{200f}\u{61c}".into();
         });
         let hostile = hostile.to_str().unwrap();
-        for args in [
-            vec!["report", hostile],
-            vec!["report", "--format", "markdown", hostile],
-            vec!["report", "--format", "html", hostile],
-            vec!["compare", hostile, hostile],
-            vec!["compare", "--format", "junit", hostile, hostile],
-            vec!["compare", "--format", "html", hostile, hostile],
-            vec!["history", hostile, hostile],
-        ] {
-            let out = hookprof(dir.path(), &args).output().unwrap();
-            let text = String::from_utf8_lossy(&out.stdout);
+        for (args, text, err) in printed(
+            dir.path(),
+            &[
+                vec!["report", hostile],
+                vec!["report", "--format", "markdown", hostile],
+                vec!["report", "--format", "html", hostile],
+                vec!["compare", hostile, hostile],
+                vec!["compare", "--format", "junit", hostile, hostile],
+                vec!["compare", "--format", "html", hostile, hostile],
+                vec!["history", hostile, hostile],
+            ],
+        ) {
             let case = args.join(" ");
-            assert!(
-                out.status.code().is_some_and(|c| c < 4),
-                "{case}: {}",
-                stderr(&out)
-            );
             assert!(
                 !text.contains(HIDDEN),
                 "{case}: a raw bidi or zero-width character"
@@ -1062,7 +1073,7 @@ mod strings {
                 text.contains("\\u{202e}") || text.contains("\\u{feff}"),
                 "{case}: {text}"
             );
-            assert!(!stderr(&out).contains(HIDDEN), "{case}: stderr");
+            assert!(!err.contains(HIDDEN), "{case}: stderr");
         }
     }
 

@@ -32,22 +32,23 @@ pub const NEW_FILE_MODE: u32 = 0o666;
 /// the user can change what is in `w` but never swap `w` or the scratch directory itself for
 /// a link to somewhere root would then write or delete.
 pub struct Scratch {
+    /// The scratch directory itself, removed when dropped.
+    root: PathBuf,
+    /// Where the workload's files go: `root`, or `root/w` for `--user`.
     path: PathBuf,
-    /// Where the workload's files go: `path`, or `path/w` for `--user`.
-    work: PathBuf,
     _lock: File,
 }
 
 impl Scratch {
     pub fn path(&self) -> &Path {
-        &self.work
+        &self.path
     }
 
     /// `depth` directories one inside the next in the work directory (`d/d/...`), owned by
     /// `user` as it is: the innermost, whose files every lookup reaches through all of them.
     /// Each is handed over through its own descriptor, never by a path the user could swap.
     pub fn nested(&self, depth: usize, user: Option<Credentials>) -> Result<PathBuf> {
-        let mut dir = self.work.clone();
+        let mut dir = self.path.clone();
         for _ in 0..depth {
             dir.push("d");
             std::fs::create_dir(&dir).with_context(|| format!("make {}", dir.display()))?;
@@ -76,7 +77,7 @@ impl Drop for Scratch {
     /// removal never follows a link (the standard library's opens each directory it empties).
     fn drop(&mut self) {
         for _ in 0..10 {
-            if std::fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+            if std::fs::remove_dir_all(&self.root).is_ok() || !self.root.exists() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -134,8 +135,8 @@ pub fn create(workload: &str, user: Option<Credentials>) -> Result<Scratch> {
         }
     };
     Ok(Scratch {
-        path: dir,
-        work,
+        root: dir,
+        path: work,
         _lock: lock,
     })
 }

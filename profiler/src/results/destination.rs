@@ -49,7 +49,8 @@ enum Kind {
     /// A regular file, or a name not yet taken: replaced atomically, by its name in its
     /// directory, opened now.
     Regular {
-        dir: Dir,
+        /// Boxed: a directory's metadata is most of its size.
+        dir: Box<Dir>,
         name: OsString,
         /// The claim on the path, held (bound) for the run; see [`claim`].
         _claim: UnixListener,
@@ -159,7 +160,7 @@ fn kind(path: &Path, shown: &str) -> anyhow::Result<Kind> {
     }
     let target = std::fs::canonicalize(dir.fd_path().join(&name))
         .with_context(|| format!("{shown}: cannot resolve"))?;
-    let (dir, name) = dir_and_name(&target).with_context(|| format!("{shown}"))?;
+    let (dir, name) = dir_and_name(&target).with_context(|| shown.to_string())?;
     regular(dir, name.to_os_string(), shown)
 }
 
@@ -192,7 +193,7 @@ fn through(path: &Path, shown: &str, fifo: bool) -> anyhow::Result<File> {
 /// another user can write, made by someone but root or this user: following it, root would
 /// replace a file the link's maker chose.
 fn refuse_planted_link(path: &Path, shown: &str) -> anyhow::Result<(Dir, OsString)> {
-    let (dir, name) = dir_and_name(path).with_context(|| format!("{shown}"))?;
+    let (dir, name) = dir_and_name(path).with_context(|| shown.to_string())?;
     let name = name.to_os_string();
     let Ok(link) = dir.stat_at(&name) else {
         return Ok((dir, name));
@@ -229,7 +230,7 @@ fn regular(dir: Dir, name: OsString, shown: &str) -> anyhow::Result<Kind> {
     }
     let claim = claim(&dir, &name, shown)?;
     Ok(Kind::Regular {
-        dir,
+        dir: Box::new(dir),
         name,
         _claim: claim,
     })
