@@ -349,22 +349,18 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
         doc["workloads"][0]["name"] = "null\u{1b}[31m<b>".into();
     });
     let hostile = hostile.to_str().unwrap();
-    for args in [
-        vec!["report", hostile],
-        vec!["report", "--format", "markdown", hostile],
-        vec!["compare", hostile, hostile],
-        vec!["compare", "--format", "markdown", hostile, hostile],
-        vec!["history", hostile, hostile],
-        vec!["report", "--format", "openmetrics", hostile],
-    ] {
-        let out = hookprof(dir.path(), &args).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+    for (args, text, _) in printed(
+        dir.path(),
+        &[
+            vec!["report", hostile],
+            vec!["report", "--format", "markdown", hostile],
+            vec!["compare", hostile, hostile],
+            vec!["compare", "--format", "markdown", hostile, hostile],
+            vec!["history", hostile, hostile],
+            vec!["report", "--format", "openmetrics", hostile],
+        ],
+    ) {
         let case = args.join(" ");
-        assert!(
-            out.status.code().is_some_and(|c| c < 4),
-            "{case}: {}",
-            stderr(&out)
-        );
         assert!(
             !text.contains('\u{1b}') && !text.contains('\u{7}'),
             "{case}: raw control"
@@ -415,6 +411,25 @@ fn control_characters_are_shown_escaped_and_junit_stays_well_formed_xml() {
         );
         assert!(!stderr(&out).contains('\u{1b}'), "{}", stderr(&out));
     }
+}
+
+/// Each command of `commands` run in `dir`, asserted to end as a report does (exit 0 to 3):
+/// the command, its stdout and its stderr.
+fn printed<'a>(dir: &Path, commands: &[Vec<&'a str>]) -> Vec<(Vec<&'a str>, String, String)> {
+    commands
+        .iter()
+        .map(|args| {
+            let out = hookprof(dir, args).output().unwrap();
+            let case = args.join(" ");
+            assert!(
+                out.status.code().is_some_and(|c| c < 4),
+                "{case}: {}",
+                stderr(&out)
+            );
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            (args.clone(), text, stderr(&out))
+        })
+        .collect()
 }
 
 /// Runs `cmd` to its end: its exit code, its stderr and its peak RSS in KiB.
@@ -650,4 +665,556 @@ fn all_zero_forged_samples_print_no_infinity() {
 fn is_runner(pid: i32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|cmd| cmd.split(|&b| b == 0).any(|a| a == b"__runner"))
+}
+
+/// A directory `name` in `parent` (made reachable by every user) with `mode`, owned by nobody
+/// when `nobody`: what a CI workspace, a shared TMPDIR or a planted spool looks like to root.
+fn shared_dir(parent: &Path, name: &str, mode: u32, nobody: bool) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    if nobody {
+        std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    dir
+}
+
+const NOBODY: u32 = 65534;
+
+/// Runs `script` with sh as nobody (uid and gid 65534, no groups, no capabilities): the
+/// hostile local user's actions against root's run.
+fn as_nobody(script: &str) {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("setpriv (util-linux)");
+    assert!(
+        out.status.success(),
+        "as nobody: {script}: {}",
+        stderr(&out)
+    );
+}
+
+/// Paths root writes in directories another user can write: a planted link or a swapped
+/// directory never makes root create, replace or delete a file outside hookprof's own.
+mod paths {
+    use super::*;
+
+    #[test]
+    fn a_link_nobody_planted_at_the_output_is_never_followed() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let root_file = dir.path().join("rootfile");
+        std::fs::write(&root_file, "root's own").unwrap();
+        // A CI workspace nobody owns, and a shared /tmp (sticky, root's, links followed).
+        for (name, mode, nobody) in [("ws", 0o755, true), ("tmp", 0o1777, false)] {
+            let shared = shared_dir(dir.path(), name, mode, nobody);
+            as_nobody(&format!(
+                "ln -s {} {}/out.json",
+                root_file.display(),
+                shared.display()
+            ));
+            let out_json = format!("{name}/out.json");
+            let out = hookprof(
+                dir.path(),
+                &[&["run", "--probes", "none", "-o", &out_json], TINY].concat(),
+            )
+            .output()
+            .unwrap();
+            assert_one_line(name, &out, 2, "is a link made by uid 65534");
+            assert_eq!(std::fs::read(&root_file).unwrap(), b"root's own", "{name}");
+            // Where nothing was planted, root writes into the workspace as before.
+            let fresh = format!("{name}/fresh.json");
+            let out = hookprof(
+                dir.path(),
+                &[&["run", "--probes", "none", "-o", &fresh], TINY].concat(),
+            )
+            .output()
+            .unwrap();
+            assert!(out.status.success(), "{name}: {}", stderr(&out));
+            assert!(Results::load(&dir.path().join(&fresh)).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_store_database_is_never_made_through_a_planted_link() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.db");
+        let empty_root_file = dir.path().join("empty");
+        std::fs::write(&empty_root_file, "").unwrap();
+        let tmp = shared_dir(dir.path(), "tmp", 0o1777, false);
+        for (link, target) in [("a.db", &victim), ("b.db", &empty_root_file)] {
+            as_nobody(&format!(
+                "ln -s {} {}/{link}",
+                target.display(),
+                tmp.display()
+            ));
+            let store = format!("sqlite://{}/{link}", tmp.display());
+            let out = hookprof(
+                dir.path(),
+                &[
+                    &["run", "--probes", "none", "-o", "r.json", "--store", &store],
+                    TINY,
+                ]
+                .concat(),
+            )
+            .env("HOOKPROF_SPOOL", dir.path().join("spool"))
+            .output()
+            .unwrap();
+            // The -o file keeps the run; the store is refused and the run spooled.
+            assert!(out.status.success(), "{link}: {}", stderr(&out));
+            assert!(stderr(&out).contains("is a symlink"), "{}", stderr(&out));
+        }
+        assert!(!victim.exists(), "root made the link's target");
+        assert_eq!(
+            std::fs::read(&empty_root_file).unwrap(),
+            b"",
+            "became a database"
+        );
+        // A store directory nobody owns is refused outright.
+        let theirs = shared_dir(dir.path(), "theirs", 0o755, true);
+        let store = format!("sqlite://{}/s.db", theirs.display());
+        let out = hookprof(
+            dir.path(),
+            &[&["run", "--probes", "none", "--store", &store], TINY].concat(),
+        )
+        .env("HOOKPROF_SPOOL", &theirs)
+        .output()
+        .unwrap();
+        assert_one_line("nobody's store dir", &out, 2, "another user can write it");
+        assert!(!theirs.join("s.db").exists());
+    }
+
+    #[test]
+    fn a_spool_nobody_can_write_is_never_imported() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let own_spool = dir.path().join("spool");
+        // A real spooled run: a server that is not there takes nothing.
+        let gone = "postgres://ci@127.0.0.1:1/none";
+        let out = hookprof(
+            dir.path(),
+            &[&["run", "--probes", "none", "--store", gone], TINY].concat(),
+        )
+        .env("HOOKPROF_SPOOL", &own_spool)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let spooled = std::fs::read_dir(&own_spool)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // Forged for the SQLite store below, in a directory nobody owns, and in root's own
+        // spool as a file nobody owns.
+        let store = format!("sqlite://{}/s.db", dir.path().display());
+        let mut forged: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&spooled).unwrap()).unwrap();
+        forged["store"] = format!("{store}?mode=rwc").into();
+        let theirs = shared_dir(dir.path(), "theirs", 0o755, true);
+        let text = serde_json::to_string(&forged).unwrap();
+        std::fs::write(theirs.join("forged.json"), &text).unwrap();
+        std::os::unix::fs::chown(theirs.join("forged.json"), Some(NOBODY), Some(NOBODY)).unwrap();
+        std::fs::remove_file(&spooled).unwrap();
+        std::fs::write(own_spool.join("forged.json"), &text).unwrap();
+        std::os::unix::fs::chown(own_spool.join("forged.json"), Some(NOBODY), Some(NOBODY))
+            .unwrap();
+        for (spool, names) in [
+            (&theirs, "another user can write it"),
+            (&own_spool, "not a file of uid 0"),
+        ] {
+            let out = hookprof(dir.path(), &["runs", "--store", &store, "--format", "json"])
+                .env("HOOKPROF_SPOOL", spool)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(stderr(&out).contains(names), "{names}: {}", stderr(&out));
+            let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let runs = listed.get("runs").unwrap_or(&listed);
+            assert_eq!(runs.as_array().map(Vec::len), Some(0), "imported: {listed}");
+        }
+    }
+
+    #[test]
+    fn saving_a_baseline_removes_only_results_files_hookprof_wrote() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let base = results_file(dir.path());
+        let name_dir = dir.path().join("b/main");
+        std::fs::create_dir_all(&name_dir).unwrap();
+        std::fs::write(name_dir.join("important.json"), "{\"mine\": true}").unwrap();
+        // A results document, but not by hookprof's name for the files it saves.
+        std::fs::copy(&base, name_dir.join("kept-by-hand.json")).unwrap();
+        let save = ["--save-baseline", "main", "--baseline-dir", "b"];
+        for _ in 0..2 {
+            let out = hookprof(
+                dir.path(),
+                &[&["run", "--probes", "none"], &save[..], TINY].concat(),
+            )
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        let mut left: Vec<String> = std::fs::read_dir(&name_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), 3, "{left:?}");
+        assert!(
+            left.contains(&"important.json".into()) && left.contains(&"kept-by-hand.json".into())
+        );
+        // A baseline directory nobody owns is neither written nor read.
+        let theirs = shared_dir(dir.path(), "theirs", 0o755, true);
+        let out = hookprof(
+            dir.path(),
+            &[
+                &[
+                    "run",
+                    "--probes",
+                    "none",
+                    "--save-baseline",
+                    "x",
+                    "--baseline-dir",
+                ],
+                &[theirs.to_str().unwrap()][..],
+                TINY,
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+        assert_one_line(
+            "nobody's baseline dir",
+            &out,
+            2,
+            "another user can write it",
+        );
+    }
+
+    #[test]
+    fn scratch_is_never_made_where_another_user_can_swap_it() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let fs_create_in = |temp: &Path| {
+            let args = [
+                "run",
+                "--probes",
+                "none",
+                "--workloads",
+                "fs_create_0k",
+                "-o",
+                "r.json",
+            ];
+            hookprof(dir.path(), &[&args[..], &TINY[2..]].concat())
+                .env("TMPDIR", temp)
+                .output()
+                .unwrap()
+        };
+        let theirs = shared_dir(dir.path(), "theirs", 0o777, true);
+        let out = fs_create_in(&theirs);
+        assert_one_line("TMPDIR nobody owns", &out, 2, "temp directory (TMPDIR)");
+        assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "made in it");
+        // Sticky and root's (as /tmp): others add names, never take root's.
+        let out = fs_create_in(&shared_dir(dir.path(), "tmp", 0o1777, false));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+/// Outputs checked before any work: a run that could not be kept is refused at once.
+mod outputs {
+    use super::*;
+
+    #[test]
+    fn a_run_that_no_store_spool_or_file_could_keep_is_refused_before_it_measures() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::write(&home, "a file, not a directory").unwrap();
+        let t = Instant::now();
+        let out = hookprof(dir.path(), &[&["run"], hookprof_tests::LONG_RUN].concat())
+            .env_remove(hookprof_tests::STORE_ENV)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("HOOKPROF_SPOOL")
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert_one_line("HOME a file", &out, 2, "no -o file would keep the run");
+        assert!(t.elapsed() < REFUSED_WITHIN, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_file_size_limit_too_small_is_refused_at_once_and_leaves_nothing() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = Command::new("prlimit")
+            .args(["--fsize=102400:102400", "--"])
+            .arg(hookprof_bin())
+            .args([&["run", "-o", "r.json"], hookprof_tests::LONG_RUN].concat())
+            .current_dir(dir.path())
+            .env(hookprof_tests::STORE_ENV, "off")
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert_one_line("ulimit -f 100", &out, 2, "RLIMIT_FSIZE) is 100 KiB");
+        assert!(t.elapsed() < REFUSED_WITHIN, "{:?}", t.elapsed());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_write_past_the_file_size_limit_is_exit_4_not_a_signal() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let base = results_file(dir.path());
+        // A results file printed as JSON past a 16 MiB limit: the forged file is bigger.
+        let big = forged(&base, &dir.path().join("big.json"), |doc| {
+            doc["label"] = "x".repeat(17 << 20).into();
+        });
+        let printed = dir.path().join("printed.json");
+        let out = Command::new("prlimit")
+            .args(["--fsize=16777216:16777216", "--"])
+            .arg(hookprof_bin())
+            .args(["report", "--format", "json"])
+            .arg(&big)
+            .stdout(std::fs::File::create(&printed).unwrap())
+            .env(hookprof_tests::STORE_ENV, "off")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(WRITE_FAILED), "{}", stderr(&out));
+        assert!(stderr(&out).contains("File too large"), "{}", stderr(&out));
+    }
+
+    #[test]
+    fn a_sweep_whose_runner_the_kernel_would_refuse_is_refused_at_once() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = hookprof(
+            dir.path(),
+            &[
+                &["run", "--sweep", "landlock-rules=0,10000"],
+                hookprof_tests::LONG_RUN,
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+        assert_one_line("landlock-rules=10000", &out, 2, "E2BIG");
+        assert!(
+            stderr(&out).contains("landlock-rules=10000"),
+            "{}",
+            stderr(&out)
+        );
+        // Refused before its 10,000 rule directories are made: the run would take 50 s.
+        assert!(t.elapsed() < REFUSED_WITHIN, "{:?}", t.elapsed());
+    }
+}
+
+/// Strings printed: bidi controls and zero-width characters reach no output raw, and names
+/// that are ours refuse them at the door.
+mod strings {
+    use super::*;
+
+    const HIDDEN: [char; 6] = [
+        '\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}', '\u{200f}', '\u{61c}',
+    ];
+
+    #[test]
+    fn bidi_and_zero_width_characters_are_shown_escaped_in_every_format() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let base = results_file(dir.path());
+        let hostile = forged(&base, &dir.path().join("hostile.json"), |doc| {
+            doc["label"] = "v6.1\u{202e}21\u{202c} \u{2066}x\u{2069}\u{200b}".into();
+            doc["workloads"][0]["name"] = "null\u{feff}_call\u{200f}\u{61c}".into();
+        });
+        let hostile = hostile.to_str().unwrap();
+        for (args, text, err) in printed(
+            dir.path(),
+            &[
+                vec!["report", hostile],
+                vec!["report", "--format", "markdown", hostile],
+                vec!["report", "--format", "html", hostile],
+                vec!["compare", hostile, hostile],
+                vec!["compare", "--format", "junit", hostile, hostile],
+                vec!["compare", "--format", "html", hostile, hostile],
+                vec!["history", hostile, hostile],
+            ],
+        ) {
+            let case = args.join(" ");
+            assert!(
+                !text.contains(HIDDEN),
+                "{case}: a raw bidi or zero-width character"
+            );
+            assert!(
+                text.contains("\\u{202e}") || text.contains("\\u{feff}"),
+                "{case}: {text}"
+            );
+            assert!(!err.contains(HIDDEN), "{case}: stderr");
+        }
+    }
+
+    #[test]
+    fn labels_and_meta_with_bidi_or_zero_width_characters_are_refused_at_the_door() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in HIDDEN {
+            for args in [
+                ["--label".to_string(), format!("v6.1{c}2")],
+                ["--meta".to_string(), format!("commit=ab{c}c")],
+            ] {
+                let out = hookprof(dir.path(), &["run", "--probes", "none", &args[0], &args[1]])
+                    .output()
+                    .unwrap();
+                assert_one_line(&format!("{args:?}"), &out, 2, "invisible character");
+                assert!(!stderr(&out).contains(c), "{}", stderr(&out));
+            }
+        }
+    }
+}
+
+/// Secrets: a command line recorded anywhere keeps no secret value, whatever its form.
+mod secrets {
+    use super::*;
+
+    #[test]
+    fn no_secret_of_a_stat_command_reaches_its_results_or_the_store() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let store = format!("sqlite://{}/s.db", dir.path().display());
+        let out = hookprof(
+            dir.path(),
+            &[
+                "stat",
+                "--probes",
+                "none",
+                "--rounds",
+                "1",
+                "--runs",
+                "2",
+                "-q",
+                "-o",
+                "s.json",
+                "--store",
+                &store,
+                "--prepare",
+                "PGPASSWORD=hunter0 true --token 'hunter 1'",
+                "--",
+                "/bin/true",
+                "password=hunter2",
+                "--password=hunter3",
+                "--api-key",
+                "hunter4",
+                "PGPASSWORD=hunter5",
+                "postgres://u:hunter6@[::1]/d?sslpassword=hunter7",
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        for file in ["s.json", "s.db"] {
+            let bytes = std::fs::read(dir.path().join(file)).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains("hunter"), "{file} keeps a secret");
+            assert!(text.contains("password=***"), "{file}: nothing masked?");
+        }
+        assert!(!stderr(&out).contains("hunter"), "{}", stderr(&out));
+    }
+}
+
+/// URLs: read as a URL parser reads them; a SQLite store that keeps nothing on disk refused.
+mod urls {
+    use super::*;
+
+    #[test]
+    fn sqlite_parameters_that_keep_nothing_on_disk_are_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in [
+            "sqlite://x.db?vfs=memdb",
+            "sqlite://x.db?mode=memory",
+            "sqlite://x.db?nolock=1",
+        ] {
+            let t = Instant::now();
+            let out = hookprof(
+                dir.path(),
+                &[&["run", "--store", store], hookprof_tests::LONG_RUN].concat(),
+            )
+            .output()
+            .unwrap();
+            assert_one_line(store, &out, 2, "use mode=ro|rw|rwc");
+            assert!(t.elapsed() < REFUSED_WITHIN, "{store}: {:?}", t.elapsed());
+            assert!(!dir.path().join("x.db").exists(), "{store}");
+        }
+    }
+}
+
+/// Containers and namespaces: a cgroup path outside the hierarchy is no scope, and a user
+/// namespace is named first.
+mod namespaces {
+    use super::*;
+
+    #[test]
+    fn a_user_namespace_is_named_in_the_first_error_line() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("unshare")
+            .args(["--user", "--map-root-user", "--"])
+            .arg(hookprof_bin())
+            .args([&["run", "-o", "r.json"], TINY].concat())
+            .current_dir(dir.path())
+            .env(hookprof_tests::STORE_ENV, "off")
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("runs in a user namespace (uid 0 here is uid 0 outside)"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("kptr_restrict") && !err.contains("bpf_map_create"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cgroup_outside_the_hierarchy_is_refused() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        for cgroup in ["../../../../etc", "/../../.."] {
+            let out = hookprof(dir.path(), &["top", "--cgroup", cgroup, "--count", "1"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{cgroup}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains("outside the cgroup2 hierarchy"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
 }

@@ -448,7 +448,9 @@ fn user_takes_real_ids_only_and_leaves_the_runner_nothing_of_roots() {
     require_root();
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Reachable by nobody as /tmp is: sticky and root's (a temp directory anyone could take
+    // names from is refused).
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     for bad in ["4294967295", "-1"] {
         let t = Instant::now();
         let out = hookprof(

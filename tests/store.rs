@@ -415,3 +415,19 @@ fn prune_removes_old_runs_keeps_baselines_and_is_a_dry_run_without_yes_in_sqlite
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// The address forms psql takes reach the same server: an IPv6 literal (the driver looked
+/// `[::1]` up as a host name) and a unix-socket directory as the host.
+#[test]
+fn an_ipv6_literal_and_a_unix_socket_host_reach_the_server_as_psql_does() {
+    require_root();
+    let home = Home::new();
+    let pg = Postgres::start();
+    home.ok(&[SHORT, &["--label", "v6", "--store", &pg.url_ipv6()]].concat());
+    assert!(home.spooled().is_empty(), "spooled: {:?}", home.spooled());
+    home.ok(&[SHORT, &["--label", "socket", "--store", &pg.url_socket()]].concat());
+    assert!(home.spooled().is_empty(), "spooled: {:?}", home.spooled());
+    // Both runs are in the one database, whichever way it is reached.
+    assert_eq!(labels(&home.runs(&pg.url())), ["socket", "v6"]);
+    assert_eq!(home.runs(&pg.url_socket()).len(), 2);
+}

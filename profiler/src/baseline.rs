@@ -1,12 +1,17 @@
 //! Named baselines, criterion's habit: `run --save-baseline NAME` keeps a run's results under a
 //! name and `compare --baseline NAME NEW` compares against them. A baseline is a directory of
 //! results files; several runs in it (`--append-baseline`) make the file the unit of
-//! replication in `compare`.
+//! replication in `compare`. Only files hookprof wrote there are ever removed (its name for
+//! them, this user's, a results document), and a baseline directory another user can write is
+//! neither written nor read.
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::results::{json_files, write_atomically, write_or_keep, Results};
+use crate::{
+    owned_files::Dir,
+    results::{json_files, write_atomically, write_or_keep, Results},
+};
 
 /// Runs an appended baseline keeps by default: enough for a prediction test with 9 degrees of
 /// freedom, few enough to follow the machine.
@@ -88,8 +93,9 @@ impl SaveArgs {
             (None, None) => return Ok(None),
         };
         let dir = dir(&root(self.baseline_dir.as_deref())?, name)?;
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("baseline {name}: cannot create {}", dir.display()))?;
+        Dir::create(&dir, 0o777)
+            .with_context(|| format!("baseline {name}: cannot create {}", dir.display()))?
+            .refuse_shared(&format!("baseline {name}: directory"))?;
         Ok(Some(Pending {
             dir,
             replace,
@@ -103,7 +109,7 @@ impl Pending {
     /// returns the file written.
     pub fn save(&self, results: &Results) -> anyhow::Result<PathBuf> {
         if self.replace {
-            for old in json_files(&self.dir)? {
+            for old in own_files(&self.dir)? {
                 std::fs::remove_file(&old)
                     .with_context(|| format!("cannot remove {}", old.display()))?;
             }
@@ -117,7 +123,7 @@ impl Pending {
             || write_atomically(&path, contents.as_bytes()),
         )?;
         // Names start with the run's start time: the oldest sort first.
-        let files = json_files(&self.dir)?;
+        let files = own_files(&self.dir)?;
         for old in files.iter().take(files.len().saturating_sub(self.keep)) {
             std::fs::remove_file(old)
                 .with_context(|| format!("cannot remove {}", old.display()))?;
@@ -126,9 +132,36 @@ impl Pending {
     }
 }
 
+/// The results files hookprof saved in `dir`: named as it names them (`STARTED-PID.json`),
+/// regular files of this user's (not links), and results documents. Anything else there is
+/// someone's own, never removed.
+fn own_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let named_by_us = |p: &Path| {
+        let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        stem.split_once('-').is_some_and(|(at, pid)| {
+            !at.is_empty()
+                && !pid.is_empty()
+                && at.bytes().all(|b| b.is_ascii_digit())
+                && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    Ok(json_files(dir)?
+        .into_iter()
+        .filter(|p| named_by_us(p))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.uid() == me))
+        .filter(|p| crate::results::Results::load(p).is_ok())
+        .collect())
+}
+
 /// The saved results files of baseline `name`, for `compare --baseline`.
 pub fn files(root: &Path, name: &str) -> anyhow::Result<PathBuf> {
     let dir = dir(root, name)?;
+    if let Ok(opened) = Dir::open(&dir) {
+        opened.refuse_shared(&format!("baseline {name}: directory"))?;
+    }
     anyhow::ensure!(
         dir.is_dir() && !json_files(&dir)?.is_empty(),
         "no baseline '{name}' in {} (save one with `hookprof run --save-baseline {name}`)",

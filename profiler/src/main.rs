@@ -46,9 +46,16 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ERROR);
         }
     };
+    limits::survive_file_size_limit();
     if let Some((name, measures)) = open_files_user(&cli.command) {
         let needed = limits::open_files_needed(measures);
-        if let Err(e) = limits::ensure_open_files(name, needed) {
+        // The commands that write files or a store; the others print.
+        let writes = matches!(name, "run" | "stat" | "top" | "import" | "runs" | "ab");
+        let checked = limits::ensure_open_files(name, needed).and_then(|()| match writes {
+            true => limits::ensure_file_size(name),
+            false => Ok(()),
+        });
+        if let Err(e) = checked {
             hookprof::eprintln!("hookprof: error: {e:#}");
             return ExitCode::from(exit::ERROR);
         }
@@ -87,6 +94,13 @@ fn main() -> ExitCode {
             Some(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
             Some(_) => {
                 hookprof::eprintln!("hookprof: error: {e:#}");
+                ExitCode::from(exit::WRITE_FAILED)
+            }
+            None if e.is::<hookprof::results::write::NotWritten>() => {
+                hookprof::eprintln!(
+                    "hookprof: error: {}",
+                    hookprof::text::escaped(&format!("{e:#}"))
+                );
                 ExitCode::from(exit::WRITE_FAILED)
             }
             None if e.is::<store::Interrupted>() => {

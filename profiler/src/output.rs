@@ -139,6 +139,7 @@ pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use proptest::prelude::*;
 
     #[derive(Parser)]
     struct Args {
@@ -188,6 +189,55 @@ mod tests {
             render(&Named("\x1b]0;title\x07 row\n"), Format::Text).unwrap(),
             "\\x1b]0;title\\x07 row\n"
         );
+    }
+
+    /// A document that is one string, as every format of it.
+    struct Raw(String);
+    impl Exporter<Raw> for Text {
+        fn serialize(&self, r: &Raw) -> Result<Vec<u8>> {
+            Ok(r.0.as_bytes().to_vec())
+        }
+    }
+    impl Document for Raw {
+        const FORMATS: &'static [Format] = &[
+            Format::Text,
+            Format::Lmbench,
+            Format::Markdown,
+            Format::Html,
+            Format::Junit,
+            Format::Folded,
+        ];
+        fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+            Self::FORMATS
+                .contains(&format)
+                .then_some(&Text as &dyn Exporter<Self>)
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_bidi_zero_width_or_control_character_leaves_in_any_printed_format(
+            s in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(vec![
+                        '\u{202e}', '\u{2066}', '\u{2069}', '\u{200b}', '\u{200d}', '\u{feff}',
+                        '\u{200e}', '\u{061c}', '\u{1b}', '\u{7}', '\u{9b}', '\r', 'a', '<',
+                    ]),
+                    any::<char>(),
+                ],
+                0..30,
+            ).prop_map(|cs| cs.into_iter().collect::<String>())
+        ) {
+            for &format in Raw::FORMATS {
+                let out = render(&Raw(s.clone()), format).unwrap();
+                let kept: &[char] = match format {
+                    Format::Junit | Format::Html => &['\n', '\t', '\r'],
+                    _ => &['\n', '\t'],
+                };
+                let left = out.chars().find(|&c| crate::text::hidden(c) && !kept.contains(&c));
+                prop_assert_eq!(left, None, "{:?} in {:?}", format, out);
+            }
+        }
     }
 
     #[test]

@@ -293,13 +293,17 @@ impl Hookprof {
     /// The scratch dirs and the files in them, with their owners' uids.
     pub fn scratch_owners(&self) -> Vec<(PathBuf, u32)> {
         let mut owners = Vec::new();
-        for dir in self.scratch_entries() {
-            let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
-            for path in std::iter::once(dir.clone()).chain(entries.map(|e| e.path())) {
-                if let Ok(m) = std::fs::symlink_metadata(&path) {
-                    owners.push((path, m.uid()));
-                }
+        let mut todo = self.scratch_entries();
+        // Each scratch directory and everything in it, not following links.
+        while let Some(path) = todo.pop() {
+            let Ok(m) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if m.is_dir() {
+                let entries = std::fs::read_dir(&path).into_iter().flatten().flatten();
+                todo.extend(entries.map(|e| e.path()));
             }
+            owners.push((path, m.uid()));
         }
         owners
     }

@@ -90,6 +90,24 @@ impl Postgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// The same database by the IPv6 loopback literal, as psql takes it.
+    pub fn url_ipv6(&self) -> String {
+        format!("postgres://postgres@[::1]:{}/postgres", self.port)
+    }
+
+    /// The same database through the server's unix socket, its directory as the URL's host
+    /// (percent-encoded, as psql takes it).
+    pub fn url_socket(&self) -> String {
+        let dir: String = self
+            .dir
+            .path()
+            .display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('/', "%2F");
+        format!("postgres://postgres@{dir}:{}/postgres", self.port)
+    }
+
     fn data(&self) -> String {
         self.dir.path().join("data").display().to_string()
     }
@@ -111,7 +129,8 @@ impl Postgres {
         let socket_dir = self.dir.path().display().to_string();
         let child = self
             .as_server_user(&self.bin.join("postgres"))
-            .args(["-D", &self.data(), "-h", "127.0.0.1", "-p", &port])
+            // IPv6 loopback too, for the address forms the store tests connect by.
+            .args(["-D", &self.data(), "-h", "127.0.0.1,::1", "-p", &port])
             .args(["-k", &socket_dir, "-F"])
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

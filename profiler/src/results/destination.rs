@@ -9,6 +9,7 @@
 //! the run ends however it ends, so a second run writing the same file is refused and a killed
 //! one leaves no lock behind.
 use std::{
+    ffi::{OsStr, OsString},
     fs::{File, OpenOptions},
     os::{
         fd::AsRawFd,
@@ -18,13 +19,15 @@ use std::{
             net::{SocketAddr, UnixListener},
         },
     },
-    path::{Path, PathBuf},
+    path::Path,
 };
 
 use anyhow::{bail, Context};
+
+use crate::owned_files::{Dir, Writers};
 use sha2::{Digest, Sha256};
 
-use super::write::{keep_if_unwritten, parent_dir, print_or_keep, replace_atomically, Contents};
+use super::write::{dir_and_name, keep_if_unwritten, print_or_keep, replace_in, Contents};
 
 /// The least free space a results file's filesystem must have before a run: more than a full
 /// suite's results file (a few hundred KiB) needs.
@@ -43,9 +46,12 @@ enum Kind {
     Stdout,
     /// A character device or FIFO, opened before the run and written through.
     Through(File),
-    /// A regular file, or a name not yet taken: replaced atomically.
+    /// A regular file, or a name not yet taken: replaced atomically, by its name in its
+    /// directory, opened now.
     Regular {
-        target: PathBuf,
+        /// Boxed: a directory's metadata is most of its size.
+        dir: Box<Dir>,
+        name: OsString,
         /// The claim on the path, held (bound) for the run; see [`claim`].
         _claim: UnixListener,
     },
@@ -104,7 +110,7 @@ impl Destination {
         keep_if_unwritten(&shown, contents, |contents| match &mut self.kind {
             Kind::Stdout => unreachable!("printed above"),
             Kind::Through(file) => contents.write_to(file),
-            Kind::Regular { target, .. } => replace_atomically(target, contents),
+            Kind::Regular { dir, name, .. } => replace_in(dir, name, contents),
         })
     }
 }
@@ -119,7 +125,8 @@ fn kind(path: &Path, shown: &str) -> anyhow::Result<Kind> {
                     to.display()
                 );
             }
-            return regular(path.to_path_buf(), shown);
+            let (dir, name) = refuse_planted_link(path, shown)?;
+            return regular(dir, name, shown);
         }
         Err(e) => bail!("{shown}: {e}"),
     };
@@ -142,9 +149,19 @@ fn kind(path: &Path, shown: &str) -> anyhow::Result<Kind> {
     if file_type.is_char_device() || file_type.is_fifo() {
         return through(path, shown, file_type.is_fifo()).map(Kind::Through);
     }
-    // A regular file, perhaps behind symlinks: the file is replaced, the links stay.
-    let target = std::fs::canonicalize(path).with_context(|| format!("{shown}: cannot resolve"))?;
-    regular(target, shown)
+    // A regular file, perhaps behind symlinks: the file is replaced, the links stay, unless a
+    // link is one another user could have planted.
+    let (dir, name) = refuse_planted_link(path, shown)?;
+    if !dir
+        .stat_at(&name)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    {
+        return regular(dir, name, shown);
+    }
+    let target = std::fs::canonicalize(dir.fd_path().join(&name))
+        .with_context(|| format!("{shown}: cannot resolve"))?;
+    let (dir, name) = dir_and_name(&target).with_context(|| shown.to_string())?;
+    regular(dir, name.to_os_string(), shown)
 }
 
 /// Opens a device or FIFO for writing now; a FIFO must have its reader already.
@@ -171,25 +188,50 @@ fn through(path: &Path, shown: &str, fifo: bool) -> anyhow::Result<File> {
     Ok(file)
 }
 
+/// `path`'s directory, opened (the directories on the way checked as they are opened,
+/// `crate::owned_files`), and its name there; refused if the name is a link in a directory
+/// another user can write, made by someone but root or this user: following it, root would
+/// replace a file the link's maker chose.
+fn refuse_planted_link(path: &Path, shown: &str) -> anyhow::Result<(Dir, OsString)> {
+    let (dir, name) = dir_and_name(path).with_context(|| shown.to_string())?;
+    let name = name.to_os_string();
+    let Ok(link) = dir.stat_at(&name) else {
+        return Ok((dir, name));
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let planted = link.st_mode & libc::S_IFMT == libc::S_IFLNK
+        && link.st_uid != me
+        && link.st_uid != 0
+        && dir.writers() != Writers::Private;
+    anyhow::ensure!(
+        !planted,
+        "{shown} is a link made by uid {} in a directory other users can write: not followed \
+         (root would replace the file it names); remove it, or name the file itself",
+        link.st_uid
+    );
+    Ok((dir, name))
+}
+
 /// Checks the directory of the regular file `target` and takes the lock beside it; `target`
 /// itself is not touched.
-fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
-    let dir = parent_dir(&target);
-    crate::scratch::remove_stale_results(dir);
-    crate::scratch::results_temp_file(dir)
+fn regular(dir: Dir, name: OsString, shown: &str) -> anyhow::Result<Kind> {
+    let shown_dir = dir.path().display();
+    crate::scratch::remove_stale_results(&dir.fd_path());
+    crate::scratch::results_temp_file(&dir)
         .map(drop)
-        .with_context(|| format!("{shown}: cannot write into {}", dir.display()))?;
-    let free = free_bytes(dir).with_context(|| format!("{shown}: {}", dir.display()))?;
+        .with_context(|| format!("{shown}: cannot write into {shown_dir}"))?;
+    let free = free_bytes(&dir.fd_path()).with_context(|| format!("{shown}: {shown_dir}"))?;
     if free < MIN_FREE_BYTES {
         bail!(
-            "{shown}: only {} KiB free in {}: free some space, or name a file elsewhere",
+            "{shown}: only {} KiB free in {shown_dir}: free some space, or name a file elsewhere",
             free / 1024,
-            dir.display()
         );
     }
-    let claim = claim(&target, shown)?;
+    let claim = claim(&dir, &name, shown)?;
     Ok(Kind::Regular {
-        target,
+        dir: Box::new(dir),
+        name,
         _claim: claim,
     })
 }
@@ -202,13 +244,11 @@ fn regular(target: PathBuf, shown: &str) -> anyhow::Result<Kind> {
 /// close-on-exec, so a runner or a `stat` command never holds it past the run. Its limit:
 /// abstract names are per network namespace, so two runs in different ones (two containers
 /// sharing a directory) do not see each other's claim.
-fn claim(target: &Path, shown: &str) -> anyhow::Result<UnixListener> {
-    let dir = parent_dir(target);
-    let meta = std::fs::metadata(dir).with_context(|| format!("{shown}: {}", dir.display()))?;
-    let file_name = target.file_name().unwrap_or_default().as_encoded_bytes();
-    let digest = Sha256::digest(file_name);
+fn claim(dir: &Dir, file_name: &OsStr, shown: &str) -> anyhow::Result<UnixListener> {
+    let digest = Sha256::digest(file_name.as_encoded_bytes());
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    let name = format!("hookprof-o/{}:{}/{hex}", meta.dev(), meta.ino());
+    let (dev, ino) = (dir.stat().st_dev, dir.stat().st_ino);
+    let name = format!("hookprof-o/{dev}:{ino}/{hex}");
     let addr = SocketAddr::from_abstract_name(name.as_bytes())
         .with_context(|| format!("{shown}: cannot name its claim"))?;
     match UnixListener::bind_addr(&addr) {

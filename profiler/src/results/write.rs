@@ -2,13 +2,15 @@
 //! with the umask's mode (or the replaced file's), and a file elsewhere for results that could
 //! not be written where they were asked to go.
 use std::{
+    ffi::OsStr,
     fs::{File, Permissions},
     io::{Seek, Write},
-    os::unix::fs::{MetadataExt, PermissionsExt},
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
 };
 
 use super::Results;
+use crate::owned_files::Dir;
 use crate::stdio::WriteFailed;
 
 impl Results {
@@ -22,7 +24,7 @@ impl Results {
 pub use crate::scratch::NEW_FILE_MODE;
 
 /// The directory a file named by `path` goes into (`.` for a bare name).
-pub(super) fn parent_dir(path: &Path) -> &Path {
+pub fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -40,10 +42,19 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// `write_atomically` for a file only its owner may read (mode 0600, whatever was there): one
 /// that may hold what the command line held.
 pub fn write_privately(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = crate::scratch::results_temp_file(parent_dir(path))?;
+    let (dir, name) = dir_and_name(path)?;
+    let tmp = crate::scratch::results_temp_file(&dir)?;
     tmp.as_file()
         .set_permissions(Permissions::from_mode(0o600))?;
-    finish_replacing(tmp, path, &mut Contents::Bytes(contents))
+    finish_replacing(tmp, name, &mut Contents::Bytes(contents))
+}
+
+/// The directory `path` is in, opened (`crate::owned_files`), and its file name.
+pub(super) fn dir_and_name(path: &Path) -> std::io::Result<(Dir, &OsStr)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    Ok((Dir::open(parent_dir(path))?, name))
 }
 
 /// What a results file receives: bytes in memory, or a file they were spooled to as they were
@@ -68,26 +79,36 @@ impl Contents<'_> {
 }
 
 /// `write_atomically` of any `Contents`.
-pub(super) fn replace_atomically(path: &Path, contents: &mut Contents) -> std::io::Result<()> {
-    let tmp = crate::scratch::results_temp_file(parent_dir(path))?;
-    if let Ok(old) = std::fs::metadata(path) {
-        tmp.as_file()
-            .set_permissions(Permissions::from_mode(old.mode() & 0o7777))?;
-        // Only root can give a file away; anyone else's replacement is theirs.
-        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
+/// The name is replaced in its directory's descriptor: whatever is at the name by then (a
+/// link another user swapped in included) is the name replaced, nothing it points to.
+fn replace_atomically(path: &Path, contents: &mut Contents) -> std::io::Result<()> {
+    let (dir, name) = dir_and_name(path)?;
+    replace_in(&dir, name, contents)
+}
+
+/// `replace_atomically` of the file `name` in the open directory `dir`.
+pub(super) fn replace_in(dir: &Dir, name: &OsStr, contents: &mut Contents) -> std::io::Result<()> {
+    let tmp = crate::scratch::results_temp_file(dir)?;
+    match dir.stat_at(name) {
+        Ok(old) if old.st_mode & libc::S_IFMT == libc::S_IFREG => {
+            tmp.as_file()
+                .set_permissions(Permissions::from_mode(old.st_mode & 0o7777))?;
+            // Only root can give a file away; anyone else's replacement is theirs.
+            let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.st_uid), Some(old.st_gid));
+        }
+        _ => {}
     }
-    finish_replacing(tmp, path, contents)
+    finish_replacing(tmp, name, contents)
 }
 
 fn finish_replacing(
-    mut tmp: tempfile::NamedTempFile,
-    path: &Path,
+    mut tmp: crate::scratch::TempFile,
+    name: &OsStr,
     contents: &mut Contents,
 ) -> std::io::Result<()> {
-    contents.write_to(&mut tmp)?;
+    contents.write_to(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    tmp.persist(name)
 }
 
 /// Runs `write`; if it fails, keeps `contents` in a file of their own elsewhere and returns an
@@ -109,17 +130,25 @@ pub(super) fn keep_if_unwritten(
     let Err(e) = write(contents) else {
         return Ok(());
     };
-    match keep_elsewhere(contents) {
-        Ok(kept) => anyhow::bail!(
+    let message = match keep_elsewhere(contents) {
+        Ok(kept) => format!(
             "{what}: cannot write: {e}; the results are in {} instead",
             kept.display()
         ),
-        Err(e2) => anyhow::bail!(
+        Err(e2) => format!(
             "{what}: cannot write: {e}, nor keep the results in the temp or current \
              directory: {e2}"
         ),
-    }
+    };
+    Err(NotWritten(message).into())
 }
+
+/// Results that could not be written where they were asked to go (a full disk, the
+/// file-size limit): the command ends with the write-failed exit code, the message saying
+/// where they are instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotWritten(String);
 
 /// Prints `text` to stdout; if that fails and `results` are given (stdout was their only
 /// copy), keeps them in a file elsewhere and the error says where.
@@ -165,6 +194,7 @@ fn keep_elsewhere(contents: &mut Contents) -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().mode() & 0o7777

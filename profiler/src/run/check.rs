@@ -81,6 +81,17 @@ pub(super) fn check(
             );
         }
     }
+    if let Some(store) = &store {
+        if let Err(e) = store.writable() {
+            if destination.as_ref().is_none_or(Destination::discards) {
+                bail!(
+                    "results store {}: {e:#}; and no -o file would keep the run: give -o FILE, \
+                     --no-store, or a store that can be written",
+                    store.shown()
+                );
+            }
+        }
+    }
     check_pin(&args.pin)?;
     check_temp_dir()?;
     if let Some(command) = &plan.setup.command {
@@ -163,7 +174,8 @@ fn check_temp_dir() -> Result<()> {
         Err(e) => e.to_string(),
         Ok(m) if !m.is_dir() => "not a directory".into(),
         Ok(_) => match tempfile::tempdir_in(&dir) {
-            Ok(_) => return Ok(()),
+            // Writable: and no other user can swap what is made in it.
+            Ok(_) => return crate::scratch::checked_temp_dir().map(drop),
             // tempfile's message names its random path; the reason is the io error's kind.
             Err(e) => format!("cannot create a scratch directory in it ({})", e.kind()),
         },
@@ -244,6 +256,12 @@ fn variants(
     };
     if baseline.is_some() {
         bail!("{option} keeps no baseline: its variants are compared with each other");
+    }
+    // Each variant's policies travel on its runners' command lines: one the kernel would
+    // refuse fails now, not when its turn comes.
+    for variant in &variants {
+        let line = crate::runner::serve::RunnerArgs::command_line(0, user, &variant.policies);
+        crate::limits::ensure_arguments_fit(&format!("{option} {}", variant.name), &line)?;
     }
     if !printed.contains(&session.format) {
         bail!(

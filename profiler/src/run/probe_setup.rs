@@ -473,6 +473,7 @@ pub(crate) fn require_bpf_privileges() -> Result<()> {
     const CAP_BPF: u32 = 39;
     const CAP_PERFMON: u32 = 38;
     crate::pid_namespace::check_proc()?;
+    crate::credentials::refuse_user_namespace()?;
     let caps = crate::credentials::Capabilities::of_this_thread()?;
     let has = |cap: u32| caps.has_effective(cap);
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {

@@ -40,7 +40,7 @@ pub struct StatArgs {
 }
 
 pub fn stat(args: &StatArgs) -> Result<ExitCode> {
-    use crate::store::location::without_passwords;
+    use crate::secrets::{masked_argv, masked_text};
     let command = CommandLine {
         argv: args.command.clone(),
         prepare: args.prepare.clone(),
@@ -66,9 +66,9 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             stack_pass_period_ns,
         },
         recorded: RunOptions {
-            // A URL's password in the command is recorded masked, as on the command line.
-            command: command.argv.iter().map(|a| without_passwords(a)).collect(),
-            prepare: command.prepare.as_deref().map(without_passwords),
+            // Secrets in the command are recorded masked, as on the command line.
+            command: masked_argv(&command.argv),
+            prepare: command.prepare.as_deref().map(masked_text),
             runs: Some(u64::from(args.runs)),
             warmup: Some(u64::from(args.warmup)),
             ..args.stack_passes.recorded()

@@ -23,6 +23,7 @@ use super::{
     Recorded,
 };
 use crate::{
+    owned_files::{Dir, Writers},
     replication,
     results::{PathKind, Results, WorkloadResult},
     stats,
@@ -91,23 +92,20 @@ impl Store {
     /// Connects and brings the schema up to date.
     pub async fn open(url: &Url) -> Result<Store> {
         sqlx::any::install_default_drivers();
-        if let Some(dir) = url
-            .sqlite_file()
-            .as_deref()
-            .and_then(std::path::Path::parent)
-        {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-            }
+        let file = url.sqlite_file().filter(|_| !url.is_in_memory());
+        if let Some(file) = &file {
+            store_dir(file)?;
         }
         // SQLite's migrator takes no lock (PostgreSQL's takes an advisory one): writers that
         // open a new file at once take turns on a lock file beside it, taken before the
         // database is opened (or made).
-        let _lock = match url.sqlite_file() {
-            Some(file) => Some(FileLock::wait(&file).await?),
+        let _lock = match &file {
+            Some(file) => Some(FileLock::wait(file).await?),
             None => None,
         };
+        if let Some(file) = &file {
+            database_file(file)?;
+        }
         let conn = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect(url.as_str()))
             .await
             .map_err(|_| anyhow::anyhow!("no answer in {} s", CONNECT_TIMEOUT.as_secs()))?
@@ -583,6 +581,61 @@ impl FileLock {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Checks, before any work, that the SQLite database `file` can be kept: its directory made
+/// and no other user's to write, the file a plain one (made if missing).
+pub fn prepare_file(file: &std::path::Path) -> Result<()> {
+    store_dir(file)?;
+    database_file(file)
+}
+
+/// Makes the directory of the database `file` (0700) and refuses one another user can write.
+fn store_dir(file: &std::path::Path) -> Result<()> {
+    let dir = crate::results::write::parent_dir(file);
+    Dir::create(dir, 0o700)
+        .with_context(|| format!("cannot create {}", dir.display()))?
+        .refuse_shared("store directory")
+}
+
+/// Makes the database file `file` if it is missing (mode 0600, never through a link) and
+/// checks it is a plain file: SQLite follows a link at the database's own name (its journals
+/// it opens O_NOFOLLOW), so one planted where the store goes would have it make or write the
+/// link's target. A link in a directory only this user (or root) can write is theirs, and
+/// followed.
+fn database_file(file: &std::path::Path) -> Result<()> {
+    let shown = file.display();
+    let (dir, name) = (
+        Dir::open(crate::results::write::parent_dir(file))?,
+        file.file_name().unwrap_or_default(),
+    );
+    // Judged before opening: in a shared sticky directory the kernel may refuse the open
+    // itself (EACCES), which would say less.
+    let is_link = dir
+        .stat_at(name)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+    let opened = if is_link {
+        if dir.writers() != Writers::Private {
+            bail!(
+                "{shown} is a symlink in a directory other users can write: remove it (the \
+                 store's database is never followed there)"
+            );
+        }
+        std::fs::File::open(file).with_context(|| format!("cannot open {shown}"))?
+    } else {
+        dir.open_at(
+            name,
+            libc::O_RDONLY | libc::O_CREAT | libc::O_NONBLOCK,
+            0o600,
+        )
+        .with_context(|| format!("cannot open {shown}"))?
+    };
+    let meta = opened.metadata()?;
+    anyhow::ensure!(
+        meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 1,
+        "{shown} is not a plain file (a device, FIFO or hard link): remove it, or name another"
+    );
+    Ok(())
 }
 
 /// Opens (or creates, mode 0600) the lock file `path` of the SQLite database `store`, refusing

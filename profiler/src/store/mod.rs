@@ -70,15 +70,18 @@ pub struct BaselineEntry {
 
 impl Recorded {
     /// A run just made on this machine by this command line, under a fresh random id.
-    pub fn new(command: &str, args: &RecordArgs, results: Results) -> Recorded {
+    pub fn new(command: &str, args: &RecordArgs, mut results: Results) -> Recorded {
+        // A file made elsewhere (`add`, an older hookprof) may hold a command's secrets plain:
+        // the store keeps none.
+        let options = &mut results.options;
+        options.command = crate::secrets::masked_argv(&options.command);
+        options.prepare = options.prepare.as_deref().map(crate::secrets::masked_text);
         Recorded {
             run_id: format!("{:032x}", rand::random::<u128>()),
             command: command.to_string(),
             machine_id: machine_id(),
-            // A store's password (`--store postgres://u:PW@h/d`) is never recorded.
-            command_line: std::env::args()
-                .map(|a| location::without_passwords(&a))
-                .collect(),
+            // No secret (`--store postgres://u:PW@h/d`, `stat -- cmd --password PW`) is recorded.
+            command_line: crate::secrets::masked_argv(&std::env::args().collect::<Vec<_>>()),
             meta: args.meta.iter().cloned().collect(),
             baseline: None,
             results,
@@ -130,6 +133,18 @@ impl Pending {
     /// True for a store that is gone when hookprof exits (an in-memory SQLite database).
     pub fn keeps_nothing(&self) -> bool {
         self.url.is_in_memory()
+    }
+
+    /// Checks, before any work, that the finished run can be kept: a SQLite store's file
+    /// (or else the spool). A server is only reached at the end (the spool takes the run if
+    /// it is down then).
+    pub fn writable(&self) -> Result<()> {
+        let Some(file) = self.url.sqlite_file().filter(|_| !self.url.is_in_memory()) else {
+            return Ok(());
+        };
+        db::prepare_file(&file).or_else(|e| {
+            spool::writable().map_err(|s| anyhow::anyhow!("{e:#}; nor can it be spooled: {s:#}"))
+        })
     }
 
     /// The store as messages show it (without its password).

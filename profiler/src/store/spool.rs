@@ -1,9 +1,11 @@
 //! The spool: a run the store could not take (a server down, a network gone) waits here as
 //! one JSON file, named by its run id, until a later call reaches the same store. The id
 //! makes the push idempotent: a run pushed twice (the file could not be removed) is stored
-//! once.
+//! once. A spool directory another user can write is neither written nor read (a file forged
+//! there would enter the store as a run of this user's), and a file in it that is not this
+//! user's own is left out.
 use std::{
-    os::unix::fs::DirBuilderExt,
+    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
 };
 
@@ -11,7 +13,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{location::Url, Recorded};
-use crate::results::write::write_privately;
+use crate::{owned_files::Dir, results::write::write_privately};
 
 /// Overrides the spool directory (default: `spool` in hookprof's XDG data directory).
 pub const DIR_ENV: &str = "HOOKPROF_SPOOL";
@@ -33,11 +35,9 @@ fn dir() -> Result<PathBuf> {
 /// Writes `run` into the spool and returns its file.
 pub fn keep(url: &Url, run: &Recorded) -> Result<PathBuf> {
     let dir = dir()?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("spool: cannot create {}", dir.display()))?;
+    Dir::create(&dir, 0o700)
+        .with_context(|| format!("spool: cannot create {}", dir.display()))?
+        .refuse_shared("spool")?;
     let path = dir.join(format!("{}.json", run.run_id));
     let spooled = Spooled {
         store: url.shown(),
@@ -49,14 +49,33 @@ pub fn keep(url: &Url, run: &Recorded) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// Checks, before any work, that a run could be spooled: the directory made, no other
+/// user's to write, and a file made in it.
+pub fn writable() -> Result<()> {
+    let dir = dir()?;
+    let opened = Dir::create(&dir, 0o700)
+        .with_context(|| format!("spool: cannot create {}", dir.display()))?;
+    opened.refuse_shared("spool")?;
+    crate::scratch::results_temp_file(&opened)
+        .map(drop)
+        .with_context(|| format!("spool: cannot write into {}", dir.display()))
+}
+
 /// The spooled runs for `url`, oldest first; unreadable files are left where they are, with
 /// a warning.
 pub fn pending(url: &Url) -> Vec<(PathBuf, Recorded)> {
     let Ok(dir) = dir() else {
         return Vec::new();
     };
-    let Ok(files) = crate::results::json_files(&dir) else {
+    let Ok(opened) = Dir::open(&dir) else {
         return Vec::new(); // no spool yet
+    };
+    if let Err(e) = opened.refuse_shared("spool") {
+        eprintln!("hookprof: warning: {e:#}; nothing in it is pushed");
+        return Vec::new();
+    }
+    let Ok(files) = crate::results::json_files(&dir) else {
+        return Vec::new();
     };
     let shown = url.shown();
     let mut runs: Vec<(PathBuf, Recorded)> = files
@@ -74,9 +93,29 @@ pub fn pending(url: &Url) -> Vec<(PathBuf, Recorded)> {
     runs
 }
 
+/// A spooled run, if the file is this user's own (not another's, not a link or a device).
 fn read(path: &Path) -> Result<Spooled> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    anyhow::ensure!(
+        meta.is_file() && meta.uid() == me,
+        "{} is not a file of uid {me}'s (owner uid {}): not a run this user spooled",
+        path.display(),
+        meta.uid()
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, crate::input::MAX_INPUT_BYTES),
+        &mut text,
+    )
+    .with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: not a spooled run", path.display()))
 }
 

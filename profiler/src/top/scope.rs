@@ -41,7 +41,27 @@ pub fn choose(cgroup: Option<&Path>, pid: Option<u32>, comm: Option<&str>) -> Re
                 dir.display()
             );
         }
-        let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
+        // `..` may lead out of the hierarchy (`--cgroup ../../etc`): what counts is where the
+        // path ends, which must be a cgroup2 directory under the root.
+        let dir = std::fs::canonicalize(&dir)
+            .with_context(|| format!("--cgroup {}: cannot resolve", path.display()))?;
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let Ok(relative) = dir.strip_prefix(&root) else {
+            bail!(
+                "--cgroup {}: {} is outside the cgroup2 hierarchy ({}): name a cgroup under it",
+                path.display(),
+                dir.display(),
+                root.display()
+            );
+        };
+        if !is_cgroup2(&dir) {
+            bail!(
+                "--cgroup {}: {} is not a cgroup directory",
+                path.display(),
+                dir.display()
+            );
+        }
+        let meta = std::fs::metadata(&dir)?;
         return Ok(ChosenScope {
             scope: Scope::Cgroup {
                 id: meta.ino(),
@@ -102,6 +122,17 @@ fn under_root(root: &Path, path: &Path) -> PathBuf {
         return path.to_path_buf();
     }
     root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// True when `dir` is on a cgroup2 filesystem (a bind mount or a link could lead elsewhere).
+fn is_cgroup2(dir: &Path) -> bool {
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills the zeroed struct; c is a valid C string.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut fs) } == 0) && fs.f_type as i64 == CGROUP2_SUPER_MAGIC
 }
 
 /// Where the cgroup2 hierarchy is mounted.
@@ -195,6 +226,14 @@ mod tests {
             .unwrap();
         assert!(format!("{e:#}").contains("no such cgroup"), "{e:#}");
         assert!(!format!("{e:#}").contains('\n'));
+        for outside in ["../../../../etc", "/../../..", "/../../../../etc"] {
+            let e = choose(Some(Path::new(outside)), None, None).err().unwrap();
+            let e = format!("{e:#}");
+            assert!(
+                e.contains("is outside the cgroup2 hierarchy") || e.contains("no such cgroup"),
+                "{outside}: {e}"
+            );
+        }
     }
 
     #[test]

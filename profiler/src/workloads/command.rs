@@ -30,9 +30,9 @@ pub struct CommandLine {
 
 impl CommandLine {
     /// How results (and scratch directories) name the command's workload: its words joined
-    /// by spaces, a URL's password masked.
+    /// by spaces, its secrets masked (`crate::secrets`).
     pub fn name(&self) -> String {
-        crate::store::location::without_passwords(&self.argv.join(" "))
+        crate::secrets::masked_argv(&self.argv).join(" ")
     }
 
     /// The workload spec for this command (leaked: specs are static, and a process measures

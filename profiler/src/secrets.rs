@@ -1,0 +1,402 @@
+//! One rule for secrets in what hookprof records: a command line or an environment kept
+//! anywhere (results, the store, the spool, exports, messages) has the value of every key that
+//! names a secret masked, in each form it takes: `key=value` (an environment's `KEY=VALUE`
+//! too), `--key=value`, `--key value`, `Key: value` (a header), a URL's password
+//! (`scheme://user:***@host`) and a URL's query parameter (`?token=***`). Every caller goes
+//! through [`masked_argv`] (a command line as its words) or [`masked_text`] (a shell command or
+//! a message, split into words here), so a form added here holds everywhere.
+use std::borrow::Cow;
+
+/// What a secret value is recorded as.
+pub const MASK: &str = "***";
+
+/// Parts of a key that name a secret wherever they appear in it (`PGPASSWORD`,
+/// `AWS_SECRET_ACCESS_KEY`, `--api-token`).
+const SECRET_PARTS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "credential",
+    "apikey",
+    "privatekey",
+    "authorization",
+    "cookie",
+];
+
+/// Words that name a secret only as a whole word of the key (`MYSQL_PWD`, `--key`, `api-key`,
+/// `--auth`), not inside another (`keyboard`, `author`, `compass`).
+const SECRET_WORDS: &[&str] = &["pwd", "pass", "pw", "key", "auth", "bearer", "sig"];
+
+/// True when `key` (a flag, an environment variable, a parameter, a header; any case, any
+/// leading dashes) names a secret.
+pub fn names_secret(key: &str) -> bool {
+    let key = key.trim_start_matches('-').to_ascii_lowercase();
+    SECRET_PARTS.iter().any(|part| key.contains(part))
+        || key
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| SECRET_WORDS.contains(&word))
+}
+
+/// A command line with every secret masked. A flag that names a secret without `=` (`--password`)
+/// has the next word masked, unless that word is itself a long option (`--password-stdin
+/// --username u`) or another flag naming a secret (whose own value is masked then): a password
+/// is not written `--...`, an option after a boolean flag is.
+pub fn masked_argv<S: AsRef<str>>(argv: &[S]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut value_next = false;
+    for arg in argv {
+        let arg = arg.as_ref();
+        let is_option = arg.starts_with("--") || is_secret_flag(arg);
+        if std::mem::take(&mut value_next) && !is_option {
+            out.push(MASK.to_string());
+            continue;
+        }
+        value_next = is_secret_flag(arg);
+        out.push(masked_word(arg).into_owned());
+    }
+    out
+}
+
+/// `text` (a shell command, a message, words joined by spaces) with every secret masked: its
+/// words as [`masked_argv`] masks them, quotes kept together (`--password 'a b'` is one
+/// value), the spaces between them as they were.
+pub fn masked_text(text: &str) -> String {
+    let spans = words(text);
+    // A word quoted whole is masked as the word it quotes, and quoted again.
+    let quoted: Vec<Option<char>> = spans
+        .iter()
+        .map(|&(start, end)| {
+            let word = &text[start..end];
+            let first = word.chars().next()?;
+            (matches!(first, '\'' | '"') && word.len() >= 2 && word.ends_with(first))
+                .then_some(first)
+        })
+        .collect();
+    let words: Vec<&str> = spans
+        .iter()
+        .zip(&quoted)
+        .map(|(&(start, end), quote)| match quote {
+            Some(_) => &text[start + 1..end - 1],
+            None => &text[start..end],
+        })
+        .collect();
+    let masked = masked_argv(&words);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for ((&(start, end), word), quote) in spans.iter().zip(masked).zip(quoted) {
+        out.push_str(&text[at..start]);
+        match quote {
+            Some(q) => out.extend([q.to_string(), word, q.to_string()]),
+            None => out.push_str(&word),
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A flag (`-k`, `--key`) that names a secret and has no `=value` of its own.
+fn is_secret_flag(arg: &str) -> bool {
+    arg.starts_with('-') && !arg.contains('=') && is_key(arg) && names_secret(arg)
+}
+
+/// Something that can be a key: no spaces, quotes or URL punctuation (`-Dpassword`,
+/// `PGPASSWORD`, `--api-key`, `X-Auth-Token`).
+fn is_key(s: &str) -> bool {
+    !s.trim_start_matches('-').is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// One word with the secrets it holds itself masked: `key=value`, `Key: value`, URLs.
+fn masked_word(word: &str) -> Cow<'_, str> {
+    for separator in ["=", ": "] {
+        if let Some((key, _)) = word.split_once(separator) {
+            if is_key(key) && names_secret(key) {
+                return Cow::Owned(format!("{key}{separator}{MASK}"));
+            }
+        }
+    }
+    if word.contains("://") || word.contains(['?', '&']) {
+        return Cow::Owned(without_passwords(word));
+    }
+    Cow::Borrowed(word)
+}
+
+/// The spans of `text`'s words: runs of non-space, where a quoted part (`'a b'`, `"a b"`)
+/// belongs to its word whole.
+fn words(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    let mut quote = None;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                start.get_or_insert(i);
+            }
+            (None, c) if c.is_whitespace() => {
+                if let Some(s) = start.take() {
+                    spans.push((s, i));
+                }
+            }
+            (None, _) => {
+                start.get_or_insert(i);
+            }
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, text.len()));
+    }
+    spans
+}
+
+/// `text` with every URL password in it masked: `scheme://USER:***@HOST` and `?password=***`
+/// (any query key that names a secret). The user information ends at the last '@' before the
+/// query: a password may hold a '/' or an '@' that should have been escaped, which a URL
+/// parser would take for the path, so this reads the text as a person would, not as a parser.
+pub fn without_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let word = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        let before_query = tail[..word].find(['?', '#']).unwrap_or(word);
+        let user = tail[..before_query]
+            .rfind('@')
+            .and_then(|at| Some((tail[..at].split_once(':')?.0, at)))
+            // A '/' in the user name is a path's ('sqlite:///a:b@c.db'), not a user's.
+            .filter(|(user, _)| !user.contains('/'));
+        match user {
+            Some((user, at)) => {
+                out.push_str(user);
+                out.push(':');
+                out.push_str(MASK);
+                rest = &tail[at..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    without_secret_parameters(&out)
+}
+
+/// `key=value` pairs after a '?' or '&' whose key names a secret, with the value masked.
+fn without_secret_parameters(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['?', '&']) {
+        let (head, tail) = rest.split_at(i + 1);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '&' || c == '#' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].split_once('=') {
+            Some((key, _)) if names_secret(key) => {
+                out.push_str(key);
+                out.push('=');
+                out.push_str(MASK);
+            }
+            _ => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn keys_that_name_secrets_are_known_in_any_case_and_spelling() {
+        for key in [
+            "password",
+            "--password",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "--api-key",
+            "apikey",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "-Dpassword",
+            "--auth",
+            "Authorization",
+            "X-Auth-Token",
+            "--client-credentials",
+            "sslpassword",
+            "passwd",
+        ] {
+            assert!(names_secret(key), "{key}");
+        }
+        for key in [
+            "--label",
+            "--workloads",
+            "keyboard",
+            "author",
+            "--stack-passes",
+            "--baseline-keep",
+            "HOME",
+            "monkey",
+        ] {
+            assert!(!names_secret(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_secret_is_masked_in_every_form_a_command_line_gives_it() {
+        let argv = [
+            "stat",
+            "--",
+            "cmd",
+            "password=hunter2",
+            "--password=hunter3",
+            "--token",
+            "hunter4",
+            "PGPASSWORD=hunter5",
+            "postgres://u:hunter6@h/d?sslpassword=hunter7&x=1",
+            "Authorization: Bearer hunter8",
+            "--password-stdin",
+            "--username",
+            "alice",
+            "-Dsecret.key=hunter9",
+        ];
+        let masked = masked_argv(&argv);
+        let joined = masked.join(" ");
+        assert!(!joined.contains("hunter"), "{joined}");
+        assert_eq!(
+            masked,
+            [
+                "stat",
+                "--",
+                "cmd",
+                "password=***",
+                "--password=***",
+                "--token",
+                "***",
+                "PGPASSWORD=***",
+                "postgres://u:***@h/d?sslpassword=***&x=1",
+                "Authorization: ***",
+                "--password-stdin",
+                "--username",
+                "alice",
+                "-Dsecret.key=***",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_shell_command_keeps_its_spacing_and_loses_its_secrets() {
+        assert_eq!(
+            masked_text("env  PGPASSWORD=s1 psql --password 'two words' -c 'select 1'"),
+            "env  PGPASSWORD=*** psql --password '***' -c 'select 1'"
+        );
+        assert_eq!(
+            masked_text("curl -H \"Authorization: Bearer s2\" https://u:s3@h/"),
+            "curl -H \"Authorization: ***\" https://u:***@h/"
+        );
+        assert_eq!(
+            masked_text("plain words, no secret"),
+            "plain words, no secret"
+        );
+    }
+
+    #[test]
+    fn passwords_are_masked_wherever_a_url_is() {
+        for (given, kept) in [
+            (
+                "--store=postgres://u:pw@h/d",
+                "--store=postgres://u:***@h/d",
+            ),
+            (
+                "postgresql://u:p/w@d@h:1/d?x=1",
+                "postgresql://u:***@h:1/d?x=1",
+            ),
+            (
+                "a postgres://u:x@h b://v:y@w",
+                "a postgres://u:***@h b://v:***@w",
+            ),
+            ("postgres://u@h/d", "postgres://u@h/d"),
+            ("x?sslpassword=s&a=b", "x?sslpassword=***&a=b"),
+            (
+                "x?access_token=s&api_key=t",
+                "x?access_token=***&api_key=***",
+            ),
+            ("sqlite:///tmp/a:b@c.db", "sqlite:///tmp/a:b@c.db"),
+            ("plain text", "plain text"),
+        ] {
+            assert_eq!(without_passwords(given), kept, "{given}");
+        }
+    }
+
+    /// A secret value: no space (a word), not a long option, and marked so it can be found.
+    fn secret() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9!#$%()*+,./:;<>@^_{|}~-]{0,12}".prop_map(|s| format!("S3cr{s}"))
+    }
+
+    fn secret_key() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "password",
+            "PGPASSWORD",
+            "passwd",
+            "pwd",
+            "MYSQL_PWD",
+            "secret",
+            "client_secret",
+            "token",
+            "GITHUB_TOKEN",
+            "key",
+            "api-key",
+            "apikey",
+            "credential",
+            "auth",
+            "x-auth-token",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    /// One word or two of a command line carrying `value` under `key`, in one of the forms.
+    fn carried(key: &str, value: &str, form: u8) -> Vec<String> {
+        match form {
+            0 => vec![format!("{key}={value}")],
+            1 => vec![format!("--{key}={value}")],
+            2 => vec![format!("--{key}"), value.to_string()],
+            3 => vec![format!("-{key}"), value.to_string()],
+            4 => vec![format!("{}={value}", key.to_uppercase())],
+            // In a URL a value is percent-encoded, as a URL must hold it.
+            _ => {
+                let mut url = url::Url::parse("postgres://user@[::1]:5432/db").unwrap();
+                url.set_password(Some(value)).unwrap();
+                url.query_pairs_mut().append_pair(key, value);
+                vec![url.to_string()]
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_generated_secret_survives_masking_in_any_form(
+            key in secret_key(),
+            value in secret(),
+            form in 0u8..6,
+            before in prop::collection::vec("[a-z -]{0,8}", 0..3),
+        ) {
+            let mut argv: Vec<String> = before.clone();
+            argv.extend(carried(&key, &value, form));
+            argv.push("--after".into());
+            let masked = masked_argv(&argv).join(" ");
+            prop_assert!(!masked.contains("S3cr"), "{argv:?} -> {masked}");
+            let text = masked_text(&argv.join(" "));
+            prop_assert!(!text.contains("S3cr"), "{argv:?} -> {text}");
+            // What is not a secret stays.
+            prop_assert!(masked.ends_with("--after") && text.ends_with("--after"));
+        }
+    }
+}
