@@ -387,14 +387,9 @@ fn a_versus_run_pairs_its_variants_round_by_round() {
 fn a_path_verdict_calls_the_injected_syscall_and_no_other_path() {
     require_root();
     let _serial = one_at_a_time();
-    let args = [
-        "--workloads",
-        "null_call",
-        "--rounds",
-        "4",
-        "--samples",
-        "3",
-    ];
+    let args: Vec<&str> = "--workloads null_call --rounds 4 --samples 3"
+        .split(' ')
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (name, inject) in [("base", "getppid=0"), ("injected", "getppid=2000")] {

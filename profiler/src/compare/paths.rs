@@ -318,7 +318,7 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
     };
     let steady = s.cpu_spread.is_none_or(|spread| spread <= NOISY_OP);
     for (i, p) in s.paths.iter().enumerate() {
-        let test = Test::sampled(p.priced, p.test, steady);
+        let test = Test::sampled(p.judged.priced, p.judged.test, steady);
         let sampled = Candidate {
             workload,
             row: Row::Sampled(i),
@@ -347,7 +347,7 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
         kind: "group",
         name: g.label(),
         parent: None,
-        test: Test::sampled(g.priced, g.test, steady),
+        test: Test::sampled(g.judged.priced, g.judged.test, steady),
     }));
     out
 }
@@ -361,12 +361,12 @@ fn star(w: &mut WorkloadComparison, row: Row, called: bool) {
         }
         Row::Sampled(i) => {
             if let Some(p) = w.sampled.as_mut().and_then(|s| s.paths.get_mut(i)) {
-                p.starred = called;
+                p.judged.starred = called;
             }
         }
         Row::Group(i) => {
             if let Some(g) = w.sampled.as_mut().and_then(|s| s.groups.get_mut(i)) {
-                g.starred = called;
+                g.judged.starred = called;
             }
         }
     }

@@ -120,7 +120,7 @@ fn an_a_a_series_calls_a_path_in_at_most_the_false_discovery_rate_of_its_compare
             .unwrap()
             .paths
             .iter()
-            .filter(|p| p.starred);
+            .filter(|p| p.judged.starred);
         let timed = w
             .attribution
             .as_ref()

@@ -139,7 +139,7 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
             let pp = |v: f64| format!("{:+.2}", v * 100.0);
             let mut line = format!(
                 "{}{} {} {:.1}% -> {:.1}% ({} pp [{}, {}]) {} {}",
-                if p.starred { "*" } else { "" },
+                if p.judged.starred { "*" } else { "" },
                 p.kind.name(),
                 p.name,
                 p.old_share * 100.0,

@@ -95,15 +95,20 @@ pub struct SampledPathDelta {
     /// one are apart: the two methods disagree beyond their spreads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timed_disagrees: Option<TimedDelta>,
-    /// The share change's test, before any adjustment over the family of paths.
+    /// Its tests, and whether its path verdict called it.
     #[serde(skip)]
+    pub judged: Judged,
+}
+
+/// What a path verdict (`paths`) weighs a sampled row by, and what it decided.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged {
+    /// The share change's test, before any adjustment over the family of paths.
     pub test: ShareTest,
     /// The test of its ns per op, each cluster's share priced at its file's CPU time per op
     /// (None without clusters).
-    #[serde(skip)]
     pub priced: Option<DifferenceTest>,
-    /// Its path verdict called it (`paths`: the family's false discovery rate controlled).
-    #[serde(skip)]
+    /// Its path verdict called it (the family's false discovery rate controlled).
     pub starred: bool,
 }
 
@@ -469,9 +474,11 @@ fn path_delta(
         delta_low_ns: delta + (i.low - change) * n.cpu_ns_per_op(),
         delta_high_ns: delta + (i.high - change) * n.cpu_ns_per_op(),
         timed_disagrees: None,
-        test,
-        priced,
-        starred: false,
+        judged: Judged {
+            test,
+            priced,
+            starred: false,
+        },
     }
 }
 
@@ -491,15 +498,9 @@ pub struct GroupDelta {
     pub share_change_high: f64,
     pub old_ns_per_op: f64,
     pub new_ns_per_op: f64,
-    /// The share change's test, before any adjustment over the family.
+    /// Its tests, as a path's, and whether its verdict called it.
     #[serde(skip)]
-    pub test: ShareTest,
-    /// Its ns per op's test, as a path's.
-    #[serde(skip)]
-    pub priced: Option<DifferenceTest>,
-    /// Its verdict called it (`paths`: the family's false discovery rate controlled).
-    #[serde(skip)]
-    pub starred: bool,
+    pub judged: Judged,
 }
 
 impl GroupDelta {
@@ -545,9 +546,11 @@ pub fn group_change(
                 share_change_high: i.high,
                 old_ns_per_op: p1 * o.cpu_ns_per_op(),
                 new_ns_per_op: p2 * n.cpu_ns_per_op(),
-                test,
-                priced,
-                starred: false,
+                judged: Judged {
+                    test,
+                    priced,
+                    starred: false,
+                },
             }
         })
         .collect()
@@ -612,7 +615,7 @@ pub(crate) mod tests {
         let c = sampled_change(&[&old], &[&new], false).unwrap();
         let d = &c.paths[0];
         assert!((d.share_change - 0.10).abs() < 1e-12);
-        assert!(leaves_out_zero(&d), "{d:?}");
+        assert!(leaves_out_zero(d), "{d:?}");
         assert!((d.delta_ns_per_op - (0.15 * 3600.0 - 0.05 * 3000.0)).abs() < 1e-9);
         // The same share on both sides is no change.
         let same = sampled_change(&[&old], &[&old], false).unwrap();

@@ -45,7 +45,9 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
     ]);
     for (workload, groups) in &rows {
         let shown = groups.iter().filter(|g| {
-            g.kind == GroupKind::Hooks || g.starred || g.old_share.max(g.new_share) >= LISTED_SHARE
+            g.kind == GroupKind::Hooks
+                || g.judged.starred
+                || g.old_share.max(g.new_share) >= LISTED_SHARE
         });
         for (i, g) in shown.enumerate() {
             let label = match (g.kind, markup) {
@@ -67,7 +69,11 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
                 label,
                 format!("{:.1}%", g.old_share * 100.0),
                 format!("{:.1}%", g.new_share * 100.0),
-                format!("{}{}", if g.starred { "*" } else { "" }, pp(g.share_change)),
+                format!(
+                    "{}{}",
+                    if g.judged.starred { "*" } else { "" },
+                    pp(g.share_change)
+                ),
                 format!("[{}, {}]", pp(g.share_change_low), pp(g.share_change_high)),
                 format!("{:.1} -> {:.1}", g.old_ns_per_op, g.new_ns_per_op),
             ]);
@@ -99,7 +105,7 @@ fn largest(rows: &[(&str, &[GroupDelta])]) -> Option<String> {
         .iter()
         .flat_map(|(w, groups)| groups.iter().map(move |g| (*w, g)))
         .filter(|(_, g)| matches!(g.kind, GroupKind::Lsm | GroupKind::Framework))
-        .filter(|(_, g)| g.starred)
+        .filter(|(_, g)| g.judged.starred)
         .max_by(|a, b| a.1.share_change.abs().total_cmp(&b.1.share_change.abs()))?;
     Some(format!(
         "The largest change inside the hooks: {} in {}, {:.1}% -> {:.1}% of its CPU time ({:+.1} ns/op).",

@@ -861,9 +861,9 @@ fn the_security_stack_s_change_is_told_per_lsm_with_the_rounds_interval() {
         (landlock.share_change - 0.049_75).abs() < 1e-9,
         "{landlock:?}"
     );
-    assert!(landlock.starred, "{landlock:?}");
+    assert!(landlock.judged.starred, "{landlock:?}");
     let framework = groups.iter().find(|g| g.label() == "framework").unwrap();
-    assert!(!framework.starred, "{framework:?}");
+    assert!(!framework.judged.starred, "{framework:?}");
     let text = render_text(&c);
     assert!(text.contains("Security stack change"), "{text}");
     let row = text
