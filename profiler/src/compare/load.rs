@@ -109,8 +109,7 @@ pub(super) fn note(l: Option<&Load>, w: &WorkloadComparison) -> Option<String> {
         _ => "the new side",
     };
     Some(format!(
-        "undecided under load: {sides} ran while the rest of the machine was busy, which \
-         widens the op's interval; its path verdicts still stand on shares (measure again on a \
-         quiet machine to decide the op)"
+        "undecided under load ({sides}, the Load line above): its path verdicts still stand; \
+         measure again on a quiet machine to decide the op"
     ))
 }

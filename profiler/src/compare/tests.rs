@@ -257,7 +257,7 @@ fn load_is_said_first_and_a_workload_it_left_undecided_says_so() {
     let w = &c.workloads[0];
     assert_eq!(w.verdict, Verdict::Inconclusive);
     assert!(
-        text.contains("note: undecided under load: the new side ran while the rest"),
+        text.contains("note: undecided under load (the new side, the Load line above)"),
         "{text}"
     );
     assert!(render_markdown(&c).contains("**Load: old quiet"));
