@@ -22,9 +22,14 @@
 # Prints one line per comparison (exit code, regressed/improved workloads) and a summary: how
 # many compares exited 1, how many workload verdicts were regressed/improved, the verdicts by
 # kind, the largest slowdown each compare could have missed, and each workload's median minimum
-# detectable effect. QUIET=1 gives each run CPU 1 to itself. Needs root; HOOKPROF (default
+# detectable effect; then the path verdicts: in how many compares the injected syscall's path was
+# called regressed, every other path called, and the largest path slowdown each pass rules out.
+# QUIET=1 gives each run CPU 1 to itself. Needs root; HOOKPROF (default
 # target/release/hookprof) is the binary; OUT (default a new temp dir) keeps the files; RUN_ARGS
-# (default none) are added to every run (e.g. `--rounds 6 --samples 2`).
+# (default none) are added to every run (e.g. `--rounds 6 --samples 2`). BASELINE=DIR (power
+# only) takes the K baseline runs from DIR/runs (an earlier power OUT) instead of running them,
+# so several costs are tried against one baseline. RECOMPARE=1 makes no run: it compares the
+# runs already in OUT again (with this HOOKPROF) and prints the summary.
 set -eu
 HOOKPROF=${HOOKPROF:-target/release/hookprof}
 RUN_ARGS=${RUN_ARGS:-}
@@ -55,12 +60,18 @@ run() { # run INDEX ARGS...
     $QUIET_CPU "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label "run-$i" "$@" -o "$OUT/runs/$(printf %03d "$i").json" >/dev/null
 }
 i=0
+[ "${RECOMPARE:-0}" = 1 ] && i=$RUNS
 while [ "$i" -lt "$K" ]; do
-    # shellcheck disable=SC2086
-    run "$i" $base_args
+    if [ -n "${BASELINE:-}" ]; then
+        cp "$BASELINE/runs/$(printf %03d "$i").json" "$OUT/runs/"
+    else
+        # shellcheck disable=SC2086
+        run "$i" $base_args
+    fi
     i=$((i + 1))
 done
-case ${5:-} in
+case ${RECOMPARE:-0}${5:-} in
+1*) ;;
 *x*)
     # NS from the MDE printed for a 0-ns run against the baseline (kept apart, not compared).
     factor=${5%%x*} workload=${5#*x}
@@ -121,6 +132,7 @@ python3 - "$OUT/compare" "$mode" "${4:-}" <<'EOF'
 import json, os, statistics, sys
 folder, mode, syscall = sys.argv[1], sys.argv[2], sys.argv[3]
 codes, verdicts, changed, mde, attributed, kinds, missed = [], 0, 0, {}, 0, {}, []
+path_hits, path_others, path_caught, path_bounds = [], [], set(), []
 for name in sorted(os.listdir(folder)):
     if not name.endswith(".json"):
         continue
@@ -144,11 +156,29 @@ for name in sorted(os.listdir(folder)):
                 attributed += 1
         if w.get("minimum_detectable_effect") is not None:
             mde.setdefault(w["name"], []).append(w["minimum_detectable_effect"])
+    # The path verdicts: the injected syscall's path called regressed, and every other call.
+    for w in c["workloads"]:
+        for v in w.get("paths", []):
+            if v["verdict"] not in ("regressed", "improved"):
+                continue
+            hit = v["name"] == syscall and v["verdict"] == "regressed"
+            (path_hits if hit else path_others).append(f'{w["name"]}:{v["kind"]} {v["name"]}')
+            if hit:
+                path_caught.add(name)
+    f = c.get("path_family", {})
+    r = f.get("ruled_out_ns")
+    if r:
+        path_bounds.append(f'{r["bound"]:+.0f} ns/op ({r["path"]} in {r["workload"]})')
     print(f'compare {name[:-5]}: exit {rc}; ' + ("; ".join(moved) or "no change called"))
 print(f"{mode}: {sum(1 for r in codes if r == 1)} of {len(codes)} compares exited 1; "
       f"{changed} of {verdicts} workload verdicts regressed/improved"
       + (f"; {attributed} regressions attributed to {syscall} (its row moved most)" if syscall else ""))
 print("verdicts: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+print(f"paths: {len(path_caught)} of {len(codes)} compares call {syscall or 'the injected'} "
+      f"regressed ({', '.join(sorted(set(path_hits))) or 'nowhere'}); other paths called: "
+      f"{len(path_others)} ({', '.join(path_others) or 'none'})")
+if path_bounds:
+    print("largest path slowdown each pass rules out: " + "; ".join(path_bounds))
 if missed:
     print("largest slowdown each compare could have missed: " + "; ".join(missed))
 print("median minimum detectable effect per workload (80% power, Holm's strictest step):")

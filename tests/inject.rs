@@ -380,6 +380,59 @@ fn a_versus_run_pairs_its_variants_round_by_round() {
     assert_ne!(verdict("open_close"), "regressed");
 }
 
+/// Two short runs of null_call, getppid waiting 2 us in one and 0 ns in the other (both carry
+/// the injection's program): the path verdicts call getppid's path regressed, star no other
+/// path, and the headline names getppid.
+#[test]
+fn a_path_verdict_calls_the_injected_syscall_and_no_other_path() {
+    require_root();
+    let _serial = one_at_a_time();
+    let args: Vec<&str> = "--workloads null_call --rounds 4 --samples 3"
+        .split(' ')
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, inject) in [("base", "getppid=0"), ("injected", "getppid=2000")] {
+        let results = run_injected(&args, inject);
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&results).unwrap()).unwrap();
+        files.push(file);
+    }
+    let compare = |format: &str| {
+        std::process::Command::new(hookprof_tests::hookprof_bin())
+            .args(["compare", "--fail-on", "path-regressed", "--format", format])
+            .args(&files)
+            .output()
+            .unwrap()
+    };
+    let json = compare("json");
+    assert_eq!(json.status.code(), Some(1), "a path regressed");
+    let c: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let paths = c["workloads"][0]["paths"].as_array().expect("paths tested");
+    let called: Vec<String> = paths
+        .iter()
+        .filter(|v| v["verdict"] == "regressed" || v["verdict"] == "improved")
+        .map(|v| format!("{} {} {}", v["kind"], v["name"], v["verdict"]))
+        .collect();
+    assert_eq!(called, [r#""syscall" "getppid" "regressed""#], "{paths:?}");
+    let getppid = paths.iter().find(|v| v["name"] == "getppid").unwrap();
+    let (low, high) = (
+        getppid["low"].as_f64().unwrap(),
+        getppid["high"].as_f64().unwrap(),
+    );
+    assert!(low > 1000.0 && high > 2000.0, "{getppid}");
+    let text = String::from_utf8(compare("text").stdout).unwrap();
+    assert!(
+        text.contains("The largest path change: syscall getppid in null_call"),
+        "{text}"
+    );
+    let starred: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('*') && !l.contains("getppid"))
+        .collect();
+    assert!(starred.is_empty(), "{starred:?}");
+}
+
 #[test]
 fn a_versus_that_cannot_be_measured_is_refused_before_the_run() {
     for (args, says) in [

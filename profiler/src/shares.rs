@@ -108,7 +108,7 @@ pub fn estimate(rounds: &[RoundCount], floor_share: f64) -> Option<ShareEstimate
 /// One side's share with its 95% interval (clamped to 0..1), None as `estimate`.
 pub fn share_interval(rounds: &[RoundCount]) -> Option<Interval> {
     let e = estimate(rounds, pooled_share(rounds))?;
-    let half = critical_value(e.df) * e.variance.sqrt();
+    let half = critical(e.df, 1.0 - CONFIDENCE) * e.variance.sqrt();
     Some(Interval {
         value: e.share,
         low: (e.share - half).max(0.0),
@@ -116,22 +116,100 @@ pub fn share_interval(rounds: &[RoundCount]) -> Option<Interval> {
     })
 }
 
-/// The change of a share from `old` to `new` with its 95% interval (Welch-Satterthwaite
-/// degrees of freedom); None unless both sides have `MIN_ROUNDS` rounds with samples.
-pub fn change_interval(old: &[RoundCount], new: &[RoundCount]) -> Option<Interval> {
+/// A share's change tested: its estimate, the standard error and the degrees of freedom
+/// behind it (infinite where a binomial variance decided it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareTest {
+    pub change: f64,
+    pub std_error: f64,
+    pub df: f64,
+}
+
+impl ShareTest {
+    /// Two-sided p-value of no change (1 at no change with no spread, 0 at a change).
+    pub fn p_value(&self) -> f64 {
+        if self.std_error <= 0.0 {
+            return if self.change == 0.0 { 1.0 } else { 0.0 };
+        }
+        let z = (self.change / self.std_error).abs();
+        let sf = match StudentsT::new(0.0, 1.0, self.df) {
+            Ok(t) if self.df.is_finite() && self.df < 1e5 => t.sf(z),
+            _ => Normal::standard().sf(z),
+        };
+        (2.0 * sf).clamp(0.0, 1.0)
+    }
+
+    /// The change with its interval at confidence 1 - `alpha`, the ends kept where a change of
+    /// a share can be.
+    pub fn interval(&self, alpha: f64) -> Interval {
+        within_shares(self.change, critical(self.df, alpha) * self.std_error)
+    }
+}
+
+/// The test of a share's change from `old` to `new`, each side's clusters (rounds, or files
+/// where runs are the unit) as `estimate` takes them: Welch-Satterthwaite where both sides
+/// have `MIN_ROUNDS` clusters with samples; where one side has a single cluster, it is
+/// predicted from the other side's spread (one cluster's variance, at least the binomial at
+/// its own samples, plus the other side's mean's), as `replication::test` predicts a single
+/// run. None otherwise.
+pub fn change_test(old: &[RoundCount], new: &[RoundCount]) -> Option<ShareTest> {
     let both = pooled_share(&[old, new].concat());
-    let (o, n) = (estimate(old, both)?, estimate(new, both)?);
-    let variance = o.variance + n.variance;
-    let change = n.share - o.share;
-    // A side with infinite df adds nothing to the denominator; both so: the normal.
-    let denominator = o.variance.powi(2) / o.df + n.variance.powi(2) / n.df;
-    let df = if denominator > 0.0 {
-        variance.powi(2) / denominator
-    } else {
-        f64::INFINITY
+    let (o, n, predicted_df) = match (estimate(old, both), estimate(new, both)) {
+        (Some(o), Some(n)) => (o, n, None),
+        (Some(many), None) => (many, predicted(&many, old, new, both)?, Some(many.df)),
+        (None, Some(many)) => (predicted(&many, new, old, both)?, many, Some(many.df)),
+        (None, None) => return None,
     };
-    let half = critical_value(df) * variance.sqrt();
-    Some(within_shares(change, half))
+    let variance = o.variance + n.variance;
+    // A side with infinite df adds nothing to the denominator; both so: the normal. A
+    // prediction's two variances are one estimate: its degrees of freedom.
+    let denominator = o.variance.powi(2) / o.df + n.variance.powi(2) / n.df;
+    let df = match predicted_df {
+        Some(df) => df,
+        None if denominator > 0.0 => variance.powi(2) / denominator,
+        None => f64::INFINITY,
+    };
+    Some(ShareTest {
+        change: n.share - o.share,
+        std_error: variance.sqrt(),
+        df,
+    })
+}
+
+/// The single cluster of `single` as one more of `many`'s (whose clusters `repeated` are):
+/// its share, and the variance one cluster of `many` has (the variance of its mean times
+/// its clusters), at least the binomial at the single cluster's samples.
+fn predicted(
+    many: &ShareEstimate,
+    repeated: &[RoundCount],
+    single: &[RoundCount],
+    floor_share: f64,
+) -> Option<ShareEstimate> {
+    let [one] = single
+        .iter()
+        .filter(|c| c.all > 0)
+        .copied()
+        .collect::<Vec<_>>()[..]
+    else {
+        return None;
+    };
+    let clusters = repeated.iter().filter(|c| c.all > 0).count() as f64;
+    let binomial = floor_share * (1.0 - floor_share) / one.all as f64;
+    let variance = (many.variance * clusters).max(binomial);
+    Some(ShareEstimate {
+        share: one.path as f64 / one.all as f64,
+        variance,
+        df: if variance > binomial {
+            many.df
+        } else {
+            f64::INFINITY
+        },
+    })
+}
+
+/// The change of a share from `old` to `new` with its 95% interval (`change_test`'s).
+pub fn change_interval(old: &[RoundCount], new: &[RoundCount]) -> Option<Interval> {
+    change_test(old, new).map(|t| t.interval(1.0 - CONFIDENCE))
 }
 
 /// A change of a share with its interval, the ends kept where a change of a share can be.
@@ -143,16 +221,23 @@ fn within_shares(change: f64, half: f64) -> Interval {
     }
 }
 
-/// The change of a share with its 95% interval from the pooled counts, samples taken as
-/// independent draws (for sides with too few rounds): the two-proportion normal interval,
-/// its variance at the share of both sides pooled, as in `change_interval`.
-pub fn binomial_change_interval(old: RoundCount, new: RoundCount) -> Interval {
+/// The test of a share's change from the pooled counts, samples taken as independent draws
+/// (for sides with too few rounds): the two-proportion normal test, its variance at the share
+/// of both sides pooled, as in `change_test`.
+pub fn binomial_change_test(old: RoundCount, new: RoundCount) -> ShareTest {
     let both = pooled_share(&[old, new]);
     let variance =
         both * (1.0 - both) * (1.0 / old.all.max(1) as f64 + 1.0 / new.all.max(1) as f64);
-    let change = pooled_share(&[new]) - pooled_share(&[old]);
-    let half = critical_value(f64::INFINITY) * variance.sqrt();
-    within_shares(change, half)
+    ShareTest {
+        change: pooled_share(&[new]) - pooled_share(&[old]),
+        std_error: variance.sqrt(),
+        df: f64::INFINITY,
+    }
+}
+
+/// The change of a share with its 95% interval from the pooled counts (`binomial_change_test`).
+pub fn binomial_change_interval(old: RoundCount, new: RoundCount) -> Interval {
+    binomial_change_test(old, new).interval(1.0 - CONFIDENCE)
 }
 
 /// Which of several paths' (or frames') sample counts changed their share between two sides
@@ -189,10 +274,10 @@ pub fn changed_shares(
         .collect()
 }
 
-/// The two-sided critical value for [`CONFIDENCE`]: Student's t at `df`, the normal's past
-/// the point where the two agree to four digits.
-fn critical_value(df: f64) -> f64 {
-    let p = 0.5 + CONFIDENCE / 2.0;
+/// The two-sided critical value at level `alpha`: Student's t at `df`, the normal's past the
+/// point where the two agree to four digits.
+fn critical(df: f64, alpha: f64) -> f64 {
+    let p = 1.0 - alpha / 2.0;
     match StudentsT::new(0.0, 1.0, df) {
         Ok(t) if df.is_finite() && df < 1e5 => t.inverse_cdf(p),
         _ => Normal::standard().inverse_cdf(p),
@@ -286,8 +371,41 @@ mod tests {
         let two = rounds(&[(50, 1000), (55, 1000)]);
         assert!(estimate(&one, 0.05).is_none());
         assert!(estimate(&rounds(&[(50, 1000), (0, 0)]), 0.05).is_none());
-        assert!(change_interval(&one, &two).is_none());
+        assert!(change_interval(&one, &one).is_none());
         assert!(change_interval(&two, &two).is_some());
+    }
+
+    #[test]
+    fn a_single_run_is_predicted_from_the_other_side_s_runs() {
+        // Ten runs whose shares stray between 3% and 7%, far beyond their binomial noise, and
+        // one more run.
+        let runs = rounds(&[
+            (30, 1000),
+            (70, 1000),
+            (35, 1000),
+            (65, 1000),
+            (50, 1000),
+            (32, 1000),
+            (68, 1000),
+            (45, 1000),
+            (55, 1000),
+            (50, 1000),
+        ]);
+        let like = change_test(&runs, &rounds(&[(53, 1000)])).unwrap();
+        assert!(like.p_value() > 0.5, "{like:?}");
+        // Its spread is one run's, not the ten runs' mean's: sqrt(10) times wider.
+        let both = change_test(&runs, &runs).unwrap();
+        assert!(like.std_error > 2.0 * both.std_error, "{like:?} {both:?}");
+        assert_eq!(like.df, 9.0);
+        let shifted = change_test(&runs, &rounds(&[(200, 1000)])).unwrap();
+        assert!(shifted.p_value() < 1e-4, "{shifted:?}");
+        // Either side may be the single run; the sign follows the sides.
+        let back = change_test(&rounds(&[(200, 1000)]), &runs).unwrap();
+        assert!((back.change + shifted.change).abs() < 1e-12);
+        // Runs that agree exactly are floored at the single run's binomial variance, known.
+        let flat = rounds(&[(50, 1000); 5]);
+        let t = change_test(&flat, &rounds(&[(50, 1000)])).unwrap();
+        assert!(t.df.is_infinite() && t.std_error > 0.0, "{t:?}");
     }
 
     #[test]

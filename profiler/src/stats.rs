@@ -297,11 +297,32 @@ pub fn welch_ratio(old: Moments, new: Moments) -> Option<RatioTest> {
     RatioTest::new(new.mean / old.mean, var.sqrt(), df)
 }
 
-/// The 95% interval of mean(new) - mean(old), for an additive figure (a path's ns per op):
-/// Welch's with two or more values a side; with one on a side, the prediction interval of one
-/// more value from the other side's spread (s * sqrt(1 + 1/k), k - 1 degrees of freedom).
-/// None with fewer.
-pub fn difference_interval(old: &Summary, new: &Summary) -> Option<(f64, f64)> {
+/// A two-sided test of mean(new) - mean(old) for an additive figure (a path's ns per op).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DifferenceTest {
+    pub difference: f64,
+    /// Its standard error; 0 when neither side varies (then p is 1 at no difference, else 0).
+    pub std_error: f64,
+    pub df: f64,
+    /// Two-sided p-value of no difference (before any adjustment over a family).
+    pub p_value: f64,
+}
+
+impl DifferenceTest {
+    /// The interval of the difference at confidence 1 - `alpha`.
+    pub fn interval(&self, alpha: f64) -> (f64, f64) {
+        if self.std_error == 0.0 {
+            return (self.difference, self.difference);
+        }
+        let half = t_critical(self.df, alpha) * self.std_error;
+        (self.difference - half, self.difference + half)
+    }
+}
+
+/// The test of mean(new) - mean(old): Welch's with two or more values a side; with one on a
+/// side, one more value predicted from the other side's spread (s * sqrt(1 + 1/k), k - 1
+/// degrees of freedom). None with fewer.
+pub fn difference_test(old: &Summary, new: &Summary) -> Option<DifferenceTest> {
     let difference = new.mean - old.mean;
     let (variance, df) = match (old.n, new.n) {
         (o, n) if o >= 2 && n >= 2 => {
@@ -321,11 +342,57 @@ pub fn difference_interval(old: &Summary, new: &Summary) -> Option<(f64, f64)> {
         }
         _ => return None,
     };
-    if !(variance > 0.0 && variance.is_finite()) {
-        return Some((difference, difference));
+    if !difference.is_finite() {
+        return None;
     }
-    let half = t_quantile(df) * variance.sqrt();
-    Some((difference - half, difference + half))
+    if !(variance > 0.0 && variance.is_finite()) {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        return Some(DifferenceTest {
+            difference,
+            std_error: 0.0,
+            df,
+            p_value,
+        });
+    }
+    let std_error = variance.sqrt();
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some(DifferenceTest {
+        difference,
+        std_error,
+        df,
+        p_value: (2.0 * t.sf((difference / std_error).abs())).clamp(0.0, 1.0),
+    })
+}
+
+/// The 95% interval of mean(new) - mean(old) (`difference_test`'s).
+pub fn difference_interval(old: &Summary, new: &Summary) -> Option<(f64, f64)> {
+    difference_test(old, new).map(|t| t.interval(1.0 - CONFIDENCE))
+}
+
+/// Benjamini and Hochberg's step-up adjustment of a family of p-values (their q-values), in
+/// the input order: a hypothesis is rejected at false discovery rate alpha exactly when its
+/// q-value is below alpha.
+pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[b].total_cmp(&p_values[a]));
+    let mut adjusted = vec![0.0; m];
+    let mut running_min: f64 = 1.0;
+    for (from_top, &i) in order.iter().enumerate() {
+        let rank = m - from_top;
+        running_min = running_min.min(p_values[i] * m as f64 / rank as f64);
+        adjusted[i] = running_min;
+    }
+    adjusted
+}
+
+/// The level of the intervals that go with Benjamini-Hochberg at `alpha` (Benjamini and
+/// Yekutieli's false coverage rate, 2005): alpha x R / m with R rejected of m, alpha / m when
+/// none is, so an interval leaves out 0 exactly when its q-value is below alpha.
+pub fn false_coverage_level(q_values: &[f64], alpha: f64) -> f64 {
+    let m = q_values.len().max(1) as f64;
+    let rejected = q_values.iter().filter(|&&q| q < alpha).count().max(1) as f64;
+    alpha * rejected / m
 }
 
 /// Holm's step-down adjustment of a family of p-values, returned in the input order.
@@ -391,10 +458,16 @@ impl std::fmt::Display for Verdict {
 /// When a change counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Criteria {
-    /// Significance level for the Holm-adjusted p-value.
+    /// Significance level for the Holm-adjusted p-value, and the false discovery rate of the
+    /// path verdicts.
     pub alpha: f64,
     /// Smallest relative change that matters (0.01 = 1%).
     pub threshold: f64,
+    /// Smallest change of a path's cost that matters, ns per op (timed, or a share priced at
+    /// the op's CPU time).
+    pub path_threshold_ns: f64,
+    /// ... and of a share judged alone, as a fraction (0.005 = 0.5 percentage points).
+    pub path_threshold_share: f64,
 }
 
 impl Default for Criteria {
@@ -402,6 +475,8 @@ impl Default for Criteria {
         Criteria {
             alpha: 0.05,
             threshold: 0.01,
+            path_threshold_ns: 10.0,
+            path_threshold_share: 0.005,
         }
     }
 }
@@ -597,6 +672,37 @@ mod tests {
         let (lo, hi) = difference_interval(&old, &one).unwrap();
         assert!(lo < 0.558 && hi > 0.558 && hi - lo > 0.2, "{lo} {hi}");
         assert!(difference_interval(&one, &one).is_none());
+    }
+
+    #[test]
+    fn a_difference_s_p_value_is_where_its_interval_touches_zero() {
+        let old = summarize(&[3.88, 3.97, 3.92, 3.97, 3.97]).unwrap();
+        let new = summarize(&[4.13, 4.16, 4.13, 4.23, 4.22]).unwrap();
+        let t = difference_test(&old, &new).unwrap();
+        assert!(t.p_value > 0.0 && t.p_value < 1e-3, "{t:?}");
+        let (lo, _) = t.interval(t.p_value);
+        assert!(lo.abs() < 1e-9, "{lo}");
+        // The same values on both sides: nothing to reject.
+        let same = difference_test(&old, &old).unwrap();
+        assert!(same.p_value > 0.99, "{same:?}");
+        // Neither side varies: known exactly.
+        let flat = summarize(&[4.0, 4.0]).unwrap();
+        assert_eq!(difference_test(&flat, &flat).unwrap().p_value, 1.0);
+    }
+
+    #[test]
+    fn benjamini_hochberg_steps_up_from_the_largest_p_value() {
+        // By hand: sorted 0.005, 0.01, 0.03, 0.04 of m = 4 scale by 4/1, 4/2, 4/3, 4/4, then
+        // each takes the least of itself and those above it.
+        let q = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005]);
+        for (got, expected) in q.iter().zip([0.02, 0.04, 0.04, 0.02]) {
+            assert_close(*got, expected);
+        }
+        // All four are rejected at 0.05, so the intervals are at 0.05 x 4 / 4.
+        assert_close(false_coverage_level(&q, 0.05), 0.05);
+        // None rejected at 0.01: the level of a single test among four.
+        assert_close(false_coverage_level(&q, 0.01), 0.0025);
+        assert!(benjamini_hochberg(&[]).is_empty());
     }
 
     #[test]

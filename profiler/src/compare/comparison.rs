@@ -19,6 +19,9 @@ pub struct Comparison {
     /// `--parallel`, the probes, the sampling rates, where the workloads' files live) and
     /// differ between the sides: listed first, since a change may be theirs.
     pub options: Vec<EnvironmentDifference>,
+    /// Either side ran under load, or their loads differ: said before anything else.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::Load>,
     /// Environment facts that differ between the sides.
     pub environment: Vec<EnvironmentDifference>,
     /// Paths and task events that appear, disappear or run more or less often per op: facts
@@ -30,6 +33,9 @@ pub struct Comparison {
     /// The largest slowdown the comparison could have missed: over the workloads not called
     /// regressed, the worse end of their intervals, the largest in log terms.
     pub largest_missed_slowdown: Option<MissedSlowdown>,
+    /// The path verdicts over every workload: how many were tested and called, at which
+    /// confidence, the largest called change and what a pass rules out.
+    pub path_family: super::paths::PathFamily,
     /// The sampled stacks of workloads profiled on both sides (the HTML page's differential
     /// flame graphs; too bulky for the JSON comparison).
     #[serde(skip)]
@@ -89,8 +95,14 @@ pub struct WorkloadComparison {
     /// the workload calls, or other options that differ).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub option_note: Option<String>,
+    /// Left inconclusive while a side ran under load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_note: Option<String>,
     pub extras: Vec<ExtraComparison>,
     pub attribution: Option<ChangeAttribution>,
+    /// Each tested path's verdict (`paths`), in the order timed, sampled, groups.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<super::paths::PathVerdict>,
     /// Each path's share of the sampled CPU time on both sides (where both sampled stacks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<super::SampledChange>,
@@ -215,6 +227,12 @@ pub struct PathDelta {
     /// has one value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_interval: Option<(f64, f64)>,
+    /// The test behind the interval, before any adjustment over the family of paths.
+    #[serde(skip)]
+    pub test: Option<crate::stats::DifferenceTest>,
+    /// Its path verdict called it (`paths`: the family's false discovery rate controlled).
+    #[serde(skip)]
+    pub starred: bool,
     /// The sampled stacks attribute this path's change, and their interval and this one are
     /// apart: the two methods disagree beyond what either's spread explains.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -231,13 +249,18 @@ impl Comparison {
             .count()
     }
 
-    /// 1 on a regression (unless told never to fail); 3 when a workload is inconclusive and
-    /// the caller asked to fail on that; else 0. (2 is for errors, which never get here.)
+    /// 1 on a regression (with `path-regressed`, also a path's); 3 when a workload is
+    /// inconclusive and the caller asked to fail on that; else 0. (2 is for errors, which
+    /// never get here.)
     pub fn exit_code(&self, fail_on: FailOn) -> u8 {
         let regressed = self.count(Verdict::Regressed) > 0;
         let undecided = self.count(Verdict::Inconclusive) > 0;
         match fail_on {
             FailOn::Never => 0,
+            FailOn::PathRegressed if regressed || self.path_family.regressed > 0 => {
+                crate::exit::REGRESSED
+            }
+            FailOn::PathRegressed => 0,
             FailOn::Regression | FailOn::Inconclusive if regressed => crate::exit::REGRESSED,
             FailOn::Inconclusive if undecided => crate::exit::UNDECIDED,
             FailOn::Regression | FailOn::Inconclusive => 0,
@@ -247,7 +270,8 @@ impl Comparison {
     /// What to say on stderr when inconclusive workloads do not change the exit code.
     pub fn inconclusive_warning(&self, fail_on: FailOn) -> Option<String> {
         let n = self.count(Verdict::Inconclusive);
-        (n > 0 && fail_on == FailOn::Regression).then(|| {
+        let silent = matches!(fail_on, FailOn::Regression | FailOn::PathRegressed);
+        (n > 0 && silent).then(|| {
             format!(
                 "{n} of {} workloads inconclusive; they do not fail the comparison (with \
                  --fail-on inconclusive they exit 3)",

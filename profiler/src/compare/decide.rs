@@ -4,7 +4,7 @@
 use super::{
     environment::{environment_differences, option_differences},
     explain::{attribute_change, Rows},
-    facts, options,
+    facts, options, paths,
     pool::{pool, Pooled},
     sampled, speed, Comparison, DisturbedRun, ExtraComparison, MissedSlowdown, WorkloadComparison,
 };
@@ -91,6 +91,7 @@ pub fn compare(
         let mut sampled = sampled::sampled_change(
             &o.profiles.iter().collect::<Vec<_>>(),
             &n.profiles.iter().collect::<Vec<_>>(),
+            replication == Replication::File,
         );
         if let Some(s) = &mut sampled {
             s.whole_ns = rows::op_ns(unit, new_s.mean)
@@ -120,6 +121,8 @@ pub fn compare(
             verdict: Verdict::Inconclusive,
             extras,
             option_note: None,
+            load_note: None,
+            paths: Vec::new(),
         });
     }
     anyhow::ensure!(
@@ -165,15 +168,20 @@ pub fn compare(
     let options = option_differences(old, new);
     let mut environment = environment_differences(old, new);
     environment.extend(speed::check(&mut workloads));
+    let load = super::load::load(old, new);
     for w in &mut workloads {
         w.verdict = verdict(w, criteria);
         w.option_note = options::note(&options, old, new, w);
+        w.load_note = super::load::note(load.as_ref(), w);
     }
+    let path_family = paths::decide(&mut workloads, criteria);
     Ok(Comparison {
         criteria: *criteria,
         old_labels: old.iter().map(|r| r.label.clone()).collect(),
         new_labels: new.iter().map(|r| r.label.clone()).collect(),
         largest_missed_slowdown: MissedSlowdown::of(&workloads),
+        path_family,
+        load,
         options,
         environment,
         call_counts: facts::call_counts(old, new),

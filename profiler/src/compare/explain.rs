@@ -65,7 +65,7 @@ pub(super) fn attribute_change(
         .into_iter()
         .map(|key @ (kind, name, parent)| {
             let (o, n) = keys[&key];
-            let delta_interval = delta_interval(&key, &old_side, &new_side, replication);
+            let test = delta_test(&key, &old_side, &new_side, replication);
             PathDelta {
                 kind,
                 name: name.to_string(),
@@ -73,7 +73,9 @@ pub(super) fn attribute_change(
                 old_ns_per_op: o,
                 new_ns_per_op: n,
                 delta_ns_per_op: n - o,
-                delta_interval,
+                delta_interval: test.map(|t| t.interval(1.0 - stats::CONFIDENCE)),
+                test,
+                starred: false,
                 sampled_disagrees: false,
                 top_level: told_by(kind, parent),
             }
@@ -92,15 +94,15 @@ pub(super) fn attribute_change(
     })
 }
 
-/// The 95% interval of a path's change per op, from its values at the comparison's unit (a
-/// paired run's rounds taken unpaired); None where a side has no repeated values or they do not
-/// vary (no spread was measured, which is not a path known exactly).
-fn delta_interval(
+/// The test of a path's change per op, from its values at the comparison's unit (a paired
+/// run's rounds taken unpaired); None where a side has no repeated values or they do not vary
+/// (no spread was measured, which is not a path known exactly).
+fn delta_test(
     (kind, name, parent): &(PathKind, &str, Option<&str>),
     old: &Rows,
     new: &Rows,
     replication: Replication,
-) -> Option<(f64, f64)> {
+) -> Option<stats::DifferenceTest> {
     let unit = match replication {
         Replication::Pair => Replication::Round,
         u => u,
@@ -112,5 +114,5 @@ fn delta_interval(
             .find(|((k, n, p), _)| k == kind && n == name && p.as_deref() == *parent)?;
         stats::summarize(&replication::observations(files, unit))
     };
-    stats::difference_interval(&summary(old)?, &summary(new)?).filter(|(low, high)| high > low)
+    stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)
 }

@@ -11,6 +11,7 @@ impl Document for Comparison {
         Format::Json,
         Format::Html,
         Format::Junit,
+        Format::Bmf,
     ];
 
     fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
@@ -20,6 +21,7 @@ impl Document for Comparison {
             Format::Json => Some(&output::Json),
             Format::Html => Some(&output::Html),
             Format::Junit => Some(&output::Junit),
+            Format::Bmf => Some(&output::Bmf),
             _ => None,
         }
     }
@@ -52,5 +54,11 @@ impl Exporter<Comparison> for output::Html {
 impl Exporter<Comparison> for output::Junit {
     fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
         Ok(render_junit(c).into_bytes())
+    }
+}
+
+impl Exporter<Comparison> for output::Bmf {
+    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
+        output::pretty_json(&super::bmf::document(c))
     }
 }

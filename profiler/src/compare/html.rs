@@ -26,6 +26,13 @@ pub fn render_html(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     let mut body = format!("<h1>{}</h1>\n", esc(&title));
+    if let Some(load) = &c.load {
+        let _ = writeln!(
+            body,
+            "<p><strong>{}</strong></p>",
+            esc(&super::load::sentence(load))
+        );
+    }
     for (heading, section) in super::render::differences(c) {
         let _ = writeln!(body, "<p><b>{}</b></p>", esc(heading.trim_end_matches(':')));
         for d in section {
@@ -45,14 +52,13 @@ pub fn render_html(c: &Comparison) -> String {
         .iter()
         .filter(|w| w.adjusted_p.is_some())
         .count();
-    let missed = super::render::missed_sentence(c).map(|m| format!("; {m}"));
     let _ = writeln!(
         body,
-        "<p>{}{}. {} {}</p>",
-        esc(&super::render::totals(c)),
-        esc(&missed.unwrap_or_default()),
+        "<p>{}. {} {} {}</p>",
+        esc(&super::render::summary(c)),
         esc(&super::render::holm_sentence(c, tested)),
         esc(&super::render::replication_sentence(c)),
+        esc(&super::path_text::family_sentence(c)),
     );
     body.push_str(
         "<table><tr><th>workload</th><th>old</th><th>new</th><th>change [interval]</th>\

@@ -1,7 +1,8 @@
 //! The comparison as JUnit XML, the test-report format GitLab (merge-request widget), Jenkins,
 //! Azure DevOps and most other CI systems display natively: one test case per workload, a
 //! failure for a regression (with its attribution), skipped for an inconclusive one; first, when
-//! call counts differ, a passing case that lists them.
+//! call counts differ, a passing case that lists them; after each workload with tested paths,
+//! a case for its paths, a failure when a path regressed.
 use std::fmt::Write;
 
 use super::{render::attribution_lines, Comparison};
@@ -15,12 +16,18 @@ pub fn render_junit(c: &Comparison) -> String {
     );
     let facts =
         Some(super::facts::lines(&c.call_counts)).filter(|_| !c.call_counts.differences.is_empty());
+    let with_paths = c.workloads.iter().filter(|w| !w.paths.is_empty()).count();
+    let paths_failed = c
+        .workloads
+        .iter()
+        .filter(|w| w.paths.iter().any(|v| v.verdict == Verdict::Regressed))
+        .count();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" \
          tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
         esc(&suite),
-        c.workloads.len() + usize::from(facts.is_some()),
-        c.count(Verdict::Regressed),
+        c.workloads.len() + with_paths + usize::from(facts.is_some()),
+        c.count(Verdict::Regressed) + paths_failed,
         c.count(Verdict::Inconclusive)
     );
     // Call-count differences first, as a passing case of their own: facts, not failures.
@@ -68,7 +75,38 @@ pub fn render_junit(c: &Comparison) -> String {
             }
         }
         out.push_str("</testcase>\n");
+        paths_case(&mut out, w);
     }
     out.push_str("</testsuite>\n</testsuites>\n");
     out
+}
+
+/// `W paths`: a failure listing the regressed paths, else the called ones as output.
+fn paths_case(out: &mut String, w: &super::WorkloadComparison) {
+    if w.paths.is_empty() {
+        return;
+    }
+    let lines = super::path_text::workload_lines(w);
+    let regressed = w.paths.iter().filter(|v| v.verdict == Verdict::Regressed);
+    let _ = write!(
+        out,
+        "<testcase classname=\"hookprof.compare.paths\" name=\"{} paths\">",
+        esc(&w.name)
+    );
+    match regressed.count() {
+        0 => {
+            let summary = format!("{} paths tested, none regressed", w.paths.len());
+            let body = [vec![summary], lines].concat().join("\n");
+            let _ = write!(out, "<system-out>{}</system-out>", esc(&body));
+        }
+        n => {
+            let _ = write!(
+                out,
+                "<failure message=\"{}\" type=\"path-regression\">{}</failure>",
+                esc(&format!("{n} of {} paths regressed", w.paths.len())),
+                esc(&lines.join("\n"))
+            );
+        }
+    }
+    out.push_str("</testcase>\n");
 }

@@ -14,6 +14,7 @@ use crate::{
     sweep::compare as sweep,
 };
 
+mod bmf;
 mod comparison;
 mod decide;
 mod environment;
@@ -22,7 +23,10 @@ mod export;
 pub mod facts;
 pub(crate) mod html;
 mod junit;
+pub mod load;
 mod options;
+mod path_text;
+pub mod paths;
 mod pool;
 mod render;
 pub(crate) mod sampled;
@@ -42,7 +46,8 @@ pub use sampled::{SampledChange, SampledPathDelta, ShareInterval};
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Exit codes:\n  0  no regression (inconclusive workloads print a warning)\n  \
-1  at least one workload regressed (not with --fail-on never)\n  2  bad input or error\n  \
+1  at least one workload regressed (not with --fail-on never), or a path did with \
+--fail-on path-regressed\n  2  bad input or error\n  \
 3  a workload is inconclusive, with --fail-on inconclusive"
 )]
 pub struct CompareArgs {
@@ -74,6 +79,14 @@ pub struct CompareOptions {
     /// Smallest change that counts, in percent of the old mean.
     #[arg(long, default_value_t = 1.0)]
     pub threshold: f64,
+    /// Smallest change of a path's cost that counts, ns per op (timed, or a sampled share
+    /// priced at the op's CPU time).
+    #[arg(long, default_value_t = 10.0, value_name = "NS")]
+    pub path_threshold_ns: f64,
+    /// Smallest change of a path's share that counts where it is judged on its share alone,
+    /// in percentage points of the op's CPU time.
+    #[arg(long, default_value_t = 0.5, value_name = "PP")]
+    pub path_threshold_pp: f64,
     /// What makes the exit code non-zero: a regression (1), also an inconclusive workload (3),
     /// or nothing.
     #[arg(long, value_enum, default_value_t = FailOn::Regression)]
@@ -95,9 +108,20 @@ impl CompareOptions {
             "--threshold must be a percentage >= 0, not {}",
             self.threshold
         );
+        for (flag, value) in [
+            ("--path-threshold-ns", self.path_threshold_ns),
+            ("--path-threshold-pp", self.path_threshold_pp),
+        ] {
+            anyhow::ensure!(
+                value >= 0.0 && value.is_finite(),
+                "{flag} must be a number >= 0, not {value}"
+            );
+        }
         Ok(Criteria {
             alpha: self.alpha,
             threshold: self.threshold / 100.0,
+            path_threshold_ns: self.path_threshold_ns,
+            path_threshold_share: self.path_threshold_pp / 100.0,
         })
     }
 }
@@ -108,6 +132,9 @@ pub enum FailOn {
     Regression,
     /// Exit 1 on a regression, else 3 when a workload could not be decided.
     Inconclusive,
+    /// Exit 1 on a workload's regression or a path's (its q-value below --alpha, its change
+    /// above --path-threshold-ns, or --path-threshold-pp where it is judged on its share).
+    PathRegressed,
     /// Exit 0 whatever the verdicts (bad input still exits 2).
     Never,
 }

@@ -2,8 +2,8 @@
 use std::fmt::Write;
 
 use super::{
-    ChangeAttribution, Comparison, EnvironmentDifference, PathDelta, SampledChange, ShareInterval,
-    WorkloadComparison,
+    path_text, ChangeAttribution, Comparison, EnvironmentDifference, PathDelta, SampledChange,
+    ShareInterval, WorkloadComparison,
 };
 use crate::{
     replication::{TestKind, Unit as Replication},
@@ -139,7 +139,7 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
             let pp = |v: f64| format!("{:+.2}", v * 100.0);
             let mut line = format!(
                 "{}{} {} {:.1}% -> {:.1}% ({} pp [{}, {}]) {} {}",
-                if p.significant() { "*" } else { "" },
+                if p.judged.starred { "*" } else { "" },
                 p.kind.name(),
                 p.name,
                 p.old_share * 100.0,
@@ -178,16 +178,23 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
             old_rounds,
             new_rounds,
         } => format!(
-            " in {old_rounds} -> {new_rounds} rounds; * the 95% interval from the rounds' spread \
-             leaves out 0"
+            " in {old_rounds} -> {new_rounds} rounds; 95% intervals from the rounds' spread; * \
+             called by its path verdict"
+        ),
+        ShareInterval::Files {
+            old_files,
+            new_files,
+        } => format!(
+            " in {old_files} -> {new_files} runs; 95% intervals from the runs' spread; * called \
+             by its path verdict"
         ),
         ShareInterval::Binomial {
             old_rounds,
             new_rounds,
         } => format!(
-            "; * the 95% interval, samples taken as independent, leaves out 0: too few rounds \
-             with stack counts ({old_rounds} -> {new_rounds}), so it understates the spread \
-             between rounds"
+            "; 95% intervals, samples taken as independent: too few rounds with stack counts \
+             ({old_rounds} -> {new_rounds}), so they understate the spread between rounds; * \
+             called by its path verdict"
         ),
     };
     let mut lines = vec![format!(
@@ -219,11 +226,12 @@ pub(super) fn holm_sentence(c: &Comparison, tested: usize) -> String {
     )
 }
 
-/// A workload's notes: the run options a change may owe to, the machine's state, a disturbed
-/// run.
+/// A workload's notes: load that left it undecided, the run options a change may owe to, the
+/// machine's state, a disturbed run.
 pub(super) fn notes(w: &WorkloadComparison) -> Vec<String> {
-    w.option_note
+    w.load_note
         .iter()
+        .chain(&w.option_note)
         .chain(&w.machine_state)
         .cloned()
         .chain(w.disturbed_run.as_ref().map(disturbed_note))
@@ -493,6 +501,9 @@ pub fn render_text(c: &Comparison) -> String {
         c.old_labels.join(", "),
         c.new_labels.join(", ")
     );
+    if let Some(load) = &c.load {
+        let _ = writeln!(out, "{}", super::load::sentence(load));
+    }
     out.push_str(&environment_text(c));
     for line in super::facts::lines(&c.call_counts) {
         let _ = writeln!(out, "{line}");
@@ -504,6 +515,7 @@ pub fn render_text(c: &Comparison) -> String {
         .count();
     let _ = writeln!(out, "{}", holm_sentence(c, tested));
     let _ = writeln!(out, "{}", replication_sentence(c));
+    let _ = writeln!(out, "{}", path_text::family_sentence(c));
     for w in &c.workloads {
         let _ = writeln!(out, "\n{}", w.name);
         let _ = writeln!(
@@ -535,6 +547,9 @@ pub fn render_text(c: &Comparison) -> String {
         let _ = writeln!(out, "  {}", spread_line(w));
         for note in notes(w) {
             let _ = writeln!(out, "  note: {note}");
+        }
+        for line in path_text::workload_lines(w) {
+            let _ = writeln!(out, "  {line}");
         }
         for e in &w.extras {
             let change = e
@@ -570,14 +585,28 @@ pub fn render_text(c: &Comparison) -> String {
     if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Terminal) {
         let _ = write!(out, "\n{table}");
     }
-    let missed = missed_sentence(c).map(|m| format!("; {m}"));
-    let _ = writeln!(
-        out,
-        "\nSummary: {}{}",
-        totals(c),
-        missed.unwrap_or_default()
-    );
+    if let Some(largest) = path_text::largest_sentence(&c.path_family) {
+        let _ = write!(out, "\n{largest}\n");
+    }
+    let _ = writeln!(out, "\nSummary: {}", summary(c));
     out
+}
+
+/// The summary's verdicts and what the compare could have missed, at both levels.
+pub(super) fn summary(c: &Comparison) -> String {
+    let missed = missed_sentence(c).map(|m| format!("; {m}"));
+    let f = &c.path_family;
+    let paths = format!(
+        "; paths: {} regressed, {} improved of {}",
+        f.regressed, f.improved, f.tested
+    );
+    let ruled_out = path_text::ruled_out(f).map(|r| format!("; {r}"));
+    format!(
+        "{}{}{paths}{}",
+        totals(c),
+        missed.unwrap_or_default(),
+        ruled_out.unwrap_or_default()
+    )
 }
 
 /// `+10.00% [+9.60%, +10.40%]`, or the change alone when there is no interval.
@@ -602,6 +631,9 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.old_labels.join(", "),
         c.new_labels.join(", ")
     );
+    if let Some(load) = &c.load {
+        let _ = writeln!(out, "**{}**\n", super::load::sentence(load));
+    }
     match differences(c).as_slice() {
         [] => {
             let _ = writeln!(out, "{}.\n", no_differences());
@@ -618,12 +650,10 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
     }
     out.push_str(&super::facts::markdown(&c.call_counts));
-    let missed = missed_sentence(c).map(|m| format!("; {m}"));
     let _ = writeln!(
         out,
-        "**{}**{} (Holm-adjusted p < {}, |change| > {}%)\n",
-        totals(c),
-        missed.unwrap_or_default(),
+        "**{}** (Holm-adjusted p < {}, |change| > {}%)\n",
+        summary(c),
         c.criteria.alpha,
         c.criteria.threshold * 100.0
     );
@@ -705,6 +735,15 @@ pub fn render_markdown(c: &Comparison) -> String {
         for a in attributed {
             let _ = writeln!(out, "{a}");
         }
+    }
+    let _ = write!(
+        out,
+        "\n{}\n\n{}",
+        path_text::family_sentence(c),
+        path_text::markdown_table(c)
+    );
+    if let Some(largest) = path_text::largest_sentence(&c.path_family) {
+        let _ = writeln!(out, "\n{largest}");
     }
     if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Markdown) {
         let _ = write!(out, "\n{table}");

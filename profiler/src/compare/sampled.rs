@@ -3,10 +3,12 @@
 //! in it (FBDetect watches per-function shares for this reason). Each side's files are pooled
 //! by summing their samples. A share's change has a 95% interval from the spread of the
 //! rounds' shares on each side (`shares`: a round's samples move together, so the round is
-//! the unit), or, where a side has too few rounds with stack counts (one round, or files
-//! written before rounds were kept), from the pooled counts as independent draws (two
-//! proportions, normal approximation, its variance at the pooled share), which the output
-//! then says. Its ns/op change is share x the op's CPU time on each side, with an interval
+//! the unit; where the comparison's unit is the run, each file's share, a single run
+//! predicted from the other side's runs), or, where a side has too few rounds with stack
+//! counts (one round, or files written before rounds were kept), from the pooled counts as
+//! independent draws (two proportions, normal approximation, its variance at the pooled
+//! share), which the output then says. Each change keeps its test: the path verdicts
+//! (`paths`) weigh it in the compare's family. Its ns/op change is share x the op's CPU time on each side, with an interval
 //! from the share's (the CPU times taken as known): the sampled passes' CPU time per op moves
 //! with the machine too, so a path's sampled change can pass the clean op's whole change, and
 //! the output says so where it does.
@@ -16,7 +18,8 @@ use serde::Serialize;
 
 use crate::{
     results::{GroupKind, PathKind, StackProfile},
-    shares::{self, RoundCount},
+    shares::{self, RoundCount, ShareTest},
+    stats::DifferenceTest,
 };
 
 /// The sampled side of a change.
@@ -33,6 +36,11 @@ pub struct SampledChange {
     pub whole_ns: Option<f64>,
     /// How the share changes' intervals were made.
     pub interval: ShareInterval,
+    /// The larger side's relative spread of its files' CPU time per op (None with one file a
+    /// side): where it is large, a path's price is as noisy, and its verdict stands on its
+    /// share alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_spread: Option<f64>,
     /// How many times the binomial variance the rounds' spread made the share changes' (the
     /// median over the listed paths, at least 1; 1 without round-level intervals): what a
     /// frame's change of the differential flame graph, which has no rounds of its own, is
@@ -55,6 +63,9 @@ pub enum ShareInterval {
         old_rounds: usize,
         new_rounds: usize,
     },
+    /// The spread of the files' shares (the runs are the comparison's unit): Welch's t over
+    /// files, or a single run predicted from the other side's.
+    Files { old_files: usize, new_files: usize },
     /// The pooled counts as independent draws: a side had fewer than `shares::MIN_ROUNDS`
     /// rounds with stack counts (counted here; 0 for files that kept none).
     Binomial {
@@ -84,6 +95,21 @@ pub struct SampledPathDelta {
     /// one are apart: the two methods disagree beyond their spreads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timed_disagrees: Option<TimedDelta>,
+    /// Its tests, and whether its path verdict called it.
+    #[serde(skip)]
+    pub judged: Judged,
+}
+
+/// What a path verdict (`paths`) weighs a sampled row by, and what it decided.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged {
+    /// The share change's test, before any adjustment over the family of paths.
+    pub test: ShareTest,
+    /// The test of its ns per op, each cluster's share priced at its file's CPU time per op
+    /// (None without clusters).
+    pub priced: Option<DifferenceTest>,
+    /// Its path verdict called it (the family's false discovery rate controlled).
+    pub starred: bool,
 }
 
 /// A path's change by exact timing, with its interval, ns per op.
@@ -92,13 +118,6 @@ pub struct TimedDelta {
     pub delta_ns_per_op: f64,
     pub low: f64,
     pub high: f64,
-}
-
-impl SampledPathDelta {
-    /// Whether the share's interval leaves out zero.
-    pub fn significant(&self) -> bool {
-        self.share_change_low > 0.0 || self.share_change_high < 0.0
-    }
 }
 
 /// Paths below this share on both sides are left out.
@@ -117,8 +136,21 @@ struct Side<K> {
     rounds: Option<Vec<u64>>,
     /// Each item's samples in those rounds (an item absent from a file had none there).
     path_rounds: BTreeMap<K, Vec<u64>>,
+    /// Each file's own samples, CPU time per op and each item's samples: the clusters where
+    /// runs are the unit.
+    files: Vec<FileCounts<K>>,
+    /// Each round's file's CPU time per op, in the order of `rounds`.
+    round_cpu: Vec<f64>,
     cpu_ns: f64,
     ops: u64,
+}
+
+/// One file's counts.
+#[derive(Debug)]
+struct FileCounts<K> {
+    all: u64,
+    cpu_ns_per_op: f64,
+    items: BTreeMap<K, u64>,
 }
 
 /// One profile's counted items: each with its samples and its samples round by round.
@@ -134,6 +166,8 @@ impl<K: Ord + Clone> Side<K> {
             paths: BTreeMap::new(),
             rounds: Some(Vec::new()),
             path_rounds: BTreeMap::new(),
+            files: Vec::new(),
+            round_cpu: Vec::new(),
             cpu_ns: 0.0,
             ops: 0,
         };
@@ -142,9 +176,16 @@ impl<K: Ord + Clone> Side<K> {
             side.cpu_ns += p.on_cpu_ns_per_op * p.ops as f64;
             side.ops += p.ops;
             let items = counts(p);
+            let mut file = BTreeMap::new();
             for (key, samples, _) in &items {
                 *side.paths.entry(key.clone()).or_default() += samples;
+                *file.entry(key.clone()).or_default() += samples;
             }
+            side.files.push(FileCounts {
+                all: p.own_samples(),
+                cpu_ns_per_op: p.on_cpu_ns_per_op,
+                items: file,
+            });
             side.add_rounds(p, &items);
         }
         side
@@ -161,10 +202,12 @@ impl<K: Ord + Clone> Side<K> {
         if !whole {
             self.rounds = None;
             self.path_rounds.clear();
+            self.round_cpu.clear();
             return;
         }
         let before = rounds.len();
         rounds.extend(&p.round_samples);
+        self.round_cpu.resize(before + n, p.on_cpu_ns_per_op);
         for (key, _, by_round) in items {
             let counts = self.path_rounds.entry(key.clone()).or_default();
             counts.resize(before, 0);
@@ -212,14 +255,93 @@ impl<K: Ord + Clone> Side<K> {
         self.cpu_ns / self.ops.max(1) as f64
     }
 
-    /// The interval of `key`'s share change from `self` to `new`: the rounds' where both sides
-    /// have enough of them, else the pooled counts'.
-    fn change_interval(&self, new: &Side<K>, key: &K, rounds: bool) -> shares::Interval {
-        let by_rounds = rounds
-            .then(|| shares::change_interval(&self.round_counts(key), &new.round_counts(key)))
-            .flatten();
-        by_rounds
-            .unwrap_or_else(|| shares::binomial_change_interval(self.pooled(key), new.pooled(key)))
+    /// `key`'s counts file by file.
+    fn file_counts(&self, key: &K) -> Vec<RoundCount> {
+        self.files
+            .iter()
+            .map(|f| RoundCount {
+                path: f.items.get(key).copied().unwrap_or(0),
+                all: f.all,
+            })
+            .collect()
+    }
+
+    /// Files with samples, the ones a file-level test stands on.
+    fn files_with_samples(&self) -> usize {
+        self.files.iter().filter(|f| f.all > 0).count()
+    }
+
+    /// `key`'s ns per op in each cluster of `method` with samples: its share there times its
+    /// file's CPU time per op (none for the pooled counts).
+    fn priced(&self, key: &K, method: ShareInterval) -> Vec<f64> {
+        let (counts, cpu): (Vec<RoundCount>, Vec<f64>) = match method {
+            ShareInterval::Files { .. } => (
+                self.file_counts(key),
+                self.files.iter().map(|f| f.cpu_ns_per_op).collect(),
+            ),
+            ShareInterval::Rounds { .. } => (self.round_counts(key), self.round_cpu.clone()),
+            ShareInterval::Binomial { .. } => (Vec::new(), Vec::new()),
+        };
+        counts
+            .iter()
+            .zip(cpu)
+            .filter(|(c, _)| c.all > 0)
+            .map(|(c, cpu)| c.path as f64 / c.all as f64 * cpu)
+            .collect()
+    }
+
+    /// The relative spread of its files' CPU time per op (None with fewer than two files).
+    fn cpu_spread(&self) -> Option<f64> {
+        let cpu: Vec<f64> = self.files.iter().map(|f| f.cpu_ns_per_op).collect();
+        let s = crate::stats::summarize(&cpu).filter(|s| s.n >= 2 && s.mean > 0.0)?;
+        Some(s.stdev / s.mean)
+    }
+
+    /// How `self` and `new` can test a share change: by files where runs are the unit and
+    /// both sides have some (one side two or more), else by rounds where both have enough,
+    /// else the pooled counts.
+    fn method(&self, new: &Side<K>, by_files: bool) -> ShareInterval {
+        let (old_files, new_files) = (self.files_with_samples(), new.files_with_samples());
+        let (old_rounds, new_rounds) = (self.rounds_with_samples(), new.rounds_with_samples());
+        if by_files && old_files.min(new_files) >= 1 && old_files.max(new_files) >= 2 {
+            ShareInterval::Files {
+                old_files,
+                new_files,
+            }
+        } else if old_rounds.min(new_rounds) >= shares::MIN_ROUNDS {
+            ShareInterval::Rounds {
+                old_rounds,
+                new_rounds,
+            }
+        } else {
+            ShareInterval::Binomial {
+                old_rounds,
+                new_rounds,
+            }
+        }
+    }
+
+    /// The test of `key`'s ns per op from `self` to `new`, its clusters' shares each priced at
+    /// its file's CPU time per op; None without clusters or without a spread.
+    fn priced_test(&self, new: &Side<K>, key: &K, method: ShareInterval) -> Option<DifferenceTest> {
+        let (o, n) = (self.priced(key, method), new.priced(key, method));
+        crate::stats::difference_test(&crate::stats::summarize(&o)?, &crate::stats::summarize(&n)?)
+            .filter(|t| t.std_error > 0.0)
+    }
+
+    /// The test of `key`'s share change from `self` to `new` by `method`, the pooled counts'
+    /// where the clusters give none.
+    fn change_test(&self, new: &Side<K>, key: &K, method: ShareInterval) -> ShareTest {
+        let clustered = match method {
+            ShareInterval::Files { .. } => {
+                shares::change_test(&self.file_counts(key), &new.file_counts(key))
+            }
+            ShareInterval::Rounds { .. } => {
+                shares::change_test(&self.round_counts(key), &new.round_counts(key))
+            }
+            ShareInterval::Binomial { .. } => None,
+        };
+        clustered.unwrap_or_else(|| shares::binomial_change_test(self.pooled(key), new.pooled(key)))
     }
 }
 
@@ -269,24 +391,18 @@ pub(super) fn cross_check(sampled: &mut SampledChange, timed: &mut [super::PathD
     }
 }
 
-/// The change of every path's share, None unless both sides have samples.
-pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<SampledChange> {
+/// The change of every path's share, None unless both sides have samples; by files where
+/// `by_files` (the comparison's unit is the run) and the sides have them.
+pub fn sampled_change(
+    old: &[&StackProfile],
+    new: &[&StackProfile],
+    by_files: bool,
+) -> Option<SampledChange> {
     let (o, n) = (Side::of(old, path_counts), Side::of(new, path_counts));
     if o.samples == 0 || n.samples == 0 {
         return None;
     }
-    let (old_rounds, new_rounds) = (o.rounds_with_samples(), n.rounds_with_samples());
-    let interval = if old_rounds.min(new_rounds) >= shares::MIN_ROUNDS {
-        ShareInterval::Rounds {
-            old_rounds,
-            new_rounds,
-        }
-    } else {
-        ShareInterval::Binomial {
-            old_rounds,
-            new_rounds,
-        }
-    };
+    let interval = o.method(&n, by_files);
     let mut keys: Vec<_> = o.paths.keys().chain(n.paths.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
@@ -298,32 +414,14 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
             if p1.max(p2) < LISTED_SHARE {
                 return None;
             }
-            let change = p2 - p1;
-            let rounds = matches!(interval, ShareInterval::Rounds { .. });
-            let i = o.change_interval(&n, &key, rounds);
+            let test = o.change_test(&n, &key, interval);
+            let priced = o.priced_test(&n, &key, interval);
+            let i = test.interval(1.0 - crate::stats::CONFIDENCE);
             let binomial = shares::binomial_change_interval(o.pooled(&key), n.pooled(&key));
-            if rounds && binomial.half_width() > 0.0 {
+            if !matches!(interval, ShareInterval::Binomial { .. }) && binomial.half_width() > 0.0 {
                 inflation.push((i.half_width() / binomial.half_width()).powi(2));
             }
-            let (old_ns, new_ns) = (p1 * o.cpu_ns_per_op(), p2 * n.cpu_ns_per_op());
-            let delta = new_ns - old_ns;
-            let (kind, name, parent) = key;
-            Some(SampledPathDelta {
-                kind,
-                name,
-                parent,
-                old_share: p1,
-                new_share: p2,
-                share_change: change,
-                share_change_low: i.low,
-                share_change_high: i.high,
-                old_ns_per_op: old_ns,
-                new_ns_per_op: new_ns,
-                delta_ns_per_op: delta,
-                delta_low_ns: delta + (i.low - change) * n.cpu_ns_per_op(),
-                delta_high_ns: delta + (i.high - change) * n.cpu_ns_per_op(),
-                timed_disagrees: None,
-            })
+            Some(path_delta(key, (p1, p2), (&o, &n), (test, priced)))
         })
         .collect();
     paths.sort_by(|a, b| {
@@ -339,10 +437,49 @@ pub fn sampled_change(old: &[&StackProfile], new: &[&StackProfile]) -> Option<Sa
         new_cpu_ns_per_op: n.cpu_ns_per_op(),
         whole_ns: None,
         interval,
+        cpu_spread: o
+            .cpu_spread()
+            .into_iter()
+            .chain(n.cpu_spread())
+            .reduce(f64::max),
         overdispersion: median(&mut inflation).map_or(1.0, |m| m.max(1.0)),
         paths,
-        groups: group_change(old, new),
+        groups: group_change(old, new, by_files),
     })
+}
+
+/// One path's change: its shares, their ns per op on each side, the change's 95% interval.
+fn path_delta(
+    (kind, name, parent): PathKey,
+    (p1, p2): (f64, f64),
+    (o, n): (&Side<PathKey>, &Side<PathKey>),
+    (test, priced): (ShareTest, Option<DifferenceTest>),
+) -> SampledPathDelta {
+    let i = test.interval(1.0 - crate::stats::CONFIDENCE);
+    let change = p2 - p1;
+    let (old_ns, new_ns) = (p1 * o.cpu_ns_per_op(), p2 * n.cpu_ns_per_op());
+    let delta = new_ns - old_ns;
+    SampledPathDelta {
+        kind,
+        name,
+        parent,
+        old_share: p1,
+        new_share: p2,
+        share_change: change,
+        share_change_low: i.low,
+        share_change_high: i.high,
+        old_ns_per_op: old_ns,
+        new_ns_per_op: new_ns,
+        delta_ns_per_op: delta,
+        delta_low_ns: delta + (i.low - change) * n.cpu_ns_per_op(),
+        delta_high_ns: delta + (i.high - change) * n.cpu_ns_per_op(),
+        timed_disagrees: None,
+        judged: Judged {
+            test,
+            priced,
+            starred: false,
+        },
+    }
 }
 
 /// How one group of the suite summary (the security hooks, an LSM, the framework, the task
@@ -361,14 +498,12 @@ pub struct GroupDelta {
     pub share_change_high: f64,
     pub old_ns_per_op: f64,
     pub new_ns_per_op: f64,
+    /// Its tests, as a path's, and whether its verdict called it.
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 impl GroupDelta {
-    /// Whether the share's interval leaves out zero.
-    pub fn significant(&self) -> bool {
-        self.share_change_low > 0.0 || self.share_change_high < 0.0
-    }
-
     pub fn label(&self) -> String {
         self.kind.label(self.lsm.as_deref())
     }
@@ -376,7 +511,11 @@ impl GroupDelta {
 
 /// How each group changed, the security hooks first, then the LSMs and the framework, then
 /// the task paths; empty unless both sides kept groups (files written before them did not).
-pub fn group_change(old: &[&StackProfile], new: &[&StackProfile]) -> Vec<GroupDelta> {
+pub fn group_change(
+    old: &[&StackProfile],
+    new: &[&StackProfile],
+    by_files: bool,
+) -> Vec<GroupDelta> {
     let kept =
         |side: &[&StackProfile]| !side.is_empty() && side.iter().all(|p| !p.groups.is_empty());
     if !kept(old) || !kept(new) {
@@ -386,14 +525,16 @@ pub fn group_change(old: &[&StackProfile], new: &[&StackProfile]) -> Vec<GroupDe
     if o.samples == 0 || n.samples == 0 {
         return Vec::new();
     }
-    let rounds = o.rounds_with_samples().min(n.rounds_with_samples()) >= shares::MIN_ROUNDS;
+    let method = o.method(&n, by_files);
     let mut keys: Vec<GroupKey> = o.paths.keys().chain(n.paths.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
     keys.into_iter()
         .map(|key| {
             let (p1, p2) = (o.share(&key), n.share(&key));
-            let i = o.change_interval(&n, &key, rounds);
+            let test = o.change_test(&n, &key, method);
+            let priced = o.priced_test(&n, &key, method);
+            let i = test.interval(1.0 - crate::stats::CONFIDENCE);
             let (kind, lsm) = key;
             GroupDelta {
                 kind,
@@ -405,6 +546,11 @@ pub fn group_change(old: &[&StackProfile], new: &[&StackProfile]) -> Vec<GroupDe
                 share_change_high: i.high,
                 old_ns_per_op: p1 * o.cpu_ns_per_op(),
                 new_ns_per_op: p2 * n.cpu_ns_per_op(),
+                judged: Judged {
+                    test,
+                    priced,
+                    starred: false,
+                },
             }
         })
         .collect()
@@ -420,6 +566,11 @@ fn median(values: &mut [f64]) -> Option<f64> {
 pub(crate) mod tests {
     use super::*;
     use crate::results::SampledPath;
+
+    /// Whether a change's 95% interval leaves out zero.
+    fn leaves_out_zero(d: &SampledPathDelta) -> bool {
+        d.share_change_low > 0.0 || d.share_change_high < 0.0
+    }
 
     /// `samples` samples, `hook_samples` of them in security_file_open.
     pub(crate) fn profile(samples: u64, hook_samples: u64, cpu_ns: f64) -> StackProfile {
@@ -462,14 +613,14 @@ pub(crate) mod tests {
     #[test]
     fn a_hook_whose_share_grew_is_listed_with_an_interval_that_leaves_out_zero() {
         let (old, new) = (profile(2000, 100, 3000.0), profile(2000, 300, 3600.0));
-        let c = sampled_change(&[&old], &[&new]).unwrap();
+        let c = sampled_change(&[&old], &[&new], false).unwrap();
         let d = &c.paths[0];
         assert!((d.share_change - 0.10).abs() < 1e-12);
-        assert!(d.significant(), "{d:?}");
+        assert!(leaves_out_zero(d), "{d:?}");
         assert!((d.delta_ns_per_op - (0.15 * 3600.0 - 0.05 * 3000.0)).abs() < 1e-9);
         // The same share on both sides is no change.
-        let same = sampled_change(&[&old], &[&old]).unwrap();
-        assert!(!same.paths[0].significant());
+        let same = sampled_change(&[&old], &[&old], false).unwrap();
+        assert!(!leaves_out_zero(&same.paths[0]));
     }
 
     /// A profile of these rounds: (security_file_open's samples, all samples) each.
@@ -489,7 +640,7 @@ pub(crate) mod tests {
         // side's rounds stray from 2% to 8%.
         let old = rounds_profile(&[(20, 1000), (80, 1000), (30, 1000), (70, 1000)]);
         let new = rounds_profile(&[(60, 1000), (70, 1000), (65, 1000), (65, 1000)]);
-        let c = sampled_change(&[&old], &[&new]).unwrap();
+        let c = sampled_change(&[&old], &[&new], false).unwrap();
         assert_eq!(
             c.interval,
             ShareInterval::Rounds {
@@ -497,24 +648,24 @@ pub(crate) mod tests {
                 new_rounds: 4
             }
         );
-        assert!(!c.paths[0].significant(), "{:?}", c.paths[0]);
+        assert!(!leaves_out_zero(&c.paths[0]), "{:?}", c.paths[0]);
         let (mut old_b, mut new_b) = (old.clone(), new.clone());
         for p in [&mut old_b, &mut new_b] {
             p.round_samples.clear();
         }
-        let b = sampled_change(&[&old_b], &[&new_b]).unwrap();
-        assert!(b.paths[0].significant(), "{:?}", b.paths[0]);
+        let b = sampled_change(&[&old_b], &[&new_b], false).unwrap();
+        assert!(leaves_out_zero(&b.paths[0]), "{:?}", b.paths[0]);
         // Rounds that agree: the same shift is marked.
         let steady = rounds_profile(&[(50, 1000), (52, 1000), (48, 1000), (50, 1000)]);
-        let c = sampled_change(&[&steady], &[&new]).unwrap();
-        assert!(c.paths[0].significant(), "{:?}", c.paths[0]);
+        let c = sampled_change(&[&steady], &[&new], false).unwrap();
+        assert!(leaves_out_zero(&c.paths[0]), "{:?}", c.paths[0]);
     }
 
     #[test]
     fn a_side_with_a_file_that_kept_no_rounds_falls_back_on_the_binomial_interval() {
         let rounds = rounds_profile(&[(50, 1000), (60, 1000), (40, 1000), (55, 1000)]);
         let old_file = profile(4000, 200, 3000.0);
-        let c = sampled_change(&[&rounds, &old_file], &[&rounds]).unwrap();
+        let c = sampled_change(&[&rounds, &old_file], &[&rounds], false).unwrap();
         assert_eq!(
             c.interval,
             ShareInterval::Binomial {
@@ -539,14 +690,14 @@ pub(crate) mod tests {
     #[test]
     fn the_text_names_the_interval_it_used() {
         let rounds = rounds_profile(&[(50, 1000), (60, 1000), (40, 1000), (55, 1000)]);
-        let c = sampled_change(&[&rounds], &[&rounds]).unwrap();
+        let c = sampled_change(&[&rounds], &[&rounds], false).unwrap();
         let header = &crate::compare::sampled_lines(&c)[0];
         assert!(
-            header.contains("samples in 4 -> 4 rounds; * the 95% interval from the rounds'"),
+            header.contains("samples in 4 -> 4 rounds; 95% intervals from the rounds'"),
             "{header}"
         );
         let old_file = profile(4000, 205, 3000.0);
-        let c = sampled_change(&[&old_file], &[&rounds]).unwrap();
+        let c = sampled_change(&[&old_file], &[&rounds], false).unwrap();
         let header = &crate::compare::sampled_lines(&c)[0];
         assert!(
             header.contains("samples taken as independent") && header.contains("(0 -> 4)"),
@@ -563,8 +714,8 @@ pub(crate) mod tests {
                 .iter()
                 .any(|l| l.contains("2,000 on both sides (run --stack-samples"))
         };
-        assert!(!hint(&sampled_change(&[&many], &[&many]).unwrap()));
-        let c = sampled_change(&[&many], &[&few]).unwrap();
+        assert!(!hint(&sampled_change(&[&many], &[&many], false).unwrap()));
+        let c = sampled_change(&[&many], &[&few], false).unwrap();
         assert!(hint(&c), "{:?}", crate::compare::sampled_lines(&c));
         assert!(crate::compare::sampled_lines(&c)
             .last()
@@ -582,6 +733,8 @@ pub(crate) mod tests {
             new_ns_per_op: 100.0 + delta,
             delta_ns_per_op: delta,
             delta_interval: Some(interval),
+            test: None,
+            starred: false,
             sampled_disagrees: false,
             top_level: true,
         }
@@ -592,7 +745,7 @@ pub(crate) mod tests {
         // Sampled: 5% -> 10% of 3000 ns, rounds that agree: about +150 ns, well apart from 0.
         let old = rounds_profile(&[(50, 1000), (52, 1000), (48, 1000), (50, 1000)]);
         let new = rounds_profile(&[(100, 1000), (98, 1000), (102, 1000), (100, 1000)]);
-        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        let mut c = sampled_change(&[&old], &[&new], false).unwrap();
         let d = &c.paths[0];
         assert!(d.delta_low_ns > 100.0 && d.delta_high_ns < 200.0, "{d:?}");
         assert!(d.delta_low_ns <= d.delta_ns_per_op && d.delta_ns_per_op <= d.delta_high_ns);
@@ -608,7 +761,7 @@ pub(crate) mod tests {
             "{line}"
         );
         // Intervals that overlap: both may be right, nothing flagged.
-        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        let mut c = sampled_change(&[&old], &[&new], false).unwrap();
         let mut rows = vec![timed(90.0, (40.0, 120.0))];
         cross_check(&mut c, &mut rows);
         assert!(!rows[0].sampled_disagrees && c.paths[0].timed_disagrees.is_none());
@@ -618,7 +771,7 @@ pub(crate) mod tests {
     fn a_sampled_change_beyond_the_whole_op_s_says_why_it_can_be() {
         let old = profile(2000, 100, 3000.0);
         let new = profile(2000, 300, 6000.0);
-        let mut c = sampled_change(&[&old], &[&new]).unwrap();
+        let mut c = sampled_change(&[&old], &[&new], false).unwrap();
         // 150 -> 900 ns of a clean op that moved +200 ns.
         c.whole_ns = Some(200.0);
         let line = &crate::compare::sampled_lines(&c)[1];
@@ -636,9 +789,9 @@ pub(crate) mod tests {
     #[test]
     fn files_of_a_side_are_pooled_by_their_samples() {
         let (a, b) = (profile(1000, 50, 2000.0), profile(3000, 450, 2000.0));
-        let c = sampled_change(&[&a, &b], &[&a]).unwrap();
+        let c = sampled_change(&[&a, &b], &[&a], false).unwrap();
         assert_eq!(c.old_samples, 4000);
         assert!((c.paths[0].old_share - 0.125).abs() < 1e-12);
-        assert!(sampled_change(&[], &[&a]).is_none());
+        assert!(sampled_change(&[], &[&a], false).is_none());
     }
 }

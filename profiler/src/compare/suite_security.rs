@@ -46,7 +46,7 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
     for (workload, groups) in &rows {
         let shown = groups.iter().filter(|g| {
             g.kind == GroupKind::Hooks
-                || g.significant()
+                || g.judged.starred
                 || g.old_share.max(g.new_share) >= LISTED_SHARE
         });
         for (i, g) in shown.enumerate() {
@@ -71,7 +71,7 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
                 format!("{:.1}%", g.new_share * 100.0),
                 format!(
                     "{}{}",
-                    if g.significant() { "*" } else { "" },
+                    if g.judged.starred { "*" } else { "" },
                     pp(g.share_change)
                 ),
                 format!("[{}, {}]", pp(g.share_change_low), pp(g.share_change_high)),
@@ -82,7 +82,7 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
     markup.align_numbers(&mut table, 2);
     let mut out = String::from(
         "Security stack change (sampled: each share is of the op's own CPU time; an LSM's and \
-         the framework's are inside the hooks'; * the interval leaves out no change)\n",
+         the framework's are inside the hooks'; * its path verdict called it: the family's false discovery rate held, the change past the threshold)\n",
     );
     if markup == Markup::Markdown {
         out.push('\n');
@@ -99,13 +99,13 @@ pub(super) fn table(c: &Comparison, markup: Markup) -> Option<String> {
     Some(out)
 }
 
-/// The largest significant change of an LSM's (or the framework's) share, and where.
+/// The largest called change of an LSM's (or the framework's) share, and where.
 fn largest(rows: &[(&str, &[GroupDelta])]) -> Option<String> {
     let (workload, g) = rows
         .iter()
         .flat_map(|(w, groups)| groups.iter().map(move |g| (*w, g)))
         .filter(|(_, g)| matches!(g.kind, GroupKind::Lsm | GroupKind::Framework))
-        .filter(|(_, g)| g.significant())
+        .filter(|(_, g)| g.judged.starred)
         .max_by(|a, b| a.1.share_change.abs().total_cmp(&b.1.share_change.abs()))?;
     Some(format!(
         "The largest change inside the hooks: {} in {}, {:.1}% -> {:.1}% of its CPU time ({:+.1} ns/op).",

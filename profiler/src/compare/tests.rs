@@ -224,6 +224,46 @@ fn a_policy_on_one_side_is_a_run_option_difference() {
 }
 
 #[test]
+fn load_is_said_first_and_a_workload_it_left_undecided_says_so() {
+    use crate::machine_load::MachineLoad;
+    let loaded = |mut r: Results, others: f64| {
+        r.environment.machine_load = Some(MachineLoad {
+            others_busy_percent: others,
+            steal_percent: 0.0,
+        });
+        r
+    };
+    // Quiet both sides: nothing said.
+    let quiet = compare(
+        &[loaded(sample_results(), 3.0)],
+        &[loaded(sample_results(), 5.0)],
+        &Criteria::default(),
+    )
+    .unwrap();
+    assert!(quiet.load.is_none());
+    assert!(!render_text(&quiet).contains("Load:"));
+    // Rounds 20% apart on the loaded side: the interval is too wide to decide.
+    let old = loaded(rounds_file(&[5.0, 5.1, 4.95, 5.05], "old"), 3.0);
+    let new = loaded(rounds_file(&[5.0, 6.5, 4.4, 6.2], "new"), 62.0);
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let text = render_text(&c);
+    let second = text.lines().nth(1).unwrap();
+    assert!(
+        second.starts_with("Load: old quiet (0 of 1 runs loaded); new 1 of 1 run under load")
+            && second.contains("used 62% of its CPU time")
+            && second.contains("the sides' loads differ"),
+        "{text}"
+    );
+    let w = &c.workloads[0];
+    assert_eq!(w.verdict, Verdict::Inconclusive);
+    assert!(
+        text.contains("note: undecided under load (the new side, the Load line above)"),
+        "{text}"
+    );
+    assert!(render_markdown(&c).contains("**Load: old quiet"));
+}
+
+#[test]
 fn a_busier_machine_is_an_environment_difference_and_a_similar_one_is_not() {
     use crate::machine_load::MachineLoad;
     let with_load = |others: f64| {
@@ -664,7 +704,10 @@ fn a_run_with_an_injection_against_one_without_names_the_injection_first() {
     let w = &c.workloads[0];
     assert_eq!(w.verdict, Verdict::Regressed);
     assert!(
-        text.contains("note: it calls openat, whose injected delay differs"),
+        text.contains(
+            "note: the injected wait differs: openat +1000 ns a call x 1.00 calls/op = +1000 \
+             ns/op; only the new side carries the syscall injection's machinery"
+        ),
         "{text}"
     );
     let markdown = render_markdown(&c);
@@ -818,9 +861,9 @@ fn the_security_stack_s_change_is_told_per_lsm_with_the_rounds_interval() {
         (landlock.share_change - 0.049_75).abs() < 1e-9,
         "{landlock:?}"
     );
-    assert!(landlock.significant(), "{landlock:?}");
+    assert!(landlock.judged.starred, "{landlock:?}");
     let framework = groups.iter().find(|g| g.label() == "framework").unwrap();
-    assert!(!framework.significant(), "{framework:?}");
+    assert!(!framework.judged.starred, "{framework:?}");
     let text = render_text(&c);
     assert!(text.contains("Security stack change"), "{text}");
     let row = text

@@ -93,7 +93,7 @@ fn main_measure(unit: Unit, f: Figure) -> (String, Figure) {
 }
 
 /// `name` cut to Bencher's limit (a kernel function's name rarely comes near it).
-fn measure_name(name: &str) -> String {
+pub fn measure_name(name: &str) -> String {
     match name.char_indices().nth(MEASURE_NAME_MAX) {
         Some((end, _)) => name[..end].to_string(),
         None => name.to_string(),

@@ -1,0 +1,151 @@
+//! The path verdicts in words: the family's sentence, each called path's line, the largest
+//! called change and what a pass rules out; every format (text, markdown, JUnit) says them so.
+use std::fmt::Write;
+
+use super::{
+    paths::{PathFamily, PathMethod, PathVerdict, RuledOut},
+    Comparison, WorkloadComparison,
+};
+
+/// `+57 ns/op` or `+1.20 pp`.
+fn figure(method: PathMethod, v: f64) -> String {
+    match method {
+        PathMethod::Share => format!("{:+.2} pp", v * 100.0),
+        _ if v.abs() < 10.0 => format!("{v:+.1} ns/op"),
+        _ => format!("{v:+.0} ns/op"),
+    }
+}
+
+/// `[+21, +93]` in the figure's unit.
+fn interval(method: PathMethod, low: f64, high: f64) -> String {
+    let end = |v: f64| {
+        let shown = figure(method, v);
+        shown.split(' ').next().unwrap_or_default().to_string()
+    };
+    format!("[{}, {}]", end(low), end(high))
+}
+
+/// What a path's figure is.
+fn how(method: PathMethod) -> &'static str {
+    match method {
+        PathMethod::Timed => "timed",
+        PathMethod::Sampled => "sampled share x the op's CPU time",
+        PathMethod::Share => "sampled share alone",
+    }
+}
+
+/// `syscall close +57 ns/op [+21, +93] regressed (timed, q = 0.003)`.
+pub fn verdict_line(v: &PathVerdict) -> String {
+    let parent = v
+        .parent
+        .as_ref()
+        .map(|p| format!(" (under {p})"))
+        .unwrap_or_default();
+    format!(
+        "{}{parent} {} {} {} ({}, q = {})",
+        v.label(),
+        figure(v.method, v.change),
+        interval(v.method, v.low, v.high),
+        v.verdict,
+        how(v.method),
+        super::render::format_p(v.q_value)
+    )
+}
+
+/// The called paths of `w`, one line each.
+pub fn workload_lines(w: &WorkloadComparison) -> Vec<String> {
+    w.paths
+        .iter()
+        .filter(|v| v.called())
+        .map(|v| format!("path {}", verdict_line(v)))
+        .collect()
+}
+
+/// How the paths were judged and what was called, in one sentence.
+pub fn family_sentence(c: &Comparison) -> String {
+    let f = &c.path_family;
+    format!(
+        "Path verdicts: {} regressed, {} improved of {} paths tested (Benjamini-Hochberg over \
+         every path of the compare, false discovery rate {}; intervals at {:.2}%, the level that \
+         goes with it; a path counts past {} ns/op, or {} pp where it is judged on its share \
+         alone).",
+        f.regressed,
+        f.improved,
+        f.tested,
+        c.criteria.alpha,
+        100.0 * f.confidence,
+        c.criteria.path_threshold_ns,
+        100.0 * c.criteria.path_threshold_share
+    )
+}
+
+/// `The largest path change: syscall getppid in null_call, +2000 ns/op [...] regressed (...)`.
+pub fn largest_sentence(f: &PathFamily) -> Option<String> {
+    let (workload, v) = f.largest.as_ref()?;
+    let line = verdict_line(v);
+    let (path, rest) = line.split_at(v.label().len());
+    Some(format!(
+        "The largest path change: {path} in {workload},{rest}."
+    ))
+}
+
+/// What a pass rules out at the path level: `no path above +93 ns/op (syscall openat in
+/// open_close), no share up more than 1.20 pp (...)`; None when no path was tested.
+pub fn ruled_out(f: &PathFamily) -> Option<String> {
+    let say = |r: &RuledOut, method: PathMethod, what: &str| {
+        format!(
+            "{what} {} ({} in {})",
+            figure(method, r.bound),
+            r.path,
+            r.workload
+        )
+    };
+    let parts: Vec<String> = [
+        f.ruled_out_ns
+            .as_ref()
+            .map(|r| say(r, PathMethod::Timed, "no path above")),
+        f.ruled_out_share
+            .as_ref()
+            .map(|r| say(r, PathMethod::Share, "no share up more than")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{} ruled out ({:.2}%)",
+            parts.join(", "),
+            100.0 * f.confidence
+        )
+    })
+}
+
+/// The called paths as a markdown table (empty when none was called).
+pub fn markdown_table(c: &Comparison) -> String {
+    let called: Vec<(&str, &PathVerdict)> = c
+        .workloads
+        .iter()
+        .flat_map(|w| w.paths.iter().map(move |v| (w.name.as_str(), v)))
+        .filter(|(_, v)| v.called())
+        .collect();
+    if called.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "| workload | path | change | interval | q (BH) | verdict | method |\n\
+         |---|---|---:|---|---:|---|---|\n",
+    );
+    for (w, v) in called {
+        let _ = writeln!(
+            out,
+            "| {w} | {} | {} | {} | {} | **{}** | {} |",
+            v.label(),
+            figure(v.method, v.change),
+            interval(v.method, v.low, v.high),
+            super::render::format_p(v.q_value),
+            v.verdict,
+            how(v.method)
+        );
+    }
+    out
+}

@@ -1,0 +1,377 @@
+//! The path verdicts: every syscall, hook, LSM function, task path and suite group of every
+//! workload gets a verdict on its cost per op, from the test its row already carries (the
+//! timed rows' `explain::delta_test`, the sampled shares' `sampled`, both at the comparison's
+//! unit), and this module alone decides which are called.
+//!
+//! The family is every tested path of the compare, controlled by Benjamini-Hochberg at the
+//! comparison's alpha. Why not Holm within a workload: a quick suite has 18 workloads of
+//! 10-30 paths, so a 5% family-wise rate per workload would call about one path in every A/A
+//! compare; over the whole compare, when nothing changed, the false discovery rate is the
+//! chance of any false call (5% a compare), and where a regression moves several nested paths
+//! at once (a hook, its LSM function, the syscall around them) the step-up calls them together
+//! with more power than Holm's step-down. Each interval is at the false coverage rate level
+//! that goes with it (Benjamini and Yekutieli, 2005), so it leaves out 0 exactly when the path
+//! is called.
+//!
+//! A path timed by a probe pair is judged on its ns per op; a sampled one on its share of the
+//! op's CPU time times that CPU time, cluster by cluster (a path whose cost stays while
+//! another's grows keeps its ns per op, though its share falls), or on the share alone where
+//! the op's CPU time is too noisy to price it (a side's runs spread by more than
+//! `NOISY_OP`: a share is a ratio inside a run, which a machine running everything slower
+//! does not move). A path both timed and sampled is judged by the method with the smaller
+//! standard error in ns per op, which the spread decides, not the change: under load the
+//! timed rows move with the machine (open_close's close: +-80 ns) where the share holds
+//! (+-22 ns). Shares add up to the op, so one path's growth is every other's fall: judged on
+//! shares alone, a change is not called where a path of the workload moved the other way by
+//! at least as much.
+use serde::Serialize;
+
+use super::WorkloadComparison;
+use crate::{
+    shares::ShareTest,
+    stats::{self, Criteria, DifferenceTest, Verdict},
+};
+
+/// A side whose runs' sampled CPU time per op spreads by more than this fraction (sd over the
+/// mean) prices a share no better than that: its sampled paths are judged on the share alone.
+const NOISY_OP: f64 = 0.10;
+
+/// How a path's change was measured and what its figures are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMethod {
+    /// A probe pair's ns per op.
+    Timed,
+    /// The sampled share times the op's CPU time per op, ns per op.
+    Sampled,
+    /// The sampled share's change alone, a fraction of the op's CPU time.
+    Share,
+}
+
+/// One path's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathVerdict {
+    /// syscall, hook, lsm, task, or group (the suite summary's: the hooks, an LSM, ...).
+    pub kind: &'static str,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    pub method: PathMethod,
+    /// The change weighed: ns per op (timed, sampled) or a share (share).
+    pub change: f64,
+    /// Its interval at the family's level (`PathFamily::confidence`).
+    pub low: f64,
+    pub high: f64,
+    pub p_value: f64,
+    /// Benjamini-Hochberg's adjusted p-value over the compare's paths.
+    pub q_value: f64,
+    pub verdict: Verdict,
+}
+
+impl PathVerdict {
+    pub fn called(&self) -> bool {
+        matches!(self.verdict, Verdict::Regressed | Verdict::Improved)
+    }
+
+    /// `syscall close`, `lsm apparmor_file_open`, `group landlock`.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.kind, self.name)
+    }
+}
+
+/// The bound a pass rules out, and whose it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuledOut {
+    pub workload: String,
+    pub path: String,
+    /// The upper end of its interval: ns per op, or a share.
+    pub bound: f64,
+}
+
+/// The family of path verdicts of a compare.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PathFamily {
+    /// Paths with a test over all workloads.
+    pub tested: usize,
+    pub regressed: usize,
+    pub improved: usize,
+    /// The confidence of each path's interval: 1 - alpha x max(called at q < alpha, 1) / tested.
+    pub confidence: f64,
+    /// The largest called change (ns per op where it has one), and whose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest: Option<(String, PathVerdict)>,
+    /// Over the paths not called regressed: the highest upper end in ns per op, and in share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ruled_out_ns: Option<RuledOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ruled_out_share: Option<RuledOut>,
+}
+
+/// A row's test, in the figure its verdict is on.
+#[derive(Debug, Clone, Copy)]
+enum Test {
+    Timed(DifferenceTest),
+    Priced(DifferenceTest),
+    Share(ShareTest),
+}
+
+impl Test {
+    /// The sampled row's test: on its ns per op where it has one and the op is steady enough
+    /// to price it, else on its share.
+    fn sampled(priced: Option<DifferenceTest>, share: ShareTest, steady: bool) -> Test {
+        match priced {
+            Some(t) if steady => Test::Priced(t),
+            _ => Test::Share(share),
+        }
+    }
+
+    fn p_value(&self) -> f64 {
+        match self {
+            Test::Timed(t) | Test::Priced(t) => t.p_value,
+            Test::Share(t) => t.p_value(),
+        }
+    }
+
+    /// The change and its interval at confidence 1 - `alpha`.
+    fn figures(&self, alpha: f64) -> (f64, f64, f64) {
+        match self {
+            Test::Timed(t) | Test::Priced(t) => {
+                let (low, high) = t.interval(alpha);
+                (t.difference, low, high)
+            }
+            Test::Share(t) => {
+                let i = t.interval(alpha);
+                (t.change, i.low, i.high)
+            }
+        }
+    }
+
+    /// Its standard error in ns per op, a share's at `cpu` ns per op.
+    fn std_error_ns(&self, cpu: f64) -> f64 {
+        match self {
+            Test::Timed(t) | Test::Priced(t) => t.std_error,
+            Test::Share(t) => t.std_error * cpu,
+        }
+    }
+
+    fn method(&self) -> PathMethod {
+        match self {
+            Test::Timed(_) => PathMethod::Timed,
+            Test::Priced(_) => PathMethod::Sampled,
+            Test::Share(_) => PathMethod::Share,
+        }
+    }
+}
+
+/// Which row a candidate is, to star it once decided.
+#[derive(Debug, Clone, Copy)]
+enum Row {
+    Timed(usize),
+    Sampled(usize),
+    Group(usize),
+}
+
+struct Candidate {
+    workload: usize,
+    row: Row,
+    kind: &'static str,
+    name: String,
+    parent: Option<String>,
+    test: Test,
+}
+
+/// Decides every path of `workloads`, stars the rows called, and says what the family found.
+pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) -> PathFamily {
+    let candidates: Vec<Candidate> = workloads
+        .iter()
+        .enumerate()
+        .flat_map(|(i, w)| candidates(i, w))
+        .collect();
+    let p_values: Vec<f64> = candidates.iter().map(|c| c.test.p_value()).collect();
+    let q_values = stats::benjamini_hochberg(&p_values);
+    let level = stats::false_coverage_level(&q_values, criteria.alpha);
+    let mut family = PathFamily {
+        tested: candidates.len(),
+        confidence: 1.0 - level,
+        ..PathFamily::default()
+    };
+    for w in workloads.iter_mut() {
+        w.paths.clear();
+    }
+    for (c, (&p, &q)) in candidates.iter().zip(p_values.iter().zip(&q_values)) {
+        let (change, low, high) = c.test.figures(level);
+        let verdict = verdict(c.test.method(), change, q, criteria);
+        let v = PathVerdict {
+            kind: c.kind,
+            name: c.name.clone(),
+            parent: c.parent.clone(),
+            method: c.test.method(),
+            change,
+            low,
+            high,
+            p_value: p,
+            q_value: q,
+            verdict,
+        };
+        workloads[c.workload].paths.push(v);
+    }
+    for w in workloads.iter_mut() {
+        let demoted: Vec<bool> = w.paths.iter().map(|v| outweighed(&w.paths, v)).collect();
+        for (v, demoted) in w.paths.iter_mut().zip(demoted) {
+            if demoted {
+                v.verdict = Verdict::NoChange;
+            }
+        }
+    }
+    // Candidates came workload by workload, so each one's place among its workload's paths
+    // is its place less the candidates of the workloads before.
+    let mut before = 0;
+    for (k, c) in candidates.iter().enumerate() {
+        if k > 0 && candidates[k - 1].workload != c.workload {
+            before = k;
+        }
+        let w = &mut workloads[c.workload];
+        let v = w.paths[k - before].clone();
+        star(w, c.row, v.called());
+        family.count(&w.name, &v);
+    }
+    family
+}
+
+/// Whether `v`, judged on its share alone, moved less than another share-judged path of its
+/// workload moved the other way: shares add up to the op, so that one's move is all of it.
+fn outweighed(paths: &[PathVerdict], v: &PathVerdict) -> bool {
+    v.method == PathMethod::Share
+        && v.called()
+        && paths.iter().any(|o| {
+            o.method == PathMethod::Share
+                && o.called()
+                && o.change.signum() != v.change.signum()
+                && o.change.abs() >= v.change.abs()
+        })
+}
+
+/// A path's verdict from its q-value and change: called when the family rejects it and the
+/// change passes the threshold of its figure.
+fn verdict(method: PathMethod, change: f64, q: f64, criteria: &Criteria) -> Verdict {
+    let threshold = match method {
+        PathMethod::Timed | PathMethod::Sampled => criteria.path_threshold_ns,
+        PathMethod::Share => criteria.path_threshold_share,
+    };
+    match (q < criteria.alpha, change.abs() > threshold) {
+        (true, true) if change > 0.0 => Verdict::Regressed,
+        (true, true) => Verdict::Improved,
+        _ => Verdict::NoChange,
+    }
+}
+
+impl PathFamily {
+    /// Adds `v` of `workload` to the counts, the largest change and the bounds ruled out.
+    fn count(&mut self, workload: &str, v: &PathVerdict) {
+        match v.verdict {
+            Verdict::Regressed => self.regressed += 1,
+            Verdict::Improved => self.improved += 1,
+            _ => {}
+        }
+        let size = |v: &PathVerdict| (v.method == PathMethod::Share, -v.change.abs());
+        if v.called() && self.largest.as_ref().is_none_or(|(_, l)| size(v) < size(l)) {
+            self.largest = Some((workload.to_string(), v.clone()));
+        }
+        if v.verdict == Verdict::Regressed {
+            return;
+        }
+        let slot = match v.method {
+            PathMethod::Share => &mut self.ruled_out_share,
+            _ => &mut self.ruled_out_ns,
+        };
+        if slot.as_ref().is_none_or(|r| v.high > r.bound) {
+            *slot = Some(RuledOut {
+                workload: workload.to_string(),
+                path: v.label(),
+                bound: v.high,
+            });
+        }
+    }
+}
+
+/// `w`'s tested paths: its timed rows, then its sampled rows no timed row tests, then the
+/// suite summary's groups.
+fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
+    let timed = w
+        .attribution
+        .iter()
+        .flat_map(|a| a.paths.iter().enumerate());
+    let mut out: Vec<Candidate> = timed
+        .filter_map(|(i, p)| {
+            Some(Candidate {
+                workload,
+                row: Row::Timed(i),
+                kind: p.kind.name(),
+                name: p.name.clone(),
+                parent: p.parent.clone(),
+                test: Test::Timed(p.test?),
+            })
+        })
+        .collect();
+    let Some(s) = &w.sampled else {
+        return out;
+    };
+    let steady = s.cpu_spread.is_none_or(|spread| spread <= NOISY_OP);
+    for (i, p) in s.paths.iter().enumerate() {
+        let test = Test::sampled(p.judged.priced, p.judged.test, steady);
+        let sampled = Candidate {
+            workload,
+            row: Row::Sampled(i),
+            kind: p.kind.name(),
+            name: p.name.clone(),
+            parent: p.parent.clone(),
+            test,
+        };
+        let same = |c: &&mut Candidate| {
+            c.kind == sampled.kind && c.name == sampled.name && c.parent == sampled.parent
+        };
+        match out.iter_mut().find(same) {
+            Some(timed) => {
+                if test.std_error_ns(s.old_cpu_ns_per_op)
+                    < timed.test.std_error_ns(s.old_cpu_ns_per_op)
+                {
+                    *timed = sampled;
+                }
+            }
+            None => out.push(sampled),
+        }
+    }
+    out.extend(s.groups.iter().enumerate().map(|(i, g)| Candidate {
+        workload,
+        row: Row::Group(i),
+        kind: "group",
+        name: g.label(),
+        parent: None,
+        test: Test::sampled(g.judged.priced, g.judged.test, steady),
+    }));
+    out
+}
+
+fn star(w: &mut WorkloadComparison, row: Row, called: bool) {
+    match row {
+        Row::Timed(i) => {
+            if let Some(p) = w.attribution.as_mut().and_then(|a| a.paths.get_mut(i)) {
+                p.starred = called;
+            }
+        }
+        Row::Sampled(i) => {
+            if let Some(p) = w.sampled.as_mut().and_then(|s| s.paths.get_mut(i)) {
+                p.judged.starred = called;
+            }
+        }
+        Row::Group(i) => {
+            if let Some(g) = w.sampled.as_mut().and_then(|s| s.groups.get_mut(i)) {
+                g.judged.starred = called;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "paths_tests.rs"]
+mod tests;
