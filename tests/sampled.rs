@@ -465,7 +465,7 @@ fn the_json_shares_are_the_ones_the_text_prints_and_the_parts_add_up() {
     for (w, raw_w) in r.workloads.iter().zip(raw["workloads"].as_array().unwrap()) {
         let b = Breakdown::of(w).unwrap_or_else(|| panic!("{}: no breakdown", w.name));
         assert_eq!(raw_w["share_of"], serde_json::json!(b.whole), "{}", w.name);
-        let sum: f64 = b.parts.iter().map(|(_, ns)| ns).sum();
+        let sum: f64 = b.parts.figures.iter().map(|f| f.ns).sum();
         assert!(
             (sum - b.whole_ns).abs() <= 1e-9 * b.whole_ns,
             "{}: parts {:?} against {}",
