@@ -493,8 +493,13 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"root's");
         // Removing checks the inode: the name now holds another file, left alone.
         let st = dir.stat_at(OsStr::new("planted")).unwrap();
-        std::fs::remove_file(temp.path().join("moved/planted")).unwrap();
-        std::fs::write(temp.path().join("moved/planted"), "another").unwrap();
+        // The other file made while the first still exists, so it cannot reuse its inode.
+        std::fs::write(temp.path().join("moved/other"), "another").unwrap();
+        std::fs::rename(
+            temp.path().join("moved/other"),
+            temp.path().join("moved/planted"),
+        )
+        .unwrap();
         assert!(!dir
             .remove_own(OsStr::new("planted"), (st.st_dev, st.st_ino))
             .unwrap());
