@@ -34,6 +34,7 @@ fn results() -> Results {
         unprobed: true,
         programs: Vec::new(),
         sampling_cost: None,
+        sampling_cost_half_width: None,
     });
     r.workloads[1].profile = Some(build);
     r
