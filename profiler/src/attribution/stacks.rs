@@ -48,6 +48,11 @@ pub struct SampledStacks {
     /// Per stack, its count in each round so far (shorter where it was last seen earlier).
     counts: HashMap<StackKey, Vec<u64>>,
     rounds: usize,
+    /// The tags of hookprof's own loaded programs (16 hex digits): with them, a program frame
+    /// is the probes' only where its tag is one of these, so another tool's program that
+    /// happens to share a probe's name (bpftrace names a tracepoint's program `sys_enter`) is
+    /// not taken for the probes. Empty: by name alone.
+    own_tags: Vec<String>,
 }
 
 impl SampledStacks {
@@ -72,6 +77,11 @@ impl SampledStacks {
         }
     }
 
+    /// hookprof's own programs' tags, as `own_tags` keeps them.
+    pub fn set_own_programs(&mut self, tags: Vec<String>) {
+        self.own_tags = tags;
+    }
+
     pub fn total(&self) -> u64 {
         self.counts.values().flatten().sum()
     }
@@ -92,7 +102,7 @@ impl SampledStacks {
             own.all += count;
             let named = named_frames(&key.ips, names);
             let frames: Vec<&str> = named.iter().map(String::as_str).collect();
-            if is_own(context(key.user, &frames), &frames) {
+            if is_own(context(key.user, &frames, &self.own_tags), &frames) {
                 own.own += count;
                 own.round_own += by_round.get(round).copied().unwrap_or(0);
             }
@@ -189,7 +199,7 @@ enum Context {
     Kernel,
 }
 
-fn context(user: bool, frames: &[&str]) -> Context {
+fn context(user: bool, frames: &[&str], own_tags: &[String]) -> Context {
     if user {
         return Context::User;
     }
@@ -197,7 +207,7 @@ fn context(user: bool, frames: &[&str]) -> Context {
     // or out of one, or a trampoline.
     let innermost =
         frames.iter().enumerate().rev().find(|(_, f)| {
-            f.starts_with("bpf_prog_") || BPF_DISPATCH.iter().any(|d| f.starts_with(d))
+            bpf_program(f).is_some() || BPF_DISPATCH.iter().any(|d| f.starts_with(d))
         });
     match innermost {
         // The syscall tracepoints' own code, which runs only while one is attached.
@@ -208,13 +218,8 @@ fn context(user: bool, frames: &[&str]) -> Context {
             Context::Probe
         }
         None => Context::Kernel,
-        Some((_, f)) if f.starts_with("bpf_prog_") => {
-            if is_probe(program_name(&f["bpf_prog_".len()..])) {
-                Context::Probe
-            } else {
-                Context::Kernel
-            }
-        }
+        Some((_, f)) if is_own_program(f, own_tags) => Context::Probe,
+        Some((_, f)) if bpf_program(f).is_some() => Context::Kernel,
         Some((i, f)) if f.starts_with(TRAMPOLINE) => trampoline_context(frames, i),
         Some(_) => Context::Probe,
     }
@@ -223,7 +228,7 @@ fn context(user: bool, frames: &[&str]) -> Context {
 /// Whether a kernel stack (root first) was hookprof's measuring at work: a sample its profile
 /// counts in `probe_samples`, for an export to say so of each stack.
 pub fn is_probe_stack(frames: &[&str]) -> bool {
-    context(false, frames) == Context::Probe
+    context(false, frames, &[]) == Context::Probe
 }
 
 /// Whether a sample counts in the shares' denominator (`own_samples`): neither the probes'
@@ -252,19 +257,74 @@ fn trampoline_context(frames: &[&str], i: usize) -> Context {
     }
 }
 
-/// `<tag>_<name>` (the tag is 16 hex digits) to `<name>`.
-fn program_name(tagged: &str) -> &str {
-    tagged.split_once('_').map_or(tagged, |(_, name)| name)
+/// The name of the JIT'd BPF program a frame is, `bpf_prog_<tag>_<name>` (the tag is 16 hex
+/// digits; a program loaded without a name is `bpf_prog_<tag>` and named by its tag), or None
+/// for any other frame (the kernel's own `bpf_prog_*` functions among them).
+pub fn bpf_program(frame: &str) -> Option<&str> {
+    let tagged = frame.strip_prefix("bpf_prog_")?;
+    let tag = tagged.get(..16)?;
+    if !tag.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    match &tagged[16..] {
+        "" => Some(tag),
+        rest => rest.strip_prefix('_'),
+    }
 }
 
 /// Whether one frame is hookprof's measuring at work, for a flame graph's colour: one of its
 /// programs (`bpf_prog_<tag>_<name>`) or the kernel's way into a BPF program. (`profile`
 /// decides by the whole stack; one frame alone cannot tell a trampoline's own time.)
 pub fn is_probe_frame(frame: &str) -> bool {
-    match frame.strip_prefix("bpf_prog_") {
-        Some(tagged) => is_probe(program_name(tagged)),
+    match bpf_program(frame) {
+        Some(program) => is_probe(program),
         None => BPF_DISPATCH.iter().any(|d| frame.starts_with(d)),
     }
+}
+
+/// The security stack's layers beside the LSMs, each known by the frames of its own code (as
+/// this kernel's kallsyms names them: `seccomp_run_filters` and `audit_filter_syscall` are
+/// inlined into their callers on some builds, so each layer lists its callers too).
+const LAYERS: &[(PathKind, &[&str])] = &[
+    (
+        PathKind::Seccomp,
+        &["__secure_computing", "__seccomp_", "seccomp_"],
+    ),
+    (PathKind::Audit, &["__audit_", "audit_"]),
+    (
+        PathKind::Netfilter,
+        &[
+            "nf_hook_slow",
+            "nft_do_chain",
+            "ipt_do_table",
+            "ip6t_do_table",
+            "arpt_do_table",
+            "ebt_do_table",
+        ],
+    ),
+];
+
+/// The layer whose code `frame` is, by its name.
+fn layer_of(frame: &str) -> Option<PathKind> {
+    LAYERS
+        .iter()
+        .find(|(_, prefixes)| prefixes.iter().any(|p| frame.starts_with(p)))
+        .map(|(kind, _)| *kind)
+}
+
+/// Whether a frame is one of hookprof's measuring programs: named as one, and, where the
+/// tags of its loaded programs are known, with one of those tags.
+fn is_own_program(frame: &str, own_tags: &[String]) -> bool {
+    let ours_by_tag = || {
+        let tag = frame.get("bpf_prog_".len()..).and_then(|t| t.get(..16));
+        own_tags.is_empty() || tag.is_some_and(|t| own_tags.iter().any(|o| o == t))
+    };
+    bpf_program(frame).is_some_and(is_probe) && ours_by_tag()
+}
+
+/// A BPF program's frame that is not hookprof's measuring: another tool's (or `--inject`'s).
+fn other_program<'a>(frame: &'a str, own_tags: &[String]) -> Option<&'a str> {
+    bpf_program(frame).filter(|_| !is_own_program(frame, own_tags))
 }
 
 fn is_probe(program: &str) -> bool {
@@ -294,7 +354,7 @@ fn syscall_of(syscall_nr: i32, frames: &[&str]) -> Option<String> {
 }
 
 /// The paths one stack counts for, each once, with whether it is the innermost frame.
-fn paths_of(frames: &[&str], syscall: Option<&str>) -> Vec<(PathKey, bool)> {
+fn paths_of(frames: &[&str], syscall: Option<&str>, own_tags: &[String]) -> Vec<(PathKey, bool)> {
     let mut paths: Vec<(PathKey, bool)> = Vec::new();
     let mut add = |key: PathKey, innermost: bool| match paths.iter_mut().find(|(k, _)| *k == key) {
         Some((_, own)) => *own |= innermost,
@@ -324,14 +384,35 @@ fn paths_of(frames: &[&str], syscall: Option<&str>) -> Vec<(PathKey, bool)> {
                 PathKey::new(PathKind::TaskPath, frame, parent, None),
                 i == leaf,
             );
+        } else if let Some(program) = other_program(frame, own_tags) {
+            add(
+                PathKey::new(PathKind::BpfProgram, program, None, None),
+                i == leaf,
+            );
         }
     }
+    add_layers(frames, &mut add);
     paths
+}
+
+/// Each layer on a stack once, named by its outermost frame there; its own where the
+/// innermost frame is its code.
+fn add_layers(frames: &[&str], add: &mut impl FnMut(PathKey, bool)) {
+    let leaf_layer = frames.last().and_then(|f| layer_of(f));
+    for (kind, _) in LAYERS {
+        if let Some(outermost) = frames.iter().find(|f| layer_of(f) == Some(*kind)) {
+            add(
+                PathKey::new(*kind, outermost, None, None),
+                leaf_layer == Some(*kind),
+            );
+        }
+    }
 }
 
 /// The summary's groups one stack counts in, given its paths: any hook makes it the security
 /// layer's, each LSM whose function it is inside that LSM's, a hook with no LSM function under
-/// it the framework's, and any task path the task paths'.
+/// it the framework's, any task path the task paths', seccomp, audit and netfilter code each
+/// its layer's, and a BPF program not hookprof's the other programs' and that program's.
 fn groups_of(paths: &[(PathKey, bool)]) -> Vec<(GroupKind, Option<String>)> {
     let mut groups = Vec::new();
     let any = |kind: PathKind| paths.iter().any(|(k, _)| k.kind == kind);
@@ -350,6 +431,22 @@ fn groups_of(paths: &[(PathKey, bool)]) -> Vec<(GroupKind, Option<String>)> {
     if any(PathKind::TaskPath) {
         groups.push((GroupKind::TaskPaths, None));
     }
+    for (path, group) in [
+        (PathKind::Seccomp, GroupKind::Seccomp),
+        (PathKind::Audit, GroupKind::Audit),
+        (PathKind::Netfilter, GroupKind::Netfilter),
+        (PathKind::BpfProgram, GroupKind::OtherBpf),
+    ] {
+        if any(path) {
+            groups.push((group, None));
+        }
+    }
+    groups.extend(
+        paths
+            .iter()
+            .filter(|(k, _)| k.kind == PathKind::BpfProgram)
+            .map(|(k, _)| (GroupKind::BpfProgram, Some(k.name.clone()))),
+    );
     groups
 }
 
@@ -524,12 +621,19 @@ pub fn profile(
     // by round.
     let mut tallies: BTreeMap<PathKey, Tally> = BTreeMap::new();
     // Per group: the workload's own samples with any of its paths on the stack, by round.
-    // The security layer and the task paths are always there, at zero if no sample fell in
-    // them: a profile with groups says so, where a file written before them has none.
-    let mut groups: BTreeMap<(GroupKind, Option<String>), Vec<u64>> =
-        [GroupKind::Hooks, GroupKind::TaskPaths]
-            .map(|kind| ((kind, None), vec![0; rounds]))
-            .into();
+    // The security layer, the task paths and the other layers are always there, at zero if
+    // no sample fell in them: a profile with groups says so, where a file written before them
+    // has none.
+    let mut groups: BTreeMap<(GroupKind, Option<String>), Vec<u64>> = [
+        GroupKind::Hooks,
+        GroupKind::TaskPaths,
+        GroupKind::Seccomp,
+        GroupKind::Audit,
+        GroupKind::Netfilter,
+        GroupKind::OtherBpf,
+    ]
+    .map(|kind| ((kind, None), vec![0; rounds]))
+    .into();
     // Per place: the workload's own samples there, by round (each sample in one place).
     let mut places: BTreeMap<(Place, Option<String>), Vec<u64>> = BTreeMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
@@ -543,9 +647,9 @@ pub fn profile(
             (false, false) => frames.join(";"),
         };
         *folded.entry(line).or_default() += count;
-        let context = context(key.user, &frames);
+        let context = context(key.user, &frames, &stacks.own_tags);
         let syscall = syscall_of(key.syscall_nr, &frames);
-        let paths = paths_of(&frames, syscall.as_deref());
+        let paths = paths_of(&frames, syscall.as_deref(), &stacks.own_tags);
         if is_own(context, &frames) {
             let place = place_of(key.user, &frames, &paths, syscall.as_deref());
             let t = places.entry(place).or_insert_with(|| vec![0; rounds]);
@@ -615,7 +719,7 @@ pub fn profile(
         .into_iter()
         .filter(|(_, t)| t.inclusive > 0)
         .map(|(key, t)| {
-            let syscall = matches!(key.kind, PathKind::Hook | PathKind::TaskPath)
+            let syscall = (!matches!(key.kind, PathKind::Syscall | PathKind::Lsm))
                 .then(|| t.mostly_in())
                 .flatten();
             let Tally {
@@ -650,11 +754,16 @@ pub fn profile(
         .collect();
     let groups = groups
         .into_iter()
-        .map(|((kind, lsm), by_round)| {
+        .map(|((kind, name), by_round)| {
             let c = counted(by_round);
+            let (lsm, program) = match kind {
+                GroupKind::BpfProgram => (None, name),
+                _ => (name, None),
+            };
             SampledGroup {
                 kind,
                 lsm,
+                program,
                 samples: c.samples,
                 share: c.share,
                 share_low: c.low,
@@ -1376,5 +1485,153 @@ mod tests {
             .places
             .iter()
             .all(|x| x.share_low <= x.share && x.share <= x.share_high));
+    }
+
+    #[test]
+    fn seccomp_audit_netfilter_and_other_tools_programs_are_layers_of_their_own() {
+        let mut names = HashMap::new();
+        let enter = ["entry_SYSCALL_64", "do_syscall_64", "syscall_trace_enter"];
+        let on = |tail: &[&'static str]| [&enter[..], tail].concat();
+        let other = "bpf_prog_0123456789abcdef_tracepoint_raw";
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            stack(
+                &on(&["__secure_computing", "__seccomp_filter"]),
+                39,
+                6,
+                &mut names,
+            ),
+            stack(&on(&["__audit_syscall_entry"]), 39, 4, &mut names),
+            stack(
+                &on(&["trace_sys_enter", "perf_trace_sys_enter", other]),
+                39,
+                9,
+                &mut names,
+            ),
+            // hookprof's own program on the same tracepoint: the probes', in no layer.
+            stack(
+                &on(&[
+                    "trace_sys_enter",
+                    "bpf_trace_run2",
+                    "bpf_prog_0123456789abcdef_sys_enter",
+                ]),
+                39,
+                5,
+                &mut names,
+            ),
+            stack(
+                &[
+                    "asm_sysvec_apic_timer_interrupt",
+                    "handle_softirqs",
+                    "ip_rcv",
+                    "nf_hook_slow",
+                    "nft_do_chain_ipv4",
+                    "nft_do_chain",
+                ],
+                -1,
+                3,
+                &mut names,
+            ),
+            // A kernel function named bpf_prog_* is no program.
+            stack(&on(&["bpf_prog_free"]), 39, 2, &mut names),
+        ]);
+        let p = profile(&s, &names, 1000, 10, None);
+        assert_eq!(p.probe_samples, 5);
+        let group = |kind: GroupKind, program: Option<&str>| {
+            p.groups
+                .iter()
+                .find(|g| g.kind == kind && g.program.as_deref() == program)
+                .map(|g| g.samples)
+        };
+        assert_eq!(group(GroupKind::Seccomp, None), Some(6));
+        assert_eq!(group(GroupKind::Audit, None), Some(4));
+        assert_eq!(group(GroupKind::Netfilter, None), Some(3));
+        assert_eq!(group(GroupKind::OtherBpf, None), Some(9));
+        assert_eq!(
+            group(GroupKind::BpfProgram, Some("tracepoint_raw")),
+            Some(9)
+        );
+        assert_eq!(group(GroupKind::BpfProgram, Some("sys_enter")), None);
+        assert_eq!(group(GroupKind::BpfProgram, Some("free")), None);
+        let counts = |name: &str| {
+            let x = path(&p, name);
+            (x.kind, x.inclusive_samples, x.self_samples)
+        };
+        assert_eq!(counts("__secure_computing"), (PathKind::Seccomp, 6, 6));
+        let seccomp = path(&p, "__secure_computing");
+        assert_eq!(seccomp.syscall.as_deref(), Some("getpid"));
+        assert_eq!(path(&p, "__audit_syscall_entry").kind, PathKind::Audit);
+        let nf = path(&p, "nf_hook_slow");
+        assert_eq!((nf.kind, nf.self_samples), (PathKind::Netfilter, 3));
+        assert_eq!(counts("tracepoint_raw"), (PathKind::BpfProgram, 9, 9));
+    }
+
+    #[test]
+    fn a_program_frame_is_bpf_prog_a_sixteen_digit_tag_and_its_name() {
+        assert_eq!(
+            bpf_program("bpf_prog_0123456789abcdef_sys_exit"),
+            Some("sys_exit")
+        );
+        assert_eq!(
+            bpf_program("bpf_prog_0123456789abcdef"),
+            Some("0123456789abcdef")
+        );
+        assert_eq!(bpf_program("bpf_prog_free"), None);
+        assert_eq!(bpf_program("bpf_prog_alloc_no_stats"), None);
+        assert_eq!(bpf_program("security_file_open"), None);
+    }
+
+    #[test]
+    fn a_profile_with_no_sample_in_a_layer_says_so_at_zero() {
+        let mut names = HashMap::new();
+        let mut s = SampledStacks::default();
+        s.add(vec![stack(
+            &["do_syscall_64", "__x64_sys_getppid"],
+            110,
+            3,
+            &mut names,
+        )]);
+        let p = profile(&s, &names, 1000, 1, None);
+        for kind in [
+            GroupKind::Seccomp,
+            GroupKind::Audit,
+            GroupKind::Netfilter,
+            GroupKind::OtherBpf,
+        ] {
+            let g = p.groups.iter().find(|g| g.kind == kind).expect("a layer");
+            assert_eq!(g.samples, 0, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn another_tool_s_program_named_like_a_probe_is_told_apart_by_its_tag() {
+        let mut names = HashMap::new();
+        let enter = ["entry_SYSCALL_64", "do_syscall_64", "syscall_trace_enter"];
+        let via = |prog: &'static str| [&enter[..], &["trace_sys_enter", prog]].concat();
+        let mut s = SampledStacks::default();
+        s.add(vec![
+            stack(
+                &via("bpf_prog_00000000000000aa_sys_enter"),
+                39,
+                5,
+                &mut names,
+            ),
+            stack(
+                &via("bpf_prog_00000000000000bb_sys_enter"),
+                39,
+                7,
+                &mut names,
+            ),
+        ]);
+        // By name alone both are the probes'.
+        assert_eq!(profile(&s, &names, 1000, 1, None).probe_samples, 12);
+        s.set_own_programs(vec!["00000000000000aa".into()]);
+        let p = profile(&s, &names, 1000, 1, None);
+        assert_eq!(p.probe_samples, 5);
+        let other = path(&p, "sys_enter");
+        assert_eq!(
+            (other.kind, other.inclusive_samples),
+            (PathKind::BpfProgram, 7)
+        );
     }
 }

@@ -44,6 +44,9 @@ pub enum Counted {
     TaskPath,
     /// fork, exec or exit per op (from the task tracepoints).
     TaskEvent,
+    /// A layer of the security stack beside the LSMs (seccomp, audit, netfilter, another
+    /// tool's BPF program).
+    Layer,
 }
 
 impl Counted {
@@ -53,6 +56,9 @@ impl Counted {
             PathKind::Hook => Counted::Hook,
             PathKind::Lsm => Counted::Lsm,
             PathKind::TaskPath => Counted::TaskPath,
+            PathKind::Seccomp | PathKind::Audit | PathKind::Netfilter | PathKind::BpfProgram => {
+                Counted::Layer
+            }
         }
     }
 
@@ -63,6 +69,7 @@ impl Counted {
             Counted::Lsm => "LSM function",
             Counted::TaskPath => "task path",
             Counted::TaskEvent => "task event",
+            Counted::Layer => "security layer",
         }
     }
 }
@@ -152,6 +159,8 @@ impl Coverage {
             Counted::Syscall => self.syscalls,
             Counted::TaskEvent => self.tasks,
             Counted::Hook | Counted::Lsm | Counted::TaskPath => self.functions.contains(name),
+            // Sampled only: no timed probe counts their calls.
+            Counted::Layer => false,
         }
     }
 }

@@ -829,6 +829,7 @@ fn with_groups(medians: &[f64], landlock: [u64; 4], label: &str) -> Results {
         SampledGroup {
             kind,
             lsm: lsm.map(String::from),
+            program: None,
             samples,
             share: samples as f64 / 4000.0,
             share_low: 0.0,

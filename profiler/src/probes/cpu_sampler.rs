@@ -44,6 +44,17 @@ pub struct RawSample {
 }
 
 impl Probes {
+    /// The tags of hookprof's loaded programs, as their JIT'd symbols spell them
+    /// (`bpf_prog_<tag>_<name>`): how a sample tells them from another tool's program of the
+    /// same name.
+    pub fn program_tags(&self) -> Vec<String> {
+        self.ebpf
+            .programs()
+            .filter_map(|(_, program)| program.info().ok())
+            .map(|info| format!("{:016x}", info.tag()))
+            .collect()
+    }
+
     /// Names into `named` each of the sampled `addresses` it lacks, for counting samples as
     /// they come (`KeptTable`: kallsyms is read again only for code outside the kernel's own
     /// text and the programs loaded for the whole run).

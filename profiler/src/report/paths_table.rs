@@ -296,7 +296,12 @@ fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> V
                 PathKind::TaskPath if named_parent.is_some() => {
                     (named_parent.and_then(|p| find(PathKind::TaskPath, p)), None)
                 }
-                PathKind::Hook | PathKind::TaskPath => (
+                PathKind::Hook
+                | PathKind::TaskPath
+                | PathKind::Seccomp
+                | PathKind::Audit
+                | PathKind::Netfilter
+                | PathKind::BpfProgram => (
                     n.sampled
                         .and_then(|s| s.syscall.as_deref())
                         .and_then(|call| find(PathKind::Syscall, call)),
@@ -318,7 +323,11 @@ fn kind_rank(kind: PathKind) -> usize {
         PathKind::Syscall => 0,
         PathKind::Hook => 1,
         PathKind::TaskPath => 2,
-        PathKind::Lsm => 3,
+        PathKind::Seccomp => 3,
+        PathKind::Audit => 4,
+        PathKind::Netfilter => 5,
+        PathKind::BpfProgram => 6,
+        PathKind::Lsm => 7,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the security stack costs across a suite, in one table: per workload the clean op, the
 //! security hooks' share of its CPU time with its interval and ns per op, that share split by
-//! LSM (each LSM's own functions, and the framework's dispatch), and the task paths' share;
+//! LSM (each LSM's own functions, and the framework's dispatch), the task paths' share, and
+//! the layers beside the LSMs (seccomp, audit, netfilter, BPF programs not hookprof's own);
 //! sorted by the hooks' share, with one closing line naming the LSM that costs most and where.
 //! It reads the sampled profiles' groups (`StackProfile::groups`), which a run computes once:
 //! sampling sees the hooks wherever the kernel runs them, timed or not.
@@ -26,7 +27,17 @@ pub struct SummaryRow {
     /// Each of the summary's `lsms`, in its order.
     pub lsms: Vec<Option<SampledGroup>>,
     pub task_paths: Option<SampledGroup>,
+    /// Each of `LAYERS`, in its order; None where the file was written before they were kept.
+    pub layers: Vec<Option<SampledGroup>>,
 }
+
+/// The layers of the security stack beside the LSMs, each a column after the task paths.
+pub const LAYERS: [GroupKind; 4] = [
+    GroupKind::Seccomp,
+    GroupKind::Audit,
+    GroupKind::Netfilter,
+    GroupKind::OtherBpf,
+];
 
 /// The suite's rows, most costly hooks first.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +98,7 @@ impl SuiteSummary {
                     .map(|l| group(p, GroupKind::Lsm, Some(l)))
                     .collect(),
                 task_paths: group(p, GroupKind::TaskPaths, None),
+                layers: LAYERS.iter().map(|&kind| group(p, kind, None)).collect(),
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -160,6 +172,7 @@ impl SuiteSummary {
         header.extend(self.lsms.iter().cloned());
         header.push("framework".into());
         header.push("task paths".into());
+        header.extend(LAYERS.iter().map(|kind| kind.label(None)));
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut table = markup.table(&header);
         // A group no sample fell in is absent from the profile: 0%.
@@ -178,6 +191,7 @@ impl SuiteSummary {
             cells.extend(r.lsms.iter().map(pct));
             cells.push(pct(&r.framework));
             cells.push(pct(&r.task_paths));
+            cells.extend(r.layers.iter().map(measured_percent));
             table.add_row(cells);
         }
         markup.align_numbers(&mut table, 1);
@@ -218,8 +232,12 @@ impl SuiteSummary {
         let mut out = String::from("<figure id=\"suite-summary\"><table><tr><th>workload</th>");
         out.push_str(
             "<th>clean op</th><th style=\"text-align:left\">security hooks, by LSM</th>\
-             <th>hooks</th><th>95% interval</th><th>per op</th><th>task paths</th></tr>\n",
+             <th>hooks</th><th>95% interval</th><th>per op</th><th>task paths</th>",
         );
+        for kind in LAYERS {
+            let _ = write!(out, "<th>{}</th>", esc(&kind.label(None)));
+        }
+        out.push_str("</tr>\n");
         for r in &self.rows {
             let mut bar = String::new();
             let parts = r
@@ -252,10 +270,10 @@ impl SuiteSummary {
                     per_op(g.ns_per_op)
                 );
             }
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td style=\"text-align:left;white-space:nowrap\">{bar}\
-                 </td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                 </td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
                 esc(&r.workload),
                 esc(&r.clean),
                 percent(share(&r.hooks)),
@@ -263,6 +281,10 @@ impl SuiteSummary {
                 per_op(r.hooks.as_ref().map_or(0.0, |g| g.ns_per_op)),
                 percent(share(&r.task_paths)),
             );
+            for g in &r.layers {
+                let _ = write!(out, "<td>{}</td>", measured_percent(g));
+            }
+            out.push_str("</tr>\n");
         }
         out.push_str("</table><figcaption>");
         for (i, lsm) in self.lsms.iter().enumerate() {
@@ -299,6 +321,12 @@ fn percent(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 
+/// A layer's share: "-" where the file was written before the layers were kept (not
+/// measured, which is not 0%).
+fn measured_percent(g: &Option<SampledGroup>) -> String {
+    g.as_ref().map_or("-".into(), |g| percent(g.share))
+}
+
 fn interval(g: &SampledGroup) -> String {
     format!("{}-{}", percent(g.share_low), percent(g.share_high))
 }
@@ -317,6 +345,7 @@ mod tests {
         SampledGroup {
             kind,
             lsm: lsm.map(String::from),
+            program: None,
             samples,
             share,
             share_low: share * 0.9,
@@ -406,5 +435,41 @@ mod tests {
             w.profile = None;
         }
         assert!(SuiteSummary::of(&r).is_none());
+    }
+
+    #[test]
+    fn each_layer_beside_the_lsms_has_a_column_and_a_file_without_them_says_not_measured() {
+        let mut r = two_workloads();
+        let open = r.workloads[1].profile.as_mut().unwrap();
+        open.groups.extend([
+            group(GroupKind::Seccomp, None, 0, 1000),
+            group(GroupKind::Audit, None, 250, 1000),
+            group(GroupKind::Netfilter, None, 0, 1000),
+            group(GroupKind::OtherBpf, None, 70, 1000),
+        ]);
+        let s = SuiteSummary::of(&r).unwrap();
+        let text = s.render(Markup::Terminal);
+        let header = text.lines().find(|l| l.contains("workload")).unwrap();
+        for column in ["seccomp", "audit", "netfilter", "other BPF"] {
+            assert!(header.contains(column), "{column} in {header}");
+        }
+        let open = text.lines().find(|l| l.contains("open_close")).unwrap();
+        let cells: Vec<&str> = open.split_whitespace().collect();
+        assert_eq!(
+            cells[cells.len() - 4..],
+            ["0.0%", "25.0%", "0.0%", "7.0%"],
+            "{open}"
+        );
+        // null_call's file kept no layers: "-", never 0%.
+        let null = text.lines().find(|l| l.contains("null_call")).unwrap();
+        assert!(null.trim_end().ends_with('-'), "{null}");
+        let markdown = s.render(Markup::Markdown);
+        assert!(markdown.contains("| other BPF"), "{markdown}");
+        let html = s.html_figure();
+        assert!(html.contains("<th>other BPF</th>"), "{html}");
+        assert!(
+            html.contains("<td>25.0%</td><td>0.0%</td><td>7.0%</td></tr>"),
+            "{html}"
+        );
     }
 }

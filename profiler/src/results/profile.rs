@@ -138,6 +138,19 @@ pub enum GroupKind {
     Framework,
     /// Samples with a fork/exit/exec task path on the stack.
     TaskPaths,
+    /// Samples in seccomp's filtering (`__secure_computing`, `__seccomp_filter` and the
+    /// filters they run).
+    Seccomp,
+    /// Samples in audit's syscall filtering and logging (`__audit_*`, `audit_*`).
+    Audit,
+    /// Samples in a netfilter hook's chain walk (`nf_hook_slow`, `nft_do_chain`,
+    /// `ipt_do_table`).
+    Netfilter,
+    /// Samples in any BPF program not hookprof's own measuring ones (another tool's, and
+    /// `--inject`'s).
+    OtherBpf,
+    /// Samples in one such BPF program (`program` names it).
+    BpfProgram,
 }
 
 /// One group's share of the workload's own CPU samples (the denominator of every share of
@@ -148,6 +161,9 @@ pub struct SampledGroup {
     /// The LSM, for `kind` lsm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lsm: Option<String>,
+    /// The BPF program's name, for `kind` bpf_program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     pub samples: u64,
     pub share: f64,
     /// The share's 95% interval: with the round as the unit where the profile kept two or
@@ -163,20 +179,27 @@ pub struct SampledGroup {
 }
 
 impl GroupKind {
-    /// A group's name as a summary's column or row says it (`lsm`: the LSM's, for `Lsm`).
-    pub fn label(self, lsm: Option<&str>) -> String {
+    /// A group's name as a summary's column or row says it (`name`: the LSM's for `Lsm`, the
+    /// program's for `BpfProgram`).
+    pub fn label(self, name: Option<&str>) -> String {
         match self {
             GroupKind::Hooks => "security hooks".into(),
-            GroupKind::Lsm => lsm.unwrap_or_default().into(),
+            GroupKind::Lsm => name.unwrap_or_default().into(),
             GroupKind::Framework => "framework".into(),
             GroupKind::TaskPaths => "task paths".into(),
+            GroupKind::Seccomp => "seccomp".into(),
+            GroupKind::Audit => "audit".into(),
+            GroupKind::Netfilter => "netfilter".into(),
+            GroupKind::OtherBpf => "other BPF".into(),
+            GroupKind::BpfProgram => format!("BPF program {}", name.unwrap_or_default()),
         }
     }
 }
 
 impl SampledGroup {
     pub fn label(&self) -> String {
-        self.kind.label(self.lsm.as_deref())
+        self.kind
+            .label(self.lsm.as_deref().or(self.program.as_deref()))
     }
 }
 

@@ -675,6 +675,14 @@ pub enum PathKind {
     Lsm,
     /// A fork/exit/exec task path (copy_process, do_exit, their per-subsystem steps).
     TaskPath,
+    /// Seccomp's filtering at syscall entry, named by its outermost frame (sampled only).
+    Seccomp,
+    /// Audit's syscall filtering and logging, named by its outermost frame (sampled only).
+    Audit,
+    /// A netfilter hook's chain walk (`nf_hook_slow`, nftables, iptables; sampled only).
+    Netfilter,
+    /// A BPF program not hookprof's own, by its name (sampled only).
+    BpfProgram,
 }
 
 impl PathKind {
@@ -685,6 +693,10 @@ impl PathKind {
             PathKind::Hook => "hook",
             PathKind::Lsm => "lsm",
             PathKind::TaskPath => "task",
+            PathKind::Seccomp => "seccomp",
+            PathKind::Audit => "audit",
+            PathKind::Netfilter => "netfilter",
+            PathKind::BpfProgram => "bpf program",
         }
     }
 }

@@ -687,6 +687,7 @@ fn probed_pass(
         taken.stack_pass_samples += samples.iter().map(|s| s.count).sum::<u64>();
     }
     *last = Some(now);
+    taken.stacks.set_own_programs(p.program_tags());
     taken.stacks.add(samples);
     Ok(Wait::Done(Some((runs, values))))
 }

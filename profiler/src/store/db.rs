@@ -534,6 +534,10 @@ fn path_kind(kind: PathKind) -> &'static str {
         PathKind::Hook => "hook",
         PathKind::Lsm => "lsm",
         PathKind::TaskPath => "task_path",
+        PathKind::Seccomp => "seccomp",
+        PathKind::Audit => "audit",
+        PathKind::Netfilter => "netfilter",
+        PathKind::BpfProgram => "bpf_program",
     }
 }
 

@@ -17,6 +17,10 @@ pub(crate) fn kind_colour(kind: PathKind) -> &'static str {
         PathKind::Hook => "#f28e2b",
         PathKind::Lsm => "#e15759",
         PathKind::TaskPath => "#59a14f",
+        PathKind::Seccomp => "#76b7b2",
+        PathKind::Audit => "#edc948",
+        PathKind::Netfilter => "#9c755f",
+        PathKind::BpfProgram => "#b07aa1",
     }
 }
 
