@@ -322,9 +322,24 @@ fn is_own_program(frame: &str, own_tags: &[String]) -> bool {
     bpf_program(frame).is_some_and(is_probe) && ours_by_tag()
 }
 
-/// A BPF program's frame that is not hookprof's measuring: another tool's (or `--inject`'s).
+/// A BPF program's frame that is another tool's: hookprof loaded no program of its tag (where
+/// the tags are known), nor is it one of hookprof's by name. `--inject`'s programs are
+/// hookprof's: the workload's cost where they run, never another tool's layer.
 fn other_program<'a>(frame: &'a str, own_tags: &[String]) -> Option<&'a str> {
-    bpf_program(frame).filter(|_| !is_own_program(frame, own_tags))
+    let tag = frame.get("bpf_prog_".len()..).and_then(|t| t.get(..16));
+    // An injection's busy-wait is a subprogram, JIT'd under a tag of its own: known by name.
+    let loaded_here = bpf_program(frame).is_some_and(is_injection)
+        || if own_tags.is_empty() {
+            bpf_program(frame).is_some_and(is_probe)
+        } else {
+            tag.is_some_and(|t| own_tags.iter().any(|o| o == t))
+        };
+    bpf_program(frame).filter(|_| !loaded_here)
+}
+
+/// `--inject`'s programs, as their JIT'd names are cut to 15 bytes.
+fn is_injection(program: &str) -> bool {
+    program.starts_with("inject_") || program == "spin_until"
 }
 
 fn is_probe(program: &str) -> bool {
@@ -1633,5 +1648,19 @@ mod tests {
             (other.kind, other.inclusive_samples),
             (PathKind::BpfProgram, 7)
         );
+    }
+
+    #[test]
+    fn inject_s_programs_are_hookprof_s_never_another_tool_s_layer() {
+        let tags = vec!["00000000000000aa".to_string()];
+        for frame in [
+            "bpf_prog_0123456789abcdef_inject_sys_exit",
+            "bpf_prog_fedcba9876543210_spin_until",
+        ] {
+            assert_eq!(other_program(frame, &tags), None, "{frame}");
+            assert_eq!(other_program(frame, &[]), None, "{frame}");
+        }
+        let theirs = "bpf_prog_0123456789abcdef_tracepoint_raw";
+        assert_eq!(other_program(theirs, &tags), Some("tracepoint_raw"));
     }
 }

@@ -357,7 +357,11 @@ fn path_counts(p: &StackProfile) -> Counts<'_, PathKey> {
 fn group_counts(p: &StackProfile) -> Counts<'_, GroupKey> {
     p.groups
         .iter()
-        .map(|g| ((g.kind, g.lsm.clone()), g.samples, &g.round_samples[..]))
+        // A group's name: its LSM's, or its BPF program's (one group per program).
+        .map(|g| {
+            let name = g.lsm.clone().or_else(|| g.program.clone());
+            ((g.kind, name), g.samples, &g.round_samples[..])
+        })
         .collect()
 }
 
@@ -487,6 +491,7 @@ fn path_delta(
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupDelta {
     pub kind: GroupKind,
+    /// The LSM of an `lsm` group, or the program of a `bpf_program` group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lsm: Option<String>,
     pub old_share: f64,
