@@ -85,7 +85,7 @@ pub fn render_html(c: &Comparison) -> String {
             scale.show(w.new.mean),
             esc(&super::render::change_cell(w)),
             w.adjusted_p
-                .map(super::render::format_p)
+                .map(crate::report::figures::format_p)
                 .unwrap_or_else(|| "n/a".into()),
             w.verdict,
             esc(&super::render::spread_line(w)),

@@ -48,7 +48,7 @@ pub fn verdict_line(v: &PathVerdict) -> String {
         interval(v.method, v.low, v.high),
         v.verdict,
         how(v.method),
-        super::render::format_p(v.q_value)
+        crate::report::figures::format_p(v.q_value)
     )
 }
 
@@ -142,7 +142,7 @@ pub fn markdown_table(c: &Comparison) -> String {
             v.label(),
             figure(v.method, v.change),
             interval(v.method, v.low, v.high),
-            super::render::format_p(v.q_value),
+            crate::report::figures::format_p(v.q_value),
             v.verdict,
             how(v.method)
         );

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::{
     replication::{TestKind, Unit as Replication},
-    report::figures::Scale,
+    report::figures::{format_p, Scale},
     results::{PathKind, Unit},
     stats::{Criteria, Summary, Verdict},
 };
@@ -31,14 +31,6 @@ fn signed_percent(fraction: f64) -> String {
     // Rounding noise of pooled means must not print as "-0.00%".
     let percent = if percent.abs() < 0.005 { 0.0 } else { percent };
     format!("{percent:+.2}%")
-}
-
-pub(super) fn format_p(p: f64) -> String {
-    if p >= 0.01 || p == 0.0 {
-        format!("{p:.2}")
-    } else {
-        format!("{p:.1e}")
-    }
 }
 
 /// Largest change first.

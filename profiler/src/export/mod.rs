@@ -1,6 +1,6 @@
 //! The kernel CI ecosystem's formats, written from results files: KCIDB v5 JSON (KernelCI's
 //! common database), Bencher's BMF JSON (pull-request gates), Prometheus text (fleet
-//! dashboards), and the profiling ecosystem's pprof (the sampled stacks). Each says only what
+//! dashboards); the sampled stacks' pprof sits with the folded stacks in `report`. Each says only what
 //! the results hold: what a file does not record (the kernel's source commit, its
 //! architecture) is left out, never guessed.
 use crate::{
@@ -12,7 +12,6 @@ use crate::{
 pub mod bmf;
 pub mod kcidb;
 pub mod openmetrics;
-pub mod pprof;
 
 /// Refuses a results file that holds one workload twice (a forged or hand-merged file; `run`
 /// refuses such a list): each export names a workload's figures by its name, so the two would

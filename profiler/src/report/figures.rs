@@ -143,6 +143,16 @@ pub(crate) fn probe_overhead(
     })
 }
 
+/// A p-value as reports print it: two decimals, or one significant digit in exponent form
+/// below 0.01.
+pub(crate) fn format_p(p: f64) -> String {
+    if p >= 0.01 || p == 0.0 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
 pub(crate) fn percent(fraction: f64) -> String {
     // A change from zero (forged or all-zero samples) has no percentage.
     if !fraction.is_finite() {

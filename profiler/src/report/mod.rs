@@ -17,6 +17,7 @@ pub mod lmbench_summary;
 pub mod markdown;
 pub(crate) mod markup;
 pub(crate) mod paths_table;
+pub mod pprof;
 mod sampled;
 pub mod suite_summary;
 pub mod text;
@@ -151,6 +152,6 @@ impl Exporter<[Results]> for output::Folded {
 /// A file without sampled stacks is refused (exit 2), as for the folded stacks.
 impl Exporter<[Results]> for output::Pprof {
     fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        crate::export::pprof::render(results)
+        pprof::render(results)
     }
 }

@@ -29,7 +29,7 @@ const PROBE_FILE: &str = "[hookprof probes]";
 /// The gzipped profile of every profiled workload in `results`; the same refusals as the
 /// folded stacks' (a file without stacks, hidden kernel addresses, two files of one label).
 pub fn render(results: &[Results]) -> Result<Vec<u8>> {
-    crate::report::folded::check(results)?;
+    super::folded::check(results)?;
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(&profile(results).encode_to_vec())?;
     Ok(gz.finish()?)
