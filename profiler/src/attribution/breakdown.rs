@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::{
     results::{
-        rows, AttributionRow, PathKind, Place, Results, SampledPlace, ShareWhole, StackProfile,
+        rows, AttributionRow, PathKind, Place, SampledPlace, ShareWhole, StackProfile,
         WorkloadResult,
     },
     stats,
@@ -292,7 +292,7 @@ impl<'a> Breakdown<'a> {
     /// The breakdown of `w`; None when nothing was attributed or sampled, or there is no whole
     /// to take shares of (no clean samples, or a bandwidth op whose rows do not say it).
     pub fn of(w: &'a WorkloadResult) -> Option<Breakdown<'a>> {
-        let (whole, whole_ns) = whole_of(w)?;
+        let (whole, whole_ns) = rows::whole_of(w)?;
         let sampled = w
             .profile
             .as_ref()
@@ -334,38 +334,6 @@ impl<'a> Breakdown<'a> {
     }
 }
 
-/// What `w`'s timed shares are of, in ns per op: the probed op's CPU time over all its tasks
-/// where sched_switch measured it (the rows are CPU time then, so shares of one level add up
-/// to at most 100% but for noise), else the probed op's time (the pass the rows timed, the
-/// probes' cost in both), else the clean op (a bandwidth op, whose time the rows' clean
-/// shares give).
-pub fn whole_of(w: &WorkloadResult) -> Option<(ShareWhole, f64)> {
-    if let Some(a) = w.accounting.as_ref().filter(|a| a.on_cpu_ns_per_op > 0.0) {
-        return Some((ShareWhole::ProbedOpCpuTime, a.on_cpu_ns_per_op));
-    }
-    let probed = stats::summarize(&w.probed)
-        .and_then(|p| rows::op_ns(w.unit, p.mean))
-        .filter(|ns| *ns > 0.0);
-    if let Some(ns) = probed {
-        return Some((ShareWhole::ProbedOp, ns));
-    }
-    let clean = stats::summarize(&w.clean)?;
-    clean_op_ns(w, clean.mean)
-        .filter(|ns| *ns > 0.0)
-        .map(|ns| (ShareWhole::CleanOp, ns))
-}
-
-/// The clean op in ns: a time metric's mean, or, for bandwidth, what the run took the rows'
-/// clean-op shares of (each row's ns per op over that share).
-pub fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
-    rows::op_ns(w.unit, clean_mean).or_else(|| {
-        w.attribution.iter().find_map(|r| {
-            let share = r.share_of_clean_op.filter(|s| *s > 0.0)?;
-            (r.ns_per_op > 0.0).then(|| r.ns_per_op / share)
-        })
-    })
-}
-
 /// Rows in display order, each with its depth: each row that is no LSM function followed by
 /// the LSM functions under it; those whose hook has no row come last, with the hook named.
 fn ordered(rows: &[AttributionRow]) -> Vec<(&AttributionRow, usize, Option<&str>)> {
@@ -389,42 +357,6 @@ fn ordered(rows: &[AttributionRow]) -> Vec<(&AttributionRow, usize, Option<&str>
         ordered.push((orphan, 0, Some(orphan.parent.as_deref().unwrap_or("?"))));
     }
     ordered
-}
-
-impl Results {
-    /// Sets every row's `share` (and its workload's `share_of`) from the breakdown, so the
-    /// JSON holds the figure the reports print.
-    pub fn derive_shares(&mut self) {
-        for w in &mut self.workloads {
-            let Some((whole, whole_ns)) = whole_of(w) else {
-                w.share_of = None;
-                continue;
-            };
-            w.share_of = (!w.attribution.is_empty()).then_some(whole);
-            for r in &mut w.attribution {
-                r.share = rows::ns_per_op(r) / whole_ns;
-            }
-        }
-    }
-
-    /// A file written before rows said what their share was of: its `share` was of the clean
-    /// op, which `share_of_clean_op` now holds; `share` is then made again as runs make it.
-    pub(crate) fn read_old_shares(&mut self) {
-        let mut old = false;
-        for w in self.workloads.iter_mut().filter(|w| w.share_of.is_none()) {
-            for r in w
-                .attribution
-                .iter_mut()
-                .filter(|r| r.share_of_clean_op.is_none())
-            {
-                r.share_of_clean_op = Some(r.share);
-                old = true;
-            }
-        }
-        if old {
-            self.derive_shares();
-        }
-    }
 }
 
 /// How an end-to-end change of `total_ns` per op divides into the breakdown's parts: each
@@ -455,6 +387,22 @@ pub fn change(
 mod tests {
     use super::*;
     use crate::results::fixtures::{accounting, row, sample_results};
+
+    #[test]
+    fn the_cpu_time_is_the_whole_where_it_was_measured_and_json_says_so() {
+        let mut r = sample_results();
+        r.workloads[0].accounting = Some(accounting(4000.0, 0.0));
+        r.derive_shares();
+        let w = &r.workloads[0];
+        assert_eq!(w.share_of, Some(ShareWhole::ProbedOpCpuTime));
+        let b = Breakdown::of(w).unwrap();
+        for p in &b.paths {
+            assert_eq!(p.row.share, p.share, "{}", p.row.name);
+        }
+        assert_eq!(w.attribution[0].share, 0.75);
+        // What the run took the share of the clean op as stays, under its own name.
+        assert_eq!(w.attribution[0].share_of_clean_op, Some(0.6));
+    }
 
     #[test]
     fn the_parts_add_up_to_the_whole_and_the_residual_is_outside_the_syscalls() {
@@ -497,40 +445,6 @@ mod tests {
         assert_eq!(b.part(Part::Syscall), 0.0);
         let sum: f64 = b.parts.figures.iter().map(|f| f.ns).sum();
         assert!((sum - 5000.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn the_cpu_time_is_the_whole_where_it_was_measured_and_json_says_so() {
-        let mut r = sample_results();
-        r.workloads[0].accounting = Some(accounting(4000.0, 0.0));
-        r.derive_shares();
-        let w = &r.workloads[0];
-        assert_eq!(w.share_of, Some(ShareWhole::ProbedOpCpuTime));
-        let b = Breakdown::of(w).unwrap();
-        for p in &b.paths {
-            assert_eq!(p.row.share, p.share, "{}", p.row.name);
-        }
-        assert_eq!(w.attribution[0].share, 0.75);
-        // What the run took the share of the clean op as stays, under its own name.
-        assert_eq!(w.attribution[0].share_of_clean_op, Some(0.6));
-    }
-
-    #[test]
-    fn an_old_file_s_share_was_of_the_clean_op() {
-        let mut r = sample_results();
-        for w in &mut r.workloads {
-            w.share_of = None;
-            for row in &mut w.attribution {
-                row.share_of_clean_op = None;
-                row.share = 0.123;
-            }
-        }
-        r.read_old_shares();
-        let w = &r.workloads[0];
-        assert_eq!(w.attribution[0].share_of_clean_op, Some(0.123));
-        // Shares are made again as runs make them: of the probed op the rows timed.
-        assert_eq!(w.share_of, Some(ShareWhole::ProbedOp));
-        assert_eq!(w.attribution[0].share, 0.6);
     }
 
     #[test]

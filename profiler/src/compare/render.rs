@@ -7,7 +7,7 @@ use super::{
 };
 use crate::{
     replication::{TestKind, Unit as Replication},
-    report::figures::{format_p, Scale},
+    report::figures::{format_p, percent, signed_percent, Scale},
     results::{PathKind, Unit},
     stats::{Criteria, Summary, Verdict},
 };
@@ -20,17 +20,6 @@ fn signed_ns(v: f64) -> String {
     } else {
         format!("{v:+.1} ns")
     }
-}
-
-fn signed_percent(fraction: f64) -> String {
-    // A change from zero (forged or all-zero samples) has no percentage.
-    if !fraction.is_finite() {
-        return "n/a".into();
-    }
-    let percent = fraction * 100.0;
-    // Rounding noise of pooled means must not print as "-0.00%".
-    let percent = if percent.abs() < 0.005 { 0.0 } else { percent };
-    format!("{percent:+.2}%")
 }
 
 /// Largest change first.
@@ -236,9 +225,9 @@ pub(super) fn ruled_out(w: &WorkloadComparison) -> Option<String> {
     let better = w.unit.higher_is_better();
     let bound = w.change?.worse_bound(better)?;
     Some(if better {
-        format!("a drop beyond {} ruled out", signed_percent(bound))
+        format!("a drop beyond {} ruled out", signed_percent(bound, 2))
     } else {
-        format!("a slowdown above {} ruled out", signed_percent(bound))
+        format!("a slowdown above {} ruled out", signed_percent(bound, 2))
     })
 }
 
@@ -311,13 +300,6 @@ fn more_of(replication: Replication) -> &'static str {
         Replication::Run => "more runs",
         _ => "more rounds or runs",
     }
-}
-
-fn percent(fraction: f64) -> String {
-    if !fraction.is_finite() {
-        return "n/a".into();
-    }
-    format!("{:.1}%", fraction * 100.0)
 }
 
 fn mean_ci(s: &Summary, unit: Unit, replication: Replication) -> String {
@@ -472,7 +454,7 @@ pub(super) fn missed_sentence(c: &Comparison) -> Option<String> {
     Some(format!(
         "the largest {what} it could have missed: {} {} ({:.0}%{left_out})",
         m.workload,
-        signed_percent(m.bound),
+        signed_percent(m.bound, 2),
         100.0 * (1.0 - c.criteria.alpha)
     ))
 }
@@ -523,15 +505,15 @@ pub fn render_text(c: &Comparison) -> String {
                     let _ = writeln!(
                         out,
                         "  change: [{} {} {}] (p = {} {cmp} {})",
-                        signed_percent(lo),
-                        signed_percent(ch.relative),
-                        signed_percent(hi),
+                        signed_percent(lo, 2),
+                        signed_percent(ch.relative, 2),
+                        signed_percent(hi, 2),
                         format_p(p),
                         c.criteria.alpha
                     );
                 }
                 _ => {
-                    let _ = writeln!(out, "  change: {}", signed_percent(ch.relative));
+                    let _ = writeln!(out, "  change: {}", signed_percent(ch.relative, 2));
                 }
             }
         }
@@ -550,7 +532,7 @@ pub fn render_text(c: &Comparison) -> String {
                     let p = ch.p_value.map(|p| format!(", p = {}", format_p(p)));
                     format!(
                         " ({}{})",
-                        signed_percent(ch.relative),
+                        signed_percent(ch.relative, 2),
                         p.unwrap_or_default()
                     )
                 })
@@ -607,11 +589,11 @@ pub(super) fn change_cell(w: &WorkloadComparison) -> String {
         Some(ch) => match ch.ci {
             Some((lo, hi)) => format!(
                 "{} [{}, {}]",
-                signed_percent(ch.relative),
-                signed_percent(lo),
-                signed_percent(hi)
+                signed_percent(ch.relative, 2),
+                signed_percent(lo, 2),
+                signed_percent(hi, 2)
             ),
-            None => signed_percent(ch.relative),
+            None => signed_percent(ch.relative, 2),
         },
         None => "n/a".into(),
     }

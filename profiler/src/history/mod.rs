@@ -17,7 +17,7 @@ use crate::{
     compare::{self, attribution_lines, sampled_lines, ChangeAttribution, SampledChange},
     output::{self, Document, Format},
     replication::{self, PointValue, Replicate},
-    report::text::num,
+    report::{figures::format_p, text::num},
     results::{Results, Unit},
     stats::Criteria,
 };
@@ -400,14 +400,6 @@ fn format_alpha(alpha: f64) -> String {
     let text = format!("{alpha:.decimals$}");
     let text = text.trim_end_matches('0');
     text.trim_end_matches('.').to_string()
-}
-
-fn format_p(p: f64) -> String {
-    if p >= 0.01 {
-        format!("{p:.2}")
-    } else {
-        format!("{p:.3}")
-    }
 }
 
 pub fn render_text(h: &History) -> String {

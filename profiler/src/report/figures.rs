@@ -116,7 +116,10 @@ pub(crate) fn probe_overhead(
     let relative = |v: f64| sign * v / clean.mean;
     let change = relative(probed.mean - clean.mean);
     let Some((low, high)) = stats::difference_interval(clean, probed) else {
-        return Some(format!("{} (one sample: no interval)", percent(change)));
+        return Some(format!(
+            "{} (one sample: no interval)",
+            signed_percent(change, 1)
+        ));
     };
     let (low, high) = {
         let (a, b) = (relative(low), relative(high));
@@ -136,9 +139,9 @@ pub(crate) fn probe_overhead(
     } else {
         format!(
             "{} ({} to {})",
-            percent(change),
-            percent(low),
-            percent(high)
+            signed_percent(change, 1),
+            signed_percent(low, 1),
+            signed_percent(high, 1)
         )
     })
 }
@@ -153,12 +156,27 @@ pub(crate) fn format_p(p: f64) -> String {
     }
 }
 
+/// A share or ratio as a percentage with one decimal (`12.3%`); "n/a" where it has none.
 pub(crate) fn percent(fraction: f64) -> String {
-    // A change from zero (forged or all-zero samples) has no percentage.
     if !fraction.is_finite() {
         return "n/a".into();
     }
-    format!("{:+.1}%", fraction * 100.0)
+    format!("{:.1}%", fraction * 100.0)
+}
+
+/// A change as a signed percentage with `decimals` decimals (`+1.25%`); "n/a" for a change
+/// from zero (forged or all-zero samples), and rounding noise never prints as "-0.0%".
+pub(crate) fn signed_percent(fraction: f64, decimals: usize) -> String {
+    if !fraction.is_finite() {
+        return "n/a".into();
+    }
+    let percent = fraction * 100.0;
+    let percent = if percent.abs() < 0.5 * 10f64.powi(-(decimals as i32)) {
+        0.0
+    } else {
+        percent
+    };
+    format!("{percent:+.decimals$}%")
 }
 
 /// `Residual: 4.5 us/op (90.0% of the op's own CPU time, 88.1-91.8%) outside the timed
@@ -185,13 +203,13 @@ pub(crate) fn residual_sentence(b: &Breakdown) -> String {
     }
     let interval = residual
         .interval
-        .map(|(low, high)| format!(", {}-{}", pct(low), pct(high)))
+        .map(|(low, high)| format!(", {}-{}", percent(low), percent(high)))
         .unwrap_or_default();
     let mut s = format!(
         "Residual: {} {}/op ({} {}{interval}) {}",
         scale.number(residual.ns),
         scale.symbol,
-        pct(residual.share),
+        percent(residual.share),
         parts.whole.of(),
         parts.outside
     );
@@ -199,7 +217,7 @@ pub(crate) fn residual_sentence(b: &Breakdown) -> String {
         let pieces: Vec<String> = parts
             .residual
             .iter()
-            .map(|p| format!("{} {} ({})", p.name, pct(p.share), scale.show(p.ns)))
+            .map(|p| format!("{} {} ({})", p.name, percent(p.share), scale.show(p.ns)))
             .collect();
         if !pieces.is_empty() {
             s.push_str(": ");
@@ -212,11 +230,6 @@ pub(crate) fn residual_sentence(b: &Breakdown) -> String {
         );
     }
     s
-}
-
-/// A share as a percentage with one decimal (`12.3%`).
-fn pct(share: f64) -> String {
-    format!("{:.1}%", share * 100.0)
 }
 
 /// Why a run is incomplete: the workloads that failed, else an interruption.

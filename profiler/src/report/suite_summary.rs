@@ -7,7 +7,11 @@
 //! sampling sees the hooks wherever the kernel runs them, timed or not.
 use std::fmt::Write;
 
-use super::{figures::Scale, flame::palette::kind_colour, markup::Markup};
+use super::{
+    figures::{percent, Scale},
+    flame::palette::kind_colour,
+    markup::Markup,
+};
 use crate::{
     results::{GroupKind, PathKind, Results, SampledGroup, StackProfile, Unit, WorkloadResult},
     stats,
@@ -315,10 +319,6 @@ fn per_op(ns: f64) -> String {
 
 fn share(g: &Option<SampledGroup>) -> f64 {
     g.as_ref().map_or(0.0, |g| g.share)
-}
-
-fn percent(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
 }
 
 /// A layer's share: "-" where the file was written before the layers were kept (not

@@ -1,6 +1,9 @@
-//! The arithmetic on one attribution row or figure: an operation's time in nanoseconds and a
-//! row's ns per op. How rows add up to an op is `attribution::Breakdown`'s.
-use super::{AttributionRow, Unit};
+//! The arithmetic on one attribution row or figure: an operation's time in nanoseconds, a
+//! row's ns per op, and the whole a workload's row shares are of (kept in the file, so a
+//! loaded file is read the way a run writes it). How rows add up to an op is
+//! `attribution::Breakdown`'s.
+use super::{AttributionRow, Results, ShareWhole, Unit, WorkloadResult};
+use crate::stats;
 
 /// One operation's time in nanoseconds, for metrics that are a time per operation.
 pub fn op_ns(unit: Unit, value: f64) -> Option<f64> {
@@ -22,10 +25,78 @@ pub fn ns_per_op(row: &AttributionRow) -> f64 {
     }
 }
 
+/// What `w`'s timed shares are of, in ns per op: the probed op's CPU time over all its tasks
+/// where sched_switch measured it (the rows are CPU time then, so shares of one level add up
+/// to at most 100% but for noise), else the probed op's time (the pass the rows timed, the
+/// probes' cost in both), else the clean op (a bandwidth op, whose time the rows' clean
+/// shares give).
+pub fn whole_of(w: &WorkloadResult) -> Option<(ShareWhole, f64)> {
+    if let Some(a) = w.accounting.as_ref().filter(|a| a.on_cpu_ns_per_op > 0.0) {
+        return Some((ShareWhole::ProbedOpCpuTime, a.on_cpu_ns_per_op));
+    }
+    let probed = stats::summarize(&w.probed)
+        .and_then(|p| op_ns(w.unit, p.mean))
+        .filter(|ns| *ns > 0.0);
+    if let Some(ns) = probed {
+        return Some((ShareWhole::ProbedOp, ns));
+    }
+    let clean = stats::summarize(&w.clean)?;
+    clean_op_ns(w, clean.mean)
+        .filter(|ns| *ns > 0.0)
+        .map(|ns| (ShareWhole::CleanOp, ns))
+}
+
+/// The clean op in ns: a time metric's mean, or, for bandwidth, what the run took the rows'
+/// clean-op shares of (each row's ns per op over that share).
+pub fn clean_op_ns(w: &WorkloadResult, clean_mean: f64) -> Option<f64> {
+    op_ns(w.unit, clean_mean).or_else(|| {
+        w.attribution.iter().find_map(|r| {
+            let share = r.share_of_clean_op.filter(|s| *s > 0.0)?;
+            (r.ns_per_op > 0.0).then(|| r.ns_per_op / share)
+        })
+    })
+}
+
+impl Results {
+    /// Sets every row's `share` (and its workload's `share_of`) from the breakdown, so the
+    /// JSON holds the figure the reports print.
+    pub fn derive_shares(&mut self) {
+        for w in &mut self.workloads {
+            let Some((whole, whole_ns)) = whole_of(w) else {
+                w.share_of = None;
+                continue;
+            };
+            w.share_of = (!w.attribution.is_empty()).then_some(whole);
+            for r in &mut w.attribution {
+                r.share = ns_per_op(r) / whole_ns;
+            }
+        }
+    }
+
+    /// A file written before rows said what their share was of: its `share` was of the clean
+    /// op, which `share_of_clean_op` now holds; `share` is then made again as runs make it.
+    pub(crate) fn read_old_shares(&mut self) {
+        let mut old = false;
+        for w in self.workloads.iter_mut().filter(|w| w.share_of.is_none()) {
+            for r in w
+                .attribution
+                .iter_mut()
+                .filter(|r| r.share_of_clean_op.is_none())
+            {
+                r.share_of_clean_op = Some(r.share);
+                old = true;
+            }
+        }
+        if old {
+            self.derive_shares();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::PathKind;
+    use crate::results::{fixtures::sample_results, PathKind};
 
     fn plain_row(kind: PathKind, name: &str, ns: f64) -> AttributionRow {
         AttributionRow {
@@ -56,5 +127,23 @@ mod tests {
         assert_eq!(ns_per_op(&r), 2.0);
         assert_eq!(op_ns(Unit::Microseconds, 2.5), Some(2500.0));
         assert_eq!(op_ns(Unit::MegabytesPerSecond, 2.5), None);
+    }
+
+    #[test]
+    fn an_old_file_s_share_was_of_the_clean_op() {
+        let mut r = sample_results();
+        for w in &mut r.workloads {
+            w.share_of = None;
+            for row in &mut w.attribution {
+                row.share_of_clean_op = None;
+                row.share = 0.123;
+            }
+        }
+        r.read_old_shares();
+        let w = &r.workloads[0];
+        assert_eq!(w.attribution[0].share_of_clean_op, Some(0.123));
+        // Shares are made again as runs make them: of the probed op the rows timed.
+        assert_eq!(w.share_of, Some(ShareWhole::ProbedOp));
+        assert_eq!(w.attribution[0].share, 0.6);
     }
 }
