@@ -1,6 +1,7 @@
 //! One output layer for every command (hyperfine's `export` module is the model): a `Format`
 //! chosen on the command line, and per document a command prints (results, a comparison, a
-//! history) the formats it has, each written by an `Exporter`.
+//! history) the formats it has, each written by its `export`; JSON is every document's serde
+//! form.
 use anyhow::Result;
 use clap::{builder::PossibleValuesParser, builder::TypedValueParser, ValueEnum};
 use serde::Serialize;
@@ -55,25 +56,35 @@ impl Format {
     }
 }
 
-/// Writes one document in one format.
-pub trait Exporter<D: ?Sized> {
-    fn serialize(&self, doc: &D) -> Result<Vec<u8>>;
-}
-
-/// Something a command prints, and the exporter of each format it has.
-pub trait Document {
+/// Something a command prints: its formats, and itself in each. JSON is its serde form for
+/// every document (`json`), so a document writes only the formats that are its own.
+pub trait Document: Serialize {
     /// The formats this document has, the first the default.
     const FORMATS: &'static [Format];
 
-    /// The exporter for `format`; None for a format not in `FORMATS`.
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>>;
+    /// The document in `format`, one of `FORMATS` other than JSON (`unlisted` for any other).
+    fn export(&self, format: Format) -> Result<Vec<u8>>;
+
+    /// The document as JSON.
+    fn json(&self) -> Result<Vec<u8>> {
+        pretty_json(self)
+    }
+}
+
+/// The error of a format a document's `export` does not write: `serialize` checks `FORMATS`
+/// first, so only a document whose list and `export` disagree reaches it.
+pub fn unlisted(format: Format) -> Result<Vec<u8>> {
+    anyhow::bail!(
+        "--format {}: this document has no such format",
+        format.name()
+    )
 }
 
 /// `doc` in `format`, as text made safe for where that format goes (`crate::text`): control
 /// characters shown escaped in text, XML-forbidden ones in JUnit and HTML, HTML in markdown
 /// shown as text. JSON formats escape them already. A binary format is refused: `render_bytes`
 /// writes it.
-pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<String> {
+pub fn render<D: Document + ?Sized>(doc: &D, format: Format) -> Result<String> {
     anyhow::ensure!(
         !format.is_binary(),
         "--format {}: a binary format, which this command cannot print",
@@ -95,7 +106,7 @@ pub fn render<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result
 
 /// `doc` in `format` as the bytes to write: a binary format's as its exporter wrote them, a
 /// text format's as `render` makes it.
-pub fn render_bytes<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<Vec<u8>> {
+pub fn render_bytes<D: Document + ?Sized>(doc: &D, format: Format) -> Result<Vec<u8>> {
     if format.is_binary() {
         serialize(doc, format)
     } else {
@@ -104,29 +115,20 @@ pub fn render_bytes<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> 
 }
 
 /// What `doc`'s exporter for `format` writes; an error naming the formats it has otherwise.
-fn serialize<D: Document + ?Sized + 'static>(doc: &D, format: Format) -> Result<Vec<u8>> {
-    let exporter = D::exporter(format).ok_or_else(|| {
+fn serialize<D: Document + ?Sized>(doc: &D, format: Format) -> Result<Vec<u8>> {
+    if !D::FORMATS.contains(&format) {
         let names: Vec<String> = D::FORMATS.iter().map(|f| f.name()).collect();
-        anyhow::anyhow!(
+        anyhow::bail!(
             "--format {}: not one of {}",
             format.name(),
             names.join(", ")
-        )
-    })?;
-    exporter.serialize(doc)
+        );
+    }
+    match format {
+        Format::Json => doc.json(),
+        other => doc.export(other),
+    }
 }
-
-pub struct Text;
-pub struct Markdown;
-pub struct Json;
-pub struct Html;
-pub struct Lmbench;
-pub struct Junit;
-pub struct Kcidb;
-pub struct Bmf;
-pub struct Openmetrics;
-pub struct Folded;
-pub struct Pprof;
 
 /// Pretty-printed JSON and a final newline, as every command's JSON ends.
 pub fn pretty_json(value: &(impl Serialize + ?Sized)) -> Result<Vec<u8>> {
@@ -155,34 +157,14 @@ mod tests {
         assert!(e.contains("[possible values: text, json]"), "{e}");
     }
 
-    struct Doc;
-    impl Exporter<Doc> for Text {
-        fn serialize(&self, _: &Doc) -> Result<Vec<u8>> {
-            Ok(b"doc\n".to_vec())
-        }
-    }
-    impl Document for Doc {
-        const FORMATS: &'static [Format] = &[Format::Text];
-        fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
-            match format {
-                Format::Text => Some(&Text),
-                _ => None,
-            }
-        }
-    }
-
     #[test]
     fn control_characters_in_a_document_are_escaped_for_text() {
+        #[derive(Serialize)]
         struct Named(&'static str);
-        impl Exporter<Named> for Text {
-            fn serialize(&self, n: &Named) -> Result<Vec<u8>> {
-                Ok(n.0.as_bytes().to_vec())
-            }
-        }
         impl Document for Named {
             const FORMATS: &'static [Format] = &[Format::Text];
-            fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
-                (format == Format::Text).then_some(&Text as &dyn Exporter<Self>)
+            fn export(&self, _: Format) -> Result<Vec<u8>> {
+                Ok(self.0.as_bytes().to_vec())
             }
         }
         assert_eq!(
@@ -192,12 +174,8 @@ mod tests {
     }
 
     /// A document that is one string, as every format of it.
+    #[derive(Serialize)]
     struct Raw(String);
-    impl Exporter<Raw> for Text {
-        fn serialize(&self, r: &Raw) -> Result<Vec<u8>> {
-            Ok(r.0.as_bytes().to_vec())
-        }
-    }
     impl Document for Raw {
         const FORMATS: &'static [Format] = &[
             Format::Text,
@@ -207,10 +185,8 @@ mod tests {
             Format::Junit,
             Format::Folded,
         ];
-        fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
-            Self::FORMATS
-                .contains(&format)
-                .then_some(&Text as &dyn Exporter<Self>)
+        fn export(&self, _: Format) -> Result<Vec<u8>> {
+            Ok(self.0.as_bytes().to_vec())
         }
     }
 
@@ -242,6 +218,14 @@ mod tests {
 
     #[test]
     fn a_format_the_document_lacks_is_an_error_naming_those_it_has() {
+        #[derive(Serialize)]
+        struct Doc;
+        impl Document for Doc {
+            const FORMATS: &'static [Format] = &[Format::Text];
+            fn export(&self, _: Format) -> Result<Vec<u8>> {
+                Ok(b"doc\n".to_vec())
+            }
+        }
         assert_eq!(render(&Doc, Format::Text).unwrap(), "doc\n");
         let e = render(&Doc, Format::Html).unwrap_err().to_string();
         assert_eq!(e, "--format html: not one of text");

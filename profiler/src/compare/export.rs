@@ -2,7 +2,7 @@
 use anyhow::Result;
 
 use super::{render_html, render_junit, render_markdown, render_text, Comparison};
-use crate::output::{self, Document, Exporter, Format};
+use crate::output::{self, Document, Format};
 
 impl Document for Comparison {
     const FORMATS: &'static [Format] = &[
@@ -14,51 +14,14 @@ impl Document for Comparison {
         Format::Bmf,
     ];
 
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Markdown => Some(&output::Markdown),
-            Format::Json => Some(&output::Json),
-            Format::Html => Some(&output::Html),
-            Format::Junit => Some(&output::Junit),
-            Format::Bmf => Some(&output::Bmf),
-            _ => None,
+            Format::Text => Ok(render_text(self).into_bytes()),
+            Format::Markdown => Ok(render_markdown(self).into_bytes()),
+            Format::Html => Ok(render_html(self).into_bytes()),
+            Format::Junit => Ok(render_junit(self).into_bytes()),
+            Format::Bmf => output::pretty_json(&super::bmf::document(self)),
+            other => output::unlisted(other),
         }
-    }
-}
-
-impl Exporter<Comparison> for output::Text {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        Ok(render_text(c).into_bytes())
-    }
-}
-
-impl Exporter<Comparison> for output::Markdown {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        Ok(render_markdown(c).into_bytes())
-    }
-}
-
-impl Exporter<Comparison> for output::Json {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        output::pretty_json(c)
-    }
-}
-
-impl Exporter<Comparison> for output::Html {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        Ok(render_html(c).into_bytes())
-    }
-}
-
-impl Exporter<Comparison> for output::Junit {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        Ok(render_junit(c).into_bytes())
-    }
-}
-
-impl Exporter<Comparison> for output::Bmf {
-    fn serialize(&self, c: &Comparison) -> Result<Vec<u8>> {
-        output::pretty_json(&super::bmf::document(c))
     }
 }

@@ -2,35 +2,16 @@
 use anyhow::Result;
 
 use super::{html::render_html, render_text, History};
-use crate::output::{self, Document, Exporter, Format};
+use crate::output::{self, Document, Format};
 
 impl Document for History {
     const FORMATS: &'static [Format] = &[Format::Text, Format::Json, Format::Html];
 
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Json => Some(&output::Json),
-            Format::Html => Some(&output::Html),
-            _ => None,
+            Format::Text => Ok(render_text(self).into_bytes()),
+            Format::Html => Ok(render_html(self).into_bytes()),
+            other => output::unlisted(other),
         }
-    }
-}
-
-impl Exporter<History> for output::Text {
-    fn serialize(&self, h: &History) -> Result<Vec<u8>> {
-        Ok(render_text(h).into_bytes())
-    }
-}
-
-impl Exporter<History> for output::Json {
-    fn serialize(&self, h: &History) -> Result<Vec<u8>> {
-        output::pretty_json(h)
-    }
-}
-
-impl Exporter<History> for output::Html {
-    fn serialize(&self, h: &History) -> Result<Vec<u8>> {
-        Ok(render_html(h).into_bytes())
     }
 }

@@ -5,7 +5,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use crate::{
-    output::{self, Document, Exporter, Format},
+    output::{self, Document, Format},
     results::Results,
 };
 
@@ -69,89 +69,40 @@ impl Document for [Results] {
         Format::Pprof,
     ];
 
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+    fn export(&self, format: Format) -> anyhow::Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Lmbench => Some(&output::Lmbench),
-            Format::Markdown => Some(&output::Markdown),
-            Format::Json => Some(&output::Json),
-            Format::Html => Some(&output::Html),
-            Format::Kcidb => Some(&output::Kcidb),
-            Format::Bmf => Some(&output::Bmf),
-            Format::Openmetrics => Some(&output::Openmetrics),
-            Format::Folded => Some(&output::Folded),
-            Format::Pprof => Some(&output::Pprof),
-            Format::Junit => None,
+            Format::Text => {
+                let texts: Vec<String> = self.iter().map(text::render).collect();
+                Ok(texts.join("\n").into_bytes())
+            }
+            Format::Lmbench => Ok(lmbench_summary::render(self).into_bytes()),
+            Format::Markdown => Ok(markdown::render(self).into_bytes()),
+            Format::Html => Ok(html::render(self).into_bytes()),
+            Format::Kcidb => {
+                crate::export::check_unique_workloads(self)?;
+                output::pretty_json(&crate::export::kcidb::document(self))
+            }
+            Format::Bmf => {
+                crate::export::check_unique_workloads(self)?;
+                output::pretty_json(&crate::export::bmf::document(self)?)
+            }
+            Format::Openmetrics => {
+                crate::export::check_unique_workloads(self)?;
+                Ok(crate::export::openmetrics::render(self)?.into_bytes())
+            }
+            // A file without sampled stacks is refused (exit 2) rather than printed as nothing.
+            Format::Folded => Ok(folded::render(self)?.into_bytes()),
+            // A file without sampled stacks is refused (exit 2), as for the folded stacks.
+            Format::Pprof => pprof::render(self),
+            other => output::unlisted(other),
         }
     }
-}
 
-impl Exporter<[Results]> for output::Text {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        let texts: Vec<String> = results.iter().map(text::render).collect();
-        Ok(texts.join("\n").into_bytes())
-    }
-}
-
-impl Exporter<[Results]> for output::Lmbench {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        Ok(lmbench_summary::render(results).into_bytes())
-    }
-}
-
-impl Exporter<[Results]> for output::Markdown {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        Ok(markdown::render(results).into_bytes())
-    }
-}
-
-/// One file is the results file itself; several, an array of them.
-impl Exporter<[Results]> for output::Json {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        match results {
+    /// One file is the results file itself; several, an array of them.
+    fn json(&self) -> anyhow::Result<Vec<u8>> {
+        match self {
             [one] => output::pretty_json(one),
             many => output::pretty_json(many),
         }
-    }
-}
-
-impl Exporter<[Results]> for output::Html {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        Ok(html::render(results).into_bytes())
-    }
-}
-
-impl Exporter<[Results]> for output::Kcidb {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        crate::export::check_unique_workloads(results)?;
-        output::pretty_json(&crate::export::kcidb::document(results))
-    }
-}
-
-impl Exporter<[Results]> for output::Bmf {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        crate::export::check_unique_workloads(results)?;
-        output::pretty_json(&crate::export::bmf::document(results)?)
-    }
-}
-
-impl Exporter<[Results]> for output::Openmetrics {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        crate::export::check_unique_workloads(results)?;
-        Ok(crate::export::openmetrics::render(results)?.into_bytes())
-    }
-}
-
-/// A file without sampled stacks is refused (exit 2) rather than printed as nothing.
-impl Exporter<[Results]> for output::Folded {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        Ok(folded::render(results)?.into_bytes())
-    }
-}
-
-/// A file without sampled stacks is refused (exit 2), as for the folded stacks.
-impl Exporter<[Results]> for output::Pprof {
-    fn serialize(&self, results: &[Results]) -> anyhow::Result<Vec<u8>> {
-        pprof::render(results)
     }
 }

@@ -15,7 +15,7 @@ use super::{
     timing, RecordArgs, Recorded,
 };
 use crate::{
-    output::{self, Document, Exporter, Format},
+    output::{self, Document, Format},
     results::{files_named, Results},
 };
 
@@ -159,104 +159,83 @@ pub struct RunList {
 
 impl Document for RunList {
     const FORMATS: &'static [Format] = &[Format::Text, Format::Json];
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Json => Some(&output::Json),
-            _ => None,
+            Format::Text => {
+                let mut table = comfy_table::Table::new();
+                table
+                    .load_preset(comfy_table::presets::NOTHING)
+                    .set_header([
+                        "run",
+                        "started (UTC)",
+                        "command",
+                        "label",
+                        "kernel",
+                        "host",
+                        "workloads",
+                        "complete",
+                    ]);
+                for r in &self.runs {
+                    table.add_row([
+                        super::select::short(&r.run_id).to_string(),
+                        utc(r.started_at),
+                        r.command.clone(),
+                        r.label.clone(),
+                        r.kernel_release.clone(),
+                        r.hostname.clone(),
+                        r.workloads.to_string(),
+                        if r.complete { "yes" } else { "no" }.to_string(),
+                    ]);
+                }
+                Ok(format!("{table}\n{} run(s)\n", self.runs.len()).into_bytes())
+            }
+            other => output::unlisted(other),
         }
-    }
-}
-
-impl Exporter<RunList> for output::Json {
-    fn serialize(&self, doc: &RunList) -> Result<Vec<u8>> {
-        output::pretty_json(doc)
-    }
-}
-
-impl Exporter<RunList> for output::Text {
-    fn serialize(&self, doc: &RunList) -> Result<Vec<u8>> {
-        let mut table = comfy_table::Table::new();
-        table
-            .load_preset(comfy_table::presets::NOTHING)
-            .set_header([
-                "run",
-                "started (UTC)",
-                "command",
-                "label",
-                "kernel",
-                "host",
-                "workloads",
-                "complete",
-            ]);
-        for r in &doc.runs {
-            table.add_row([
-                super::select::short(&r.run_id).to_string(),
-                utc(r.started_at),
-                r.command.clone(),
-                r.label.clone(),
-                r.kernel_release.clone(),
-                r.hostname.clone(),
-                r.workloads.to_string(),
-                if r.complete { "yes" } else { "no" }.to_string(),
-            ]);
-        }
-        Ok(format!("{table}\n{} run(s)\n", doc.runs.len()).into_bytes())
     }
 }
 
 impl Document for Pruned {
     const FORMATS: &'static [Format] = &[Format::Text, Format::Json];
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Json => Some(&output::Json),
-            _ => None,
-        }
-    }
-}
-
-impl Exporter<Pruned> for output::Json {
-    fn serialize(&self, doc: &Pruned) -> Result<Vec<u8>> {
-        output::pretty_json(doc)
-    }
-}
-
-impl Exporter<Pruned> for output::Text {
-    /// A count and the span of start times, not ten thousand rows; the kept runs by name.
-    fn serialize(&self, doc: &Pruned) -> Result<Vec<u8>> {
-        let mut text = String::new();
-        let span = |runs: &[&RunRow]| match (runs.first(), runs.last()) {
-            (Some(a), Some(b)) => {
-                format!(", started {} to {}", utc(a.started_at), utc(b.started_at))
+            Format::Text => {
+                let mut text = String::new();
+                let span = |runs: &[&RunRow]| match (runs.first(), runs.last()) {
+                    (Some(a), Some(b)) => {
+                        format!(", started {} to {}", utc(a.started_at), utc(b.started_at))
+                    }
+                    _ => String::new(),
+                };
+                let runs: Vec<&RunRow> = self.runs.iter().collect();
+                let verb = if self.removed {
+                    "removed"
+                } else {
+                    "would remove"
+                };
+                text += &format!("{verb} {} run(s){}\n", runs.len(), span(&runs));
+                if !self.kept_in_baselines.is_empty() {
+                    let mut names: Vec<&str> = self
+                        .kept_in_baselines
+                        .iter()
+                        .flat_map(|(_, n)| n.iter().map(String::as_str))
+                        .collect();
+                    names.sort_unstable();
+                    names.dedup();
+                    text += &format!(
+                        "kept {} run(s) in baselines ({}); --include-baselines removes them too\n",
+                        self.kept_in_baselines.len(),
+                        names.join(", ")
+                    );
+                }
+                if !self.removed && !self.runs.is_empty() {
+                    text += "a dry run: give --yes to remove them\n";
+                }
+                Ok(text.into_bytes())
             }
-            _ => String::new(),
-        };
-        let runs: Vec<&RunRow> = doc.runs.iter().collect();
-        let verb = if doc.removed {
-            "removed"
-        } else {
-            "would remove"
-        };
-        text += &format!("{verb} {} run(s){}\n", runs.len(), span(&runs));
-        if !doc.kept_in_baselines.is_empty() {
-            let mut names: Vec<&str> = doc
-                .kept_in_baselines
-                .iter()
-                .flat_map(|(_, n)| n.iter().map(String::as_str))
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            text += &format!(
-                "kept {} run(s) in baselines ({}); --include-baselines removes them too\n",
-                doc.kept_in_baselines.len(),
-                names.join(", ")
-            );
+            other => output::unlisted(other),
         }
-        if !doc.removed && !doc.runs.is_empty() {
-            text += "a dry run: give --yes to remove them\n";
-        }
-        Ok(text.into_bytes())
     }
 }
 

@@ -12,7 +12,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{fit::Line, report::Sweep};
 use crate::{
-    output::{self, Document, Exporter, Format},
+    output::{self, Document, Format},
     report::{figures::num, markup::Markup},
     results::{PathKind, Results},
     stats,
@@ -194,31 +194,12 @@ pub fn compare(old: Vec<Results>, new: Vec<Results>) -> Result<SweepComparison> 
 impl Document for SweepComparison {
     const FORMATS: &'static [Format] = &[Format::Text, Format::Markdown, Format::Json];
 
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Markdown => Some(&output::Markdown),
-            Format::Json => Some(&output::Json),
-            _ => None,
+            Format::Text => Ok(render(self, Markup::Terminal).into_bytes()),
+            Format::Markdown => Ok(render(self, Markup::Markdown).into_bytes()),
+            other => output::unlisted(other),
         }
-    }
-}
-
-impl Exporter<SweepComparison> for output::Text {
-    fn serialize(&self, c: &SweepComparison) -> Result<Vec<u8>> {
-        Ok(render(c, Markup::Terminal).into_bytes())
-    }
-}
-
-impl Exporter<SweepComparison> for output::Markdown {
-    fn serialize(&self, c: &SweepComparison) -> Result<Vec<u8>> {
-        Ok(render(c, Markup::Markdown).into_bytes())
-    }
-}
-
-impl Exporter<SweepComparison> for output::Json {
-    fn serialize(&self, c: &SweepComparison) -> Result<Vec<u8>> {
-        output::pretty_json(c)
     }
 }
 

@@ -11,7 +11,7 @@ use super::{
     report::{Curve, Sweep, WorkloadSweep, PATHS_SHOWN},
 };
 use crate::{
-    output::{self, Document, Exporter, Format},
+    output::{self, Document, Format},
     report::{figures::num, html::page, markup::Markup},
     results::PathKind,
     text::esc,
@@ -21,38 +21,13 @@ impl Document for Sweep {
     const FORMATS: &'static [Format] =
         &[Format::Text, Format::Markdown, Format::Json, Format::Html];
 
-    fn exporter(format: Format) -> Option<&'static dyn Exporter<Self>> {
+    fn export(&self, format: Format) -> Result<Vec<u8>> {
         match format {
-            Format::Text => Some(&output::Text),
-            Format::Markdown => Some(&output::Markdown),
-            Format::Json => Some(&output::Json),
-            Format::Html => Some(&output::Html),
-            _ => None,
+            Format::Text => Ok(render(self, Markup::Terminal).into_bytes()),
+            Format::Markdown => Ok(render(self, Markup::Markdown).into_bytes()),
+            Format::Html => Ok(render_html(self).into_bytes()),
+            other => output::unlisted(other),
         }
-    }
-}
-
-impl Exporter<Sweep> for output::Text {
-    fn serialize(&self, s: &Sweep) -> Result<Vec<u8>> {
-        Ok(render(s, Markup::Terminal).into_bytes())
-    }
-}
-
-impl Exporter<Sweep> for output::Markdown {
-    fn serialize(&self, s: &Sweep) -> Result<Vec<u8>> {
-        Ok(render(s, Markup::Markdown).into_bytes())
-    }
-}
-
-impl Exporter<Sweep> for output::Json {
-    fn serialize(&self, s: &Sweep) -> Result<Vec<u8>> {
-        output::pretty_json(s)
-    }
-}
-
-impl Exporter<Sweep> for output::Html {
-    fn serialize(&self, s: &Sweep) -> Result<Vec<u8>> {
-        Ok(render_html(s).into_bytes())
     }
 }
 
