@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use hookprof::{
     probes::{KernelBtf, ProbePlan, Probes, Target},
-    tracking_window::gate,
+    workloads::tracking_window::gate,
 };
 use hookprof_tests::{require_guest, require_root};
 use profiler_common::event;

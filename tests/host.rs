@@ -665,7 +665,7 @@ fn thread_state(tid: libc::pid_t) -> char {
 
 #[test]
 fn a_call_blocked_across_a_detach_is_counted_not_timed() {
-    use hookprof::tracking_window::gate;
+    use hookprof::workloads::tracking_window::gate;
     use profiler_common::event;
     use std::time::{Duration, Instant};
     require_root();

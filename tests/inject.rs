@@ -299,7 +299,7 @@ fn a_process_outside_the_run_is_never_made_to_wait() {
 
 /// ns of thread CPU time per getppid over one batch (the batch ends early if `stop` says so).
 fn neighbour_ns_per_call(stop: &mut dyn FnMut() -> bool) -> f64 {
-    let cpu_ns = || hookprof::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    let cpu_ns = || hookprof::machine::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
     const CALLS: u32 = 10_000;
     let start = cpu_ns();
     let mut made = 0;

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hookprof::clock::clock_ns;
+use hookprof::machine::clock::clock_ns;
 use hookprof_tests::{cleanup::BpfObjects, hookprof, hookprof_bin, one_at_a_time, require_root};
 
 /// Iterations of a `MIXED` loop: each a getppid, an openat and a close (well under a second).
@@ -58,7 +58,7 @@ impl LoopChild {
                 let mut command = 0u8;
                 while libc::read(commands[0], (&mut command as *mut u8).cast(), 1) == 1 {
                     let (wall, cpu) = (
-                        hookprof::clock::monotonic_ns(),
+                        hookprof::machine::clock::monotonic_ns(),
                         clock_ns(libc::CLOCK_THREAD_CPUTIME_ID),
                     );
                     match command {
@@ -83,7 +83,7 @@ impl LoopChild {
                         _ => libc::_exit(2),
                     }
                     let times = [
-                        (hookprof::clock::monotonic_ns() - wall) as f64,
+                        (hookprof::machine::clock::monotonic_ns() - wall) as f64,
                         (clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu) as f64,
                     ];
                     libc::write(answers[1], times.as_ptr().cast(), 16);

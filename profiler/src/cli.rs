@@ -4,7 +4,10 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::{
-    ab, calibrate_command, compare, history, hooks_command, import,
+    commands::ab,
+    commands::calibrate,
+    commands::hooks,
+    compare, history, import,
     probes::KERNEL_BTF_COMMAND,
     report,
     run::{self, stat},
@@ -51,9 +54,9 @@ pub enum Command {
     #[command(subcommand)]
     Import(import::ImportCommand),
     /// What can be probed on this kernel, and what the kernel refused and why.
-    Hooks(hooks_command::HooksArgs),
+    Hooks(hooks::HooksArgs),
     /// The probes' own cost on this kernel.
-    Calibrate(calibrate_command::CalibrateArgs),
+    Calibrate(calibrate::CalibrateArgs),
     /// Live: time in syscalls, security hooks, LSM functions and task paths, per cgroup or
     /// command, each interval (a terminal view, JSON lines, an OpenMetrics endpoint).
     Top(Box<top::TopArgs>),

@@ -3,13 +3,18 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use hookprof::{
-    ab, calibrate_command,
     cli::{Cli, Command},
-    compare, exit, history, hooks_command, import, in_child, limits,
+    commands::ab,
+    commands::calibrate,
+    commands::hooks,
+    compare, exit, history, import,
+    probes::in_child,
     probes::KernelBtf,
     report,
     run::{self, stat},
-    runner, stdio, store, top,
+    runner,
+    safety::limits,
+    stdio, store, top,
 };
 
 fn main() -> ExitCode {
@@ -83,8 +88,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report::execute(&args),
         Command::Runs(args) => store::runs::execute(&args),
         Command::Import(cmd) => import::execute(&cmd),
-        Command::Hooks(args) => hooks_command::hooks(&args),
-        Command::Calibrate(args) => calibrate_command::print_calibration(&args),
+        Command::Hooks(args) => hooks::hooks(&args),
+        Command::Calibrate(args) => calibrate::print_calibration(&args),
         Command::Top(args) => top::top(&args),
     };
     match result {

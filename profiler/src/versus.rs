@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Parser;
 
-use crate::{injection::Injection, policy::Policy, results::Pairing};
+use crate::{policy::Policy, probes::injection::Injection, results::Pairing};
 
 /// What `--versus` may set.
 #[derive(Parser, Debug, Clone, PartialEq)]

@@ -15,7 +15,7 @@ use crate::{
         GroupKind, PathKind, Place, SampledGroup, SampledPath, SampledPlace, StackProfile,
         FOLDED_LIMIT, LOST_STACK, OTHER_STACKS, USER_FRAME,
     },
-    shares::{share_interval, RoundCount},
+    stats::shares::{share_interval, RoundCount},
     stats::wilson_interval,
 };
 
@@ -711,7 +711,7 @@ pub fn profile(
         }
     }
     // One round has no spread to keep.
-    let keep_rounds = rounds >= crate::shares::MIN_ROUNDS;
+    let keep_rounds = rounds >= crate::stats::shares::MIN_ROUNDS;
     // Shares are of the workload's own CPU time: the samples less the probes' (which a run
     // without them would not have) and the stacks the kernel lost (taken to be like the rest).
     let own_samples = total - probe_samples - lost_stacks;

@@ -5,8 +5,8 @@ use serde::Serialize;
 use super::{facts, FailOn};
 use crate::{
     attribution::{Level, Part},
-    replication::{Components, TestKind, Unit as Replication},
     results::{PathKind, Unit},
+    stats::replication::{Components, TestKind, Unit as Replication},
     stats::{Change, Criteria, Summary, Verdict},
 };
 
@@ -287,5 +287,5 @@ pub struct DisturbedRun {
     /// "old" or "new".
     pub side: &'static str,
     #[serde(flatten)]
-    pub spread: crate::replication::RoundSpread,
+    pub spread: crate::stats::replication::RoundSpread,
 }

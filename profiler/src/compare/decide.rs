@@ -9,8 +9,8 @@ use super::{
     sampled, speed, Comparison, DisturbedRun, ExtraComparison, MissedSlowdown, WorkloadComparison,
 };
 use crate::{
-    replication::{self, Components, FileRounds, Floor, Unit as Replication},
     results::{rows, Results, Unit},
+    stats::replication::{self, Components, FileRounds, Floor, Unit as Replication},
     stats::{self, Change, Criteria, Summary, Verdict},
 };
 

@@ -88,7 +88,7 @@ const ENVIRONMENT: &[Field] = &[
         r.environment
             .other_bpf_programs
             .as_deref()
-            .map(crate::other_probes::summary)
+            .map(crate::machine::other_probes::summary)
             .unwrap_or_default()
     }),
 ];

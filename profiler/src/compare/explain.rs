@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::{pool::PathKey, ChangeAttribution, PathDelta};
 use crate::{
     attribution::breakdown,
-    replication::{self, FileRounds, Unit as Replication},
     results::{rows, AttributionRow, PathKind, Unit},
+    stats::replication::{self, FileRounds, Unit as Replication},
     stats::{self, Summary},
 };
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::WorkloadComparison;
-use crate::{machine_load::MachineLoad, results::Results, stats::Verdict};
+use crate::{machine::load::MachineLoad, results::Results, stats::Verdict};
 
 /// Each side's busiest run, and how many of its runs were loaded.
 #[derive(Debug, Clone, Serialize)]

@@ -7,10 +7,10 @@ use std::{
 };
 
 use crate::{
-    baseline,
     output::{self, Document, Format},
     results::Results,
     stats::Criteria,
+    store::baseline,
     sweep::compare as sweep,
 };
 

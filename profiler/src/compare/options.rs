@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{EnvironmentDifference, WorkloadComparison};
 use crate::{
-    injection::Injection,
+    probes::injection::Injection,
     results::{rows, PathKind, Results},
     stats::Verdict,
 };

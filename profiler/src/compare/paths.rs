@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::WorkloadComparison;
 use crate::{
-    shares::ShareTest,
+    stats::shares::ShareTest,
     stats::{self, Criteria, DifferenceTest, Verdict},
 };
 

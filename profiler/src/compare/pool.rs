@@ -1,8 +1,8 @@
 //! One side of a comparison pooled per workload: each file's clean samples (and extra
 //! metrics) kept round by round, its attribution rows merged.
 use crate::{
-    replication::FileRounds,
     results::{AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
+    stats::replication::FileRounds,
 };
 
 /// A path of a workload: its kind, name and the hook or task path it runs under.

@@ -6,9 +6,9 @@ use super::{
     ShareInterval, WorkloadComparison,
 };
 use crate::{
-    replication::{TestKind, Unit as Replication},
     report::figures::{format_p, percent, signed_percent, Scale},
     results::{PathKind, Unit},
+    stats::replication::{TestKind, Unit as Replication},
     stats::{Criteria, Summary, Verdict},
 };
 
@@ -184,7 +184,7 @@ pub fn sampled_lines(s: &SampledChange) -> Vec<String> {
     )];
     lines.extend(shown.into_iter().map(|l| format!("  {l}")));
     let fewest = s.old_samples.min(s.new_samples);
-    if fewest < crate::shares::PRECISE_STACK_SAMPLES {
+    if fewest < crate::stats::shares::PRECISE_STACK_SAMPLES {
         lines.push(format!(
             "  ({fewest} samples on the smaller side: 2,000 on both sides (run --stack-samples; \
              more --rounds where its passes stop at 2 s a round) narrows these intervals, to \

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::{
     results::{GroupKind, PathKind, StackProfile},
-    shares::{self, RoundCount, ShareTest},
+    stats::shares::{self, RoundCount, ShareTest},
     stats::DifferenceTest,
 };
 

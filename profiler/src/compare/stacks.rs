@@ -4,7 +4,7 @@
 //! are coloured, so an unchanged workload's graph is neutral.
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{results::Results, shares, stats::CONFIDENCE};
+use crate::{results::Results, stats::shares, stats::CONFIDENCE};
 
 /// One workload's folded stacks on each side.
 #[derive(Debug, Clone, PartialEq)]

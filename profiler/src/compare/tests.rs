@@ -2,9 +2,9 @@
 //! attribution of a change, pooling.
 use super::{pool::pool, *};
 use crate::{
-    replication::{self, TestKind, Unit as Replication},
     results::fixtures::{row, sample_results},
     results::{PathKind, Results, Unit},
+    stats::replication::{self, TestKind, Unit as Replication},
     stats::{self, Criteria, Verdict},
 };
 
@@ -225,7 +225,7 @@ fn a_policy_on_one_side_is_a_run_option_difference() {
 
 #[test]
 fn load_is_said_first_and_a_workload_it_left_undecided_says_so() {
-    use crate::machine_load::MachineLoad;
+    use crate::machine::load::MachineLoad;
     let loaded = |mut r: Results, others: f64| {
         r.environment.machine_load = Some(MachineLoad {
             others_busy_percent: others,
@@ -265,7 +265,7 @@ fn load_is_said_first_and_a_workload_it_left_undecided_says_so() {
 
 #[test]
 fn a_busier_machine_is_an_environment_difference_and_a_similar_one_is_not() {
-    use crate::machine_load::MachineLoad;
+    use crate::machine::load::MachineLoad;
     let with_load = |others: f64| {
         let mut r = sample_results();
         r.environment.machine_load = Some(MachineLoad {

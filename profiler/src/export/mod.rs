@@ -4,9 +4,9 @@
 //! the results hold: what a file does not record (the kernel's source commit, its
 //! architecture) is left out, never guessed.
 use crate::{
-    replication::{self, FileRounds},
     results::{AttributionRow, Results, WorkloadResult},
     stats,
+    stats::replication::{self, FileRounds},
 };
 
 pub mod bmf;

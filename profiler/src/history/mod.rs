@@ -16,9 +16,9 @@ use serde::Serialize;
 use crate::{
     compare::{self, attribution_lines, sampled_lines, ChangeAttribution, SampledChange},
     output::{self, Document, Format},
-    replication::{self, PointValue, Replicate},
     report::{figures::format_p, text::num},
     results::{Results, Unit},
+    stats::replication::{self, PointValue, Replicate},
     stats::Criteria,
 };
 

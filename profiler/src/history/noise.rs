@@ -5,7 +5,7 @@
 //! placement, frequency and layout far more than one run's samples do). Pure functions.
 use serde::Serialize;
 
-use crate::replication::PointValue;
+use crate::stats::replication::PointValue;
 
 /// The noise of a series whose levels change at `bounds` (segment starts, then its length).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -58,7 +58,7 @@ pub fn noise(points: &[PointValue], bounds: &[usize]) -> Option<Noise> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replication::Replicate;
+    use crate::stats::replication::Replicate;
 
     fn points(values: &[f64], se: f64) -> Vec<PointValue> {
         values

@@ -68,7 +68,7 @@ pub fn execute(cmd: &ImportCommand) -> anyhow::Result<ExitCode> {
         ImportCommand::Time { file, out, lenient } => (file, out, *lenient, time::read),
     };
     let shown = file.display().to_string();
-    let bytes = crate::input::read_bounded(file, crate::input::MAX_INPUT_BYTES)?;
+    let bytes = crate::safety::input::read_bounded(file, crate::safety::input::MAX_INPUT_BYTES)?;
     let text = String::from_utf8_lossy(&bytes);
     let results = accept(read(&text, &shown)?, &shown, lenient)?;
     anyhow::ensure!(

@@ -43,7 +43,7 @@ impl Policy {
     /// (apparmor's profile).
     pub fn text_of(kind: &str, arg: &str) -> Result<String> {
         match kind {
-            "landlock" | "seccomp" => crate::input::read_text(Path::new(arg)),
+            "landlock" | "seccomp" => crate::safety::input::read_text(Path::new(arg)),
             "apparmor" => Ok(arg.to_string()),
             other => bail!("unknown kind '{other}'; valid: landlock, seccomp, apparmor"),
         }

@@ -37,7 +37,7 @@ impl KernelBtf {
     /// over 40 MB of heap (btf_rs keeps every type and name in hash maps), which would stay the
     /// profiler's peak resident set for the whole run; only the functions come back.
     pub fn load_in_child() -> Result<KernelBtf> {
-        crate::in_child::run(&[LOAD_COMMAND])
+        crate::probes::in_child::run(&[LOAD_COMMAND])
     }
 
     /// Parses the BTF in this process (the child's side of `load_in_child`; tests).

@@ -15,6 +15,8 @@ mod cpu_sampler;
 mod ebpf_object;
 pub mod features;
 mod function_pairs;
+pub mod in_child;
+pub mod injection;
 pub mod kallsyms;
 mod lsm;
 pub mod refusal;
@@ -358,7 +360,7 @@ impl Probes {
         )?;
         // CLOCK_MONOTONIC is bpf_ktime_get_ns's clock.
         start
-            .set(0, crate::clock::monotonic_ns(), 0)
+            .set(0, crate::machine::clock::monotonic_ns(), 0)
             .context("set the window start")
     }
 

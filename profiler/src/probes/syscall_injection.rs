@@ -25,7 +25,7 @@ use super::{
     task_tracepoints::FREE_PROGRAM,
     Features, Snapshot, TaskLayout,
 };
-use crate::{injection::InjectedSyscall, results::SyscallInjectionRecord};
+use crate::{probes::injection::InjectedSyscall, results::SyscallInjectionRecord};
 
 /// The program that waits, and the tracker that lets children join the window at fork.
 const WAIT_PROGRAM: &str = "inject_sys_exit";

@@ -13,7 +13,6 @@ pub mod figures;
 pub mod flame;
 pub mod folded;
 pub mod html;
-pub mod lmbench_summary;
 pub mod markdown;
 pub(crate) mod markup;
 pub(crate) mod paths_table;
@@ -75,7 +74,7 @@ impl Document for [Results] {
                 let texts: Vec<String> = self.iter().map(text::render).collect();
                 Ok(texts.join("\n").into_bytes())
             }
-            Format::Lmbench => Ok(lmbench_summary::render(self).into_bytes()),
+            Format::Lmbench => Ok(crate::lmbench::summary::render(self).into_bytes()),
             Format::Markdown => Ok(markdown::render(self).into_bytes()),
             Format::Html => Ok(html::render(self).into_bytes()),
             Format::Kcidb => {

@@ -104,7 +104,7 @@ pub fn op_lines(w: &WorkloadResult) -> Vec<String> {
 /// than +-1 percentage point.
 fn precision_line(p: &StackProfile) -> String {
     let own = p.own_samples();
-    if own == 0 || own >= crate::shares::PRECISE_STACK_SAMPLES {
+    if own == 0 || own >= crate::stats::shares::PRECISE_STACK_SAMPLES {
         return String::new();
     }
     let half = 1.96 * (0.05 * 0.95 / own as f64).sqrt();

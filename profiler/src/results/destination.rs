@@ -24,7 +24,7 @@ use std::{
 
 use anyhow::{bail, Context};
 
-use crate::owned_files::{Dir, Writers};
+use crate::safety::owned_files::{Dir, Writers};
 use sha2::{Digest, Sha256};
 
 use super::write::{dir_and_name, keep_if_unwritten, print_or_keep, replace_in, Contents};
@@ -189,7 +189,7 @@ fn through(path: &Path, shown: &str, fifo: bool) -> anyhow::Result<File> {
 }
 
 /// `path`'s directory, opened (the directories on the way checked as they are opened,
-/// `crate::owned_files`), and its name there; refused if the name is a link in a directory
+/// `crate::safety::owned_files`), and its name there; refused if the name is a link in a directory
 /// another user can write, made by someone but root or this user: following it, root would
 /// replace a file the link's maker chose.
 fn refuse_planted_link(path: &Path, shown: &str) -> anyhow::Result<(Dir, OsString)> {
@@ -217,8 +217,8 @@ fn refuse_planted_link(path: &Path, shown: &str) -> anyhow::Result<(Dir, OsStrin
 /// itself is not touched.
 fn regular(dir: Dir, name: OsString, shown: &str) -> anyhow::Result<Kind> {
     let shown_dir = dir.path().display();
-    crate::scratch::remove_stale_results(&dir.fd_path());
-    crate::scratch::results_temp_file(&dir)
+    crate::safety::scratch::remove_stale_results(&dir.fd_path());
+    crate::safety::scratch::results_temp_file(&dir)
         .map(drop)
         .with_context(|| format!("{shown}: cannot write into {shown_dir}"))?;
     let free = free_bytes(&dir.fd_path()).with_context(|| format!("{shown}: {shown_dir}"))?;

@@ -54,7 +54,7 @@ impl Results {
     /// names the file, and the line and column for what is in it.
     pub fn load(path: &Path) -> Result<Results, ResultsError> {
         let shown = path.display().to_string();
-        let file = crate::input::open_regular(path).map_err(|error| ResultsError::Io {
+        let file = crate::safety::input::open_regular(path).map_err(|error| ResultsError::Io {
             path: shown.clone(),
             error,
         })?;

@@ -67,7 +67,7 @@ pub struct RunOptions {
     pub jobs: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_units: Option<u64>,
-    /// stat's command and `--prepare`, their secrets masked (`crate::secrets`).
+    /// stat's command and `--prepare`, their secrets masked (`crate::safety::secrets`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -256,12 +256,12 @@ pub struct Environment {
     /// How busy the rest of the machine was while the workloads were measured (None for
     /// imports and files from before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine_load: Option<crate::machine_load::MachineLoad>,
+    pub machine_load: Option<crate::machine::load::MachineLoad>,
     /// Other processes' BPF programs attached where the run measured, found before and after
     /// the workloads ran (another hookprof, `top`, bpftrace, an agent): their cost is in every
     /// time. Empty when there were none; absent when not looked for (imports, older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub other_bpf_programs: Option<Vec<crate::other_probes::OtherProgram>>,
+    pub other_bpf_programs: Option<Vec<crate::machine::other_probes::OtherProgram>>,
 }
 
 /// The profiler's peak resident set at the end of a phase of the run.

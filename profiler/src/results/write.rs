@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::Results;
-use crate::owned_files::Dir;
+use crate::safety::owned_files::Dir;
 use crate::stdio::WriteFailed;
 
 impl Results {
@@ -21,7 +21,7 @@ impl Results {
     }
 }
 
-pub use crate::scratch::NEW_FILE_MODE;
+pub use crate::safety::scratch::NEW_FILE_MODE;
 
 /// The directory a file named by `path` goes into (`.` for a bare name).
 pub fn parent_dir(path: &Path) -> &Path {
@@ -43,13 +43,13 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// that may hold what the command line held.
 pub fn write_privately(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let (dir, name) = dir_and_name(path)?;
-    let tmp = crate::scratch::results_temp_file(&dir)?;
+    let tmp = crate::safety::scratch::results_temp_file(&dir)?;
     tmp.as_file()
         .set_permissions(Permissions::from_mode(0o600))?;
     finish_replacing(tmp, name, &mut Contents::Bytes(contents))
 }
 
-/// The directory `path` is in, opened (`crate::owned_files`), and its file name.
+/// The directory `path` is in, opened (`crate::safety::owned_files`), and its file name.
 pub(super) fn dir_and_name(path: &Path) -> std::io::Result<(Dir, &OsStr)> {
     let name = path
         .file_name()
@@ -88,7 +88,7 @@ fn replace_atomically(path: &Path, contents: &mut Contents) -> std::io::Result<(
 
 /// `replace_atomically` of the file `name` in the open directory `dir`.
 pub(super) fn replace_in(dir: &Dir, name: &OsStr, contents: &mut Contents) -> std::io::Result<()> {
-    let tmp = crate::scratch::results_temp_file(dir)?;
+    let tmp = crate::safety::scratch::results_temp_file(dir)?;
     match dir.stat_at(name) {
         Ok(old) if old.st_mode & libc::S_IFMT == libc::S_IFREG => {
             tmp.as_file()
@@ -102,7 +102,7 @@ pub(super) fn replace_in(dir: &Dir, name: &OsStr, contents: &mut Contents) -> st
 }
 
 fn finish_replacing(
-    mut tmp: crate::scratch::TempFile,
+    mut tmp: crate::safety::scratch::TempFile,
     name: &OsStr,
     contents: &mut Contents,
 ) -> std::io::Result<()> {

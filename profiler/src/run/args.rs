@@ -7,9 +7,9 @@ use profiler_common::MAX_GATE_OWNERS;
 
 use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES, DEFAULT_STACK_SAMPLES};
 use crate::{
-    injection::Injection,
     output::Format,
     policy::Policy,
+    probes::injection::Injection,
     results::RunOptions,
     versus::VersusOptions,
     workloads::{Suite, WorkloadSetup},
@@ -48,7 +48,7 @@ pub struct SessionArgs {
     #[arg(short, long)]
     pub verbose: bool,
     #[command(flatten)]
-    pub baseline: crate::baseline::SaveArgs,
+    pub baseline: crate::store::baseline::SaveArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Measure a second variant of the kernel in the same run and compare the two round by

@@ -13,14 +13,15 @@ use super::{
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    baseline,
     compare::Comparison,
-    environment, injection,
+    environment,
     output::Document,
+    probes::injection,
     probes::kallsyms,
     results::{Destination, Environment, Refusal},
     runner::{Credentials, Supervisor},
-    scratch::Scratch,
+    safety::scratch::Scratch,
+    store::baseline,
     sweep::report::Sweep,
     versus::{self, Variant},
 };
@@ -50,7 +51,7 @@ pub(super) struct Checked {
     /// directory their files are in goes).
     pub _profiles: crate::sweep::LoadedProfiles,
     /// The directories a Landlock rule sweep's rules are on, removed when the run ends.
-    pub _rule_dirs: Option<crate::scratch::Scratch>,
+    pub _rule_dirs: Option<crate::safety::scratch::Scratch>,
 }
 
 pub(super) fn check(
@@ -59,7 +60,7 @@ pub(super) fn check(
     plan: &Plan,
 ) -> Result<Checked> {
     // The runners' status and children are read there, probes or not.
-    crate::pid_namespace::check_proc()?;
+    crate::machine::pid_namespace::check_proc()?;
     let destination = session
         .output
         .as_deref()
@@ -175,7 +176,7 @@ fn check_temp_dir() -> Result<()> {
         Ok(m) if !m.is_dir() => "not a directory".into(),
         Ok(_) => match tempfile::tempdir_in(&dir) {
             // Writable: and no other user can swap what is made in it.
-            Ok(_) => return crate::scratch::checked_temp_dir().map(drop),
+            Ok(_) => return crate::safety::scratch::checked_temp_dir().map(drop),
             // tempfile's message names its random path; the reason is the io error's kind.
             Err(e) => format!("cannot create a scratch directory in it ({})", e.kind()),
         },
@@ -237,7 +238,7 @@ fn variants(
         (None, Some(sweep)) => {
             let dirs = sweep
                 .makes_files()
-                .then(|| crate::scratch::create("sweep-rules", user))
+                .then(|| crate::safety::scratch::create("sweep-rules", user))
                 .transpose()?;
             let at = dirs
                 .as_ref()
@@ -261,7 +262,7 @@ fn variants(
     // refuse fails now, not when its turn comes.
     for variant in &variants {
         let line = crate::runner::serve::RunnerArgs::command_line(0, user, &variant.policies);
-        crate::limits::ensure_arguments_fit(&format!("{option} {}", variant.name), &line)?;
+        crate::safety::limits::ensure_arguments_fit(&format!("{option} {}", variant.name), &line)?;
     }
     if !printed.contains(&session.format) {
         bail!(
@@ -294,7 +295,7 @@ pub(super) fn supervise(
         Duration::from_secs(args.timeout_per_workload),
         bar.clone(),
     )?;
-    crate::scratch::remove_stale();
+    crate::safety::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
     for policy in checked.variants.iter().flat_map(|v| &v.policies) {

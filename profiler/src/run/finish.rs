@@ -13,7 +13,7 @@ use super::{
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    baseline, compare,
+    compare,
     output::{self, Format},
     peak_rss,
     policy::Policy,
@@ -23,6 +23,7 @@ use crate::{
         SCHEMA_VERSION,
     },
     stats::Criteria,
+    store::baseline,
     sweep::{report::Sweep, SweepSpec},
     versus::{self, Variant},
 };

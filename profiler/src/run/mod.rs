@@ -28,7 +28,7 @@ use self::{
     rounds::{Rounds, Work},
 };
 use crate::{
-    other_probes,
+    machine::other_probes,
     results::RunOptions,
     runner::Wait,
     workloads::{self, WorkloadSetup, WorkloadSpec},
@@ -149,7 +149,7 @@ pub fn measure_plan(
     if let Some(note) = others.look() {
         supervisor.warn(&format!("note: {note}"));
     }
-    let load_before = crate::machine_load::Snapshot::now();
+    let load_before = crate::machine::load::Snapshot::now();
     let measuring = rounds::measure_workloads(
         work,
         rounds,
@@ -166,7 +166,7 @@ pub fn measure_plan(
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
     let machine_load = load_before
-        .zip(crate::machine_load::Snapshot::now())
+        .zip(crate::machine::load::Snapshot::now())
         .and_then(|(before, after)| before.until(&after));
     if let Some(load) = machine_load.filter(|l| !l.quiet()) {
         eprintln!(

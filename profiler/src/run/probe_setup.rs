@@ -11,8 +11,8 @@ use super::{
     discovery::{self, Found},
 };
 use crate::{
-    injection::{self, Injection},
     peak_rss,
+    probes::injection::{self, Injection},
     probes::{
         calibration::{self, Calibration},
         lsm_hook_of, refusal,
@@ -472,9 +472,9 @@ pub(crate) fn require_bpf_privileges() -> Result<()> {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_BPF: u32 = 39;
     const CAP_PERFMON: u32 = 38;
-    crate::pid_namespace::check_proc()?;
-    crate::credentials::refuse_user_namespace()?;
-    let caps = crate::credentials::Capabilities::of_this_thread()?;
+    crate::machine::pid_namespace::check_proc()?;
+    crate::safety::credentials::refuse_user_namespace()?;
+    let caps = crate::safety::credentials::Capabilities::of_this_thread()?;
     let has = |cap: u32| caps.has_effective(cap);
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
         return Ok(());

@@ -11,7 +11,8 @@ use super::{
     probe_setup::RunProbes,
 };
 use crate::{
-    other_probes, peak_rss,
+    machine::other_probes,
+    peak_rss,
     results::WorkloadResult,
     runner::Supervisor,
     versus::Variant,

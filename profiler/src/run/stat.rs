@@ -40,7 +40,7 @@ pub struct StatArgs {
 }
 
 pub fn stat(args: &StatArgs) -> Result<ExitCode> {
-    use crate::secrets::{masked_argv, masked_text};
+    use crate::safety::secrets::{masked_argv, masked_text};
     let command = CommandLine {
         argv: args.command.clone(),
         prepare: args.prepare.clone(),

@@ -14,7 +14,7 @@ pub use self::{
     supervisor::{children_of, Supervisor},
     workload::{CopyRun, RemoteWorkload},
 };
-pub use crate::credentials::Credentials;
+pub use crate::safety::credentials::Credentials;
 
 /// What a request came to.
 pub enum Wait<T> {

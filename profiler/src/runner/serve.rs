@@ -14,10 +14,10 @@ use anyhow::{anyhow, Context, Result};
 
 use super::protocol::{Reply, Request, UNASSIGNED_SYSCALL};
 use crate::{
-    clock::{clock_ns, monotonic_ns},
-    credentials::{self, Credentials},
+    machine::clock::{clock_ns, monotonic_ns},
     policy::Policy,
-    tracking_window::with_window,
+    safety::credentials::{self, Credentials},
+    workloads::tracking_window::with_window,
     workloads::{self, Workload, WorkloadOptions, WorkloadSetup},
 };
 
@@ -138,7 +138,7 @@ fn take_stdio() -> io::Result<(File, File)> {
 /// the pipes to the supervisor and the peak RSS files, stay usable under a seccomp allow-list).
 fn start(args: &RunnerArgs, harness_fds: &[RawFd]) -> Result<()> {
     die_with_parent(args.parent)?;
-    crate::tracking_window::map_window_word()?;
+    crate::workloads::tracking_window::map_window_word()?;
     if let (Some(uid), Some(gid)) = (args.uid, args.gid) {
         credentials::become_user(Credentials { uid, gid })?;
         // Changing credentials clears the parent-death signal and makes /proc/self root's

@@ -25,7 +25,7 @@ use super::{
     serve::RunnerArgs,
     Wait,
 };
-use crate::{credentials::Credentials, policy::Policy, probes::GateOwners};
+use crate::{policy::Policy, probes::GateOwners, safety::credentials::Credentials};
 
 /// How often the progress display is redrawn while a request is under way.
 const TICK: Duration = Duration::from_millis(100);
@@ -231,7 +231,7 @@ impl Supervisor {
             // none of the profiler's goes along (a store's password, tokens, root's paths).
             command
                 .env_clear()
-                .envs(crate::credentials::minimal_environment(user));
+                .envs(crate::safety::credentials::minimal_environment(user));
         }
         let mut child = command
             .stdin(Stdio::piped())

@@ -10,8 +10,8 @@ use super::{
     Supervisor, Wait,
 };
 use crate::{
-    clock::monotonic_ns,
-    scratch::{self, Scratch},
+    machine::clock::monotonic_ns,
+    safety::scratch::{self, Scratch},
     workloads::{self, Extra, WorkloadSetup, WorkloadSpec},
 };
 

@@ -23,10 +23,10 @@ use super::{
     Recorded,
 };
 use crate::{
-    owned_files::{Dir, Writers},
-    replication,
     results::{PathKind, Results, WorkloadResult},
+    safety::owned_files::{Dir, Writers},
     stats,
+    stats::replication,
 };
 
 /// How long a store may take to answer a connection: a runner whose server is down spools

@@ -58,7 +58,7 @@ impl Url {
         }
         bail!(
             "store '{}': give sqlite://PATH or postgres://USER@HOST/DB (or --no-store)",
-            crate::secrets::without_passwords(url)
+            crate::safety::secrets::without_passwords(url)
         )
     }
 
@@ -90,7 +90,7 @@ impl Url {
 
     /// The address without its password, for messages and the spool.
     pub fn shown(&self) -> String {
-        crate::secrets::without_passwords(&self.url)
+        crate::safety::secrets::without_passwords(&self.url)
     }
 }
 
@@ -149,7 +149,7 @@ fn sqlite_parameters() -> String {
 /// (`[::1]:5432`), percent-encoded user, password and database, a unix socket directory as
 /// the host (`%2Frun%2Fpostgresql`) or as `?host=/run/postgresql`.
 fn parse_postgres(given: &str) -> Result<Url> {
-    let shown = crate::secrets::without_passwords(given);
+    let shown = crate::safety::secrets::without_passwords(given);
     let parsed = url::Url::parse(given)
         .map_err(|e| anyhow::anyhow!("store {shown}: {e}: give postgres://USER@HOST[:PORT]/DB"))?;
     let mut connect = parsed.clone();

@@ -9,8 +9,9 @@ use std::{collections::BTreeMap, path::Path, time::Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::{baseline::SaveArgs, results::Results};
+use crate::{results::Results, store::baseline::SaveArgs};
 
+pub mod baseline;
 mod db;
 pub mod location;
 pub mod runs;
@@ -74,14 +75,19 @@ impl Recorded {
         // A file made elsewhere (`add`, an older hookprof) may hold a command's secrets plain:
         // the store keeps none.
         let options = &mut results.options;
-        options.command = crate::secrets::masked_argv(&options.command);
-        options.prepare = options.prepare.as_deref().map(crate::secrets::masked_text);
+        options.command = crate::safety::secrets::masked_argv(&options.command);
+        options.prepare = options
+            .prepare
+            .as_deref()
+            .map(crate::safety::secrets::masked_text);
         Recorded {
             run_id: format!("{:032x}", rand::random::<u128>()),
             command: command.to_string(),
             machine_id: machine_id(),
             // No secret (`--store postgres://u:PW@h/d`, `stat -- cmd --password PW`) is recorded.
-            command_line: crate::secrets::masked_argv(&std::env::args().collect::<Vec<_>>()),
+            command_line: crate::safety::secrets::masked_argv(
+                &std::env::args().collect::<Vec<_>>(),
+            ),
             meta: args.meta.iter().cloned().collect(),
             baseline: None,
             results,

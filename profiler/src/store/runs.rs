@@ -48,7 +48,7 @@ pub struct RunsArgs {
     /// newest --baseline-keep runs stay in it).
     #[arg(long, value_name = "NAME", requires = "add")]
     pub append_baseline: Option<String>,
-    #[arg(long, value_name = "N", default_value_t = crate::baseline::DEFAULT_KEEP,
+    #[arg(long, value_name = "N", default_value_t = crate::store::baseline::DEFAULT_KEEP,
           value_parser = clap::value_parser!(u32).range(2..))]
     pub baseline_keep: u32,
     /// KEY=VALUE recorded with each added file. Repeatable.
@@ -107,7 +107,7 @@ fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
         meta: args.meta.clone(),
         ..RecordArgs::default()
     };
-    let save = crate::baseline::SaveArgs {
+    let save = crate::store::baseline::SaveArgs {
         append_baseline: args.append_baseline.clone(),
         baseline_keep: args.baseline_keep,
         ..Default::default()
@@ -115,7 +115,7 @@ fn add(args: &RunsArgs, url: &super::location::Url) -> Result<ExitCode> {
     let mut runs = Vec::new();
     for path in &args.add {
         for file in files_named(path)? {
-            let text = crate::input::read_text(&file)?;
+            let text = crate::safety::input::read_text(&file)?;
             let results = Results::parse(&text, &file.display().to_string())?;
             let mut run = Recorded::new("add", &record, results).joining(&save);
             run.run_id = content_id(&text);

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{location::Url, Recorded};
-use crate::{owned_files::Dir, results::write::write_privately};
+use crate::{results::write::write_privately, safety::owned_files::Dir};
 
 /// Overrides the spool directory (default: `spool` in hookprof's XDG data directory).
 pub const DIR_ENV: &str = "HOOKPROF_SPOOL";
@@ -56,7 +56,7 @@ pub fn writable() -> Result<()> {
     let opened = Dir::create(&dir, 0o700)
         .with_context(|| format!("spool: cannot create {}", dir.display()))?;
     opened.refuse_shared("spool")?;
-    crate::scratch::results_temp_file(&opened)
+    crate::safety::scratch::results_temp_file(&opened)
         .map(drop)
         .with_context(|| format!("spool: cannot write into {}", dir.display()))
 }
@@ -112,7 +112,7 @@ fn read(path: &Path) -> Result<Spooled> {
     );
     let mut text = String::new();
     std::io::Read::read_to_string(
-        &mut std::io::Read::take(file, crate::input::MAX_INPUT_BYTES),
+        &mut std::io::Read::take(file, crate::safety::input::MAX_INPUT_BYTES),
         &mut text,
     )
     .with_context(|| format!("cannot read {}", path.display()))?;

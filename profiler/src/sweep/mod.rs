@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::{
-    injection::{Injection, MAX_SYSCALL_NS},
     policy::Policy,
+    probes::injection::{Injection, MAX_SYSCALL_NS},
     versus::Variant,
 };
 

@@ -18,14 +18,14 @@ const DENIED_SYSCALL: &str = "acct";
 /// of the directories it passes through).
 pub fn landlock_rules(rules: u64, dirs: &Path) -> Result<Policy> {
     // The rules travel on the runner's command line (one argument): a count that cannot is
-    // refused before its directories are made, not after (crate::limits checks the line).
+    // refused before its directories are made, not after (crate::safety::limits checks the line).
     let per_rule = dirs.as_os_str().len() + r#"{"path":"/rule-00000","access":"read"},"#.len();
-    let most = crate::limits::MAX_ARGUMENT / per_rule;
+    let most = crate::safety::limits::MAX_ARGUMENT / per_rule;
     if usize::try_from(rules).map_or(true, |r| r > most) {
         bail!(
             "--sweep landlock-rules={rules}: its rules would not fit on the runner's command \
              line (the kernel's {} KiB for one argument, E2BIG): sweep at most {most} rules",
-            crate::limits::MAX_ARGUMENT / 1024
+            crate::safety::limits::MAX_ARGUMENT / 1024
         );
     }
     let mut allow = vec![json!({ "path": "/", "access": "all" })];

@@ -218,7 +218,7 @@ fn workload(spec: &SweepSpec, variants: &[Results], name: &str) -> Option<Worklo
     let op: Vec<(u64, Vec<f64>)> = at
         .iter()
         .map(|(x, w)| {
-            let rounds = crate::replication::round_medians(&w.by_round(&w.clean));
+            let rounds = crate::stats::replication::round_medians(&w.by_round(&w.clean));
             (*x, rounds.iter().map(|v| v * scale).collect())
         })
         .collect();

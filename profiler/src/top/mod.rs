@@ -347,7 +347,7 @@ fn say_refusals(probes: &Probes, asked: usize) {
 
 /// The aggregate and the task events now.
 fn reading(probes: &Probes) -> Result<Reading> {
-    let at_ns = crate::clock::monotonic_ns();
+    let at_ns = crate::machine::clock::monotonic_ns();
     let at_unix_s = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -410,7 +410,8 @@ impl Watcher<'_> {
                 baseline: mut earlier,
                 mut sampler,
             } = counting;
-            let since_baseline = crate::clock::monotonic_ns().saturating_sub(earlier.at_ns);
+            let since_baseline =
+                crate::machine::clock::monotonic_ns().saturating_sub(earlier.at_ns);
             let start = tokio::time::Instant::now() - Duration::from_nanos(since_baseline);
             for n in 1.. {
                 // An interrupt ends the loop after one last, shorter interval: what the probes

@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::tracking_window::{spawning, untracked};
+use crate::workloads::tracking_window::{spawning, untracked};
 
 /// The command `stat` measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,9 +30,9 @@ pub struct CommandLine {
 
 impl CommandLine {
     /// How results (and scratch directories) name the command's workload: its words joined
-    /// by spaces, its secrets masked (`crate::secrets`).
+    /// by spaces, its secrets masked (`crate::safety::secrets`).
     pub fn name(&self) -> String {
-        crate::secrets::masked_argv(&self.argv).join(" ")
+        crate::safety::secrets::masked_argv(&self.argv).join(" ")
     }
 
     /// The workload spec for this command (leaked: specs are static, and a process measures

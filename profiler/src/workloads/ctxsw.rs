@@ -12,7 +12,7 @@ use super::{
     peer::{second_cpu, Peer},
     sum_words, Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
-use crate::tracking_window::untracked;
+use crate::workloads::tracking_window::untracked;
 
 macro_rules! ring {
     ($name:literal, $procs:literal, $kb:literal, $suite:expr) => {

@@ -13,7 +13,7 @@ use std::{
 use anyhow::Context;
 
 use super::{Family, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec};
-use crate::tracking_window::untracked;
+use crate::workloads::tracking_window::untracked;
 
 const FILES_PER_DIR: usize = 100;
 

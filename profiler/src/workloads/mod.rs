@@ -33,6 +33,7 @@ mod setup;
 mod signal;
 mod storm;
 mod syscall;
+pub mod tracking_window;
 mod vm;
 
 pub use setup::{WorkloadOptions, WorkloadSetup};

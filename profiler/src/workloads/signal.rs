@@ -107,7 +107,7 @@ pub fn signal_delivery_time(ops: u64) -> anyhow::Result<Duration> {
     let caught = time_signals(libc::SIGUSR1, ops)?;
     let delivered = CAUGHT.load(Ordering::Relaxed) - before;
     anyhow::ensure!(delivered == ops, "{delivered} of {ops} signals were caught");
-    let sent_only = crate::tracking_window::untracked(|| time_signals(0, ops))?;
+    let sent_only = crate::workloads::tracking_window::untracked(|| time_signals(0, ops))?;
     Ok(caught.saturating_sub(sent_only))
 }
 

@@ -15,7 +15,7 @@ use super::{
     signal::{signal_delivery_time, HandlerGuard},
     Family, FixedRng, Metric, Suite, Workload, WorkloadOptions, WorkloadSpec,
 };
-use crate::tracking_window::untracked;
+use crate::workloads::tracking_window::untracked;
 
 pub static SPECS: &[WorkloadSpec] = &[
     WorkloadSpec {

@@ -454,7 +454,7 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
 
     /// The fixture as lmbench prints it: fixed-width, columns under the rule's dashes.
     fn fixed_width() -> String {
-        crate::report::lmbench_summary::render(&parse(FIXTURE, "fixture").unwrap())
+        crate::lmbench::summary::render(&parse(FIXTURE, "fixture").unwrap())
     }
 
     #[test]
@@ -531,7 +531,7 @@ host Linux 2.6.32 2400 1.25 5.0 60.1 90.2
                 .unwrap();
             w.clean.truncate(kept);
         }
-        crate::report::lmbench_summary::render(&results)
+        crate::lmbench::summary::render(&results)
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
             .collect::<Vec<_>>()

@@ -16,7 +16,7 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use crate::{credentials::Credentials, owned_files::Dir};
+use crate::{safety::credentials::Credentials, safety::owned_files::Dir};
 
 const PREFIX: &str = "hookprof-";
 const RESULTS_PREFIX: &str = ".hookprof-";

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::{
-    owned_files::Dir,
     results::{json_files, write_atomically, write_or_keep, Results},
+    safety::owned_files::Dir,
 };
 
 /// Runs an appended baseline keeps by default: enough for a prediction test with 9 degrees of

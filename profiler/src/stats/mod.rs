@@ -2,6 +2,9 @@
 //!
 //! Every number returned is finite: cases where a textbook formula divides by zero (one sample,
 //! zero variance) are decided explicitly and documented on the function.
+pub mod replication;
+pub mod shares;
+
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 

@@ -1,5 +1,7 @@
 //! The lmbench 2.0 summary layout: the ONE table that maps summary columns to hookprof workload
 //! names, used both to import posted summaries and to print results as one.
+pub mod summary;
+
 use crate::results::{Family, Unit};
 
 /// What a summary column holds.
