@@ -57,6 +57,11 @@ impl Smoke {
             after_a_panic: false,
         }
     }
+
+    /// Its boot's exit code (0 where the full suite stood in).
+    pub fn exit_code(&self) -> i32 {
+        self.exit_code
+    }
 }
 
 pub fn vm_matrix(args: &VmMatrixArgs) -> Result<i32> {
