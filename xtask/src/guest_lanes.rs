@@ -2,13 +2,12 @@
 //! matrix's smokes and `hookprof ab` are independent boots, so they run side by side, one TCG
 //! guest per CPU (each lane takes the next boot when its last is done), longest first. Run one
 //! after another they took 9-10 min here; in two lanes about the longest lane.
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use hookprof_guest::Arch;
 
+use crate::lanes::{self, Part};
 use crate::phases::Phases;
 use crate::vm::{self, matrix};
 
@@ -19,47 +18,19 @@ pub struct OtherSmoke {
     pub started: Instant,
 }
 
-type Part<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
-
 /// Runs the boots that follow the suite; prints the kernel matrix's table, then fails with the
 /// first part that failed.
 pub fn after_the_suite(phases: &Phases, other: Option<OtherSmoke>) -> Result<()> {
     let tests = vm::build_guest_tests()?;
-    let smokes: Mutex<Vec<Option<matrix::Smoke>>> =
-        Mutex::new(matrix::MATRIX.iter().map(|_| None).collect());
+    let smokes = matrix::Smokes::new(matrix::MATRIX, true);
     // Longest first: ab (~280 s here), the other architecture's smoke, then the matrix.
-    let mut parts: Vec<(String, Part)> = vec![("ab".into(), Box::new(test_ab))];
+    let mut parts: Vec<Part> = vec![("ab".into(), Box::new(test_ab))];
     if let Some(other) = other {
         parts.push(other_smoke(phases, other));
     }
-    for (i, &(label, kernel)) in matrix::MATRIX.iter().enumerate() {
-        if kernel == matrix::FULL_SUITE_KERNEL {
-            smokes.lock().expect("a lane panicked")[i] = Some(matrix::Smoke::in_full_suite(label));
-            continue;
-        }
-        let (tests, smokes) = (&tests, &smokes);
-        parts.push((
-            format!("{label} smoke"),
-            Box::new(move || {
-                let smoke = matrix::smoke(label, kernel, tests)?;
-                let code = smoke.exit_code();
-                smokes.lock().expect("a lane panicked")[i] = Some(smoke);
-                match code {
-                    0 => Ok(()),
-                    code => bail!("the {label} smoke failed (exit code {code})"),
-                }
-            }),
-        ));
-    }
-    let lanes = std::thread::available_parallelism().map_or(1, usize::from);
-    let failures = in_lanes(phases, parts, lanes);
-    let smokes: Vec<matrix::Smoke> = smokes
-        .into_inner()
-        .expect("a lane panicked")
-        .into_iter()
-        .flatten()
-        .collect();
-    matrix::print_table(&smokes);
+    parts.extend(smokes.parts(&tests));
+    let failures = lanes::in_lanes(phases, parts, lanes::cpus());
+    matrix::print_table(&smokes.done());
     match failures.into_iter().next() {
         Some(first) => Err(first),
         None => Ok(()),
@@ -67,7 +38,7 @@ pub fn after_the_suite(phases: &Phases, other: Option<OtherSmoke>) -> Result<()>
 }
 
 /// The other architecture's smoke as a part: waits for its build, then boots.
-fn other_smoke<'a>(phases: &'a Phases, other: OtherSmoke) -> (String, Part<'a>) {
+fn other_smoke(phases: &Phases, other: OtherSmoke) -> Part<'_> {
     let OtherSmoke {
         arch,
         build,
@@ -84,25 +55,6 @@ fn other_smoke<'a>(phases: &'a Phases, other: OtherSmoke) -> (String, Part<'a>) 
         }
     };
     (format!("{arch} smoke"), Box::new(part))
-}
-
-/// Runs `parts` in `lanes` threads, each timed; returns the errors of those that failed.
-fn in_lanes(phases: &Phases, parts: Vec<(String, Part)>, lanes: usize) -> Vec<anyhow::Error> {
-    let queue = Mutex::new(VecDeque::from(parts));
-    let failures = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..lanes.max(1) {
-            scope.spawn(|| loop {
-                let Some((name, part)) = queue.lock().expect("a lane panicked").pop_front() else {
-                    return;
-                };
-                if let Err(e) = phases.time(&name, part) {
-                    failures.lock().expect("a lane panicked").push(e);
-                }
-            });
-        }
-    });
-    failures.into_inner().expect("a lane panicked")
 }
 
 /// `hookprof ab` end to end: each of its tests boots guests in turn, so one at a time.

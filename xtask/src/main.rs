@@ -5,6 +5,7 @@ mod docs;
 mod fuzz;
 mod guest_lanes;
 mod install;
+mod lanes;
 mod licenses;
 mod phases;
 mod setup;
