@@ -3,15 +3,20 @@ mod dist;
 mod dist_test;
 mod docs;
 mod fuzz;
+mod guest_lanes;
 mod install;
+mod lanes;
 mod licenses;
+mod phases;
 mod setup;
 mod vm;
 
 use std::process::{Command, ExitCode};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use phases::Phases;
 use setup::Needs;
 
 #[derive(Parser)]
@@ -71,6 +76,9 @@ enum Cmd {
     Vm(vm::VmArgs),
     /// Build the integration tests and run the kernel-level ones inside the guest.
     VmTest(vm::VmTestArgs),
+    /// Download and unpack every kernel `test` boots, with its base initramfs, into the guests'
+    /// cache (what `test` does beside the build).
+    PrepareGuests,
     /// The kernel matrix: the guest smoke (`kernels::` tests) on 5.10, 6.1, 6.12 and sid's
     /// newest kernel, one boot each, and a table of what each kernel took.
     VmMatrix(vm::VmMatrixArgs),
@@ -136,6 +144,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             setup::ensure(Needs::Test)?;
             return Ok(exit_code(vm::vm_test(&args)?));
         }
+        Cmd::PrepareGuests => {
+            setup::ensure(Needs::Test)?;
+            vm::prepare_all()?;
+        }
         Cmd::VmMatrix(args) => {
             setup::ensure(Needs::Test)?;
             return Ok(exit_code(vm::vm_matrix(&args)?));
@@ -146,54 +158,78 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// `cargo xtask test`: set-up, lint and build, the host's tests, the fuzzers, the package test,
 /// then (unless `no_vm`) the guests: the suite, the other architecture's smoke, the kernel
-/// matrix and `hookprof ab`.
+/// matrix and `hookprof ab`. Ends with the table of each part's wall time, pass or fail.
 fn test_all(no_vm: bool) -> Result<()> {
-    setup::ensure(Needs::Test)?;
-    // The package test's clean root is made while the build runs (debootstrap mostly
-    // waits on the mirror) and is ready before anything is timed; a failure to make
-    // it fails the package test, not the tests before it.
-    let clean_root = std::thread::spawn(dist_test::cached_root_tar);
-    let built = lint_and_build();
-    let root = clean_root
-        .join()
-        .map_err(|_| anyhow::anyhow!("making the clean root panicked"))?;
-    built?;
-    test_host()?;
-    fuzz::run_all()?;
-    root.context("the package test's clean root")?;
-    dist_test::run()?;
-    if !no_vm {
-        // The other architecture's smoke is built on one CPU while the guest suite
-        // and the kernel matrix run their TCG guests; it boots once both are done.
-        let other = hookprof_guest::Arch::host().map(hookprof_guest::Arch::other);
-        let prebuild = other.map(vm::Prebuild::start).transpose()?;
-        let code = vm::vm_test(&vm::VmTestArgs::default())?;
-        if code != 0 {
-            bail!("tests in the guest failed (exit code {code})");
-        }
-        // Each TCG guest runs on one CPU: the other architecture's smoke boots on the
-        // second while the kernel matrix boots its kernels one after another.
-        let other_smoke = other.zip(prebuild).map(|(other, prebuild)| {
-            std::thread::spawn(move || -> Result<()> {
-                prebuild.wait()?;
-                let code = vm::vm_test(&vm::VmTestArgs::of_arch(other))?;
-                if code != 0 {
-                    bail!("the {other} guest's smoke failed (exit code {code})");
-                }
-                Ok(())
-            })
-        });
-        let matrix = kernel_matrix();
-        if let Some(smoke) = other_smoke {
-            smoke
-                .join()
-                .map_err(|_| anyhow::anyhow!("the other architecture's smoke panicked"))??;
-        }
-        matrix?;
-        test_ab()?;
-    }
+    let phases = Phases::new();
+    let result = test_parts(no_vm, &phases);
+    phases.print();
+    result?;
     println!("xtask: all tests passed");
     Ok(())
+}
+
+fn test_parts(no_vm: bool, phases: &Phases) -> Result<()> {
+    // The host's tests and `ab` run this binary.
+    // SAFETY: no other thread runs yet; the variable is read by the test processes.
+    unsafe { std::env::set_var("HOOKPROF_BIN", hookprof_bin()) };
+    phases.time("set-up", || setup::ensure(Needs::Test))?;
+    // Made while the build has the CPUs (both mostly wait on the mirror), ready before anything
+    // is timed: the package test's clean root and every kernel the guests boot. A failure to
+    // make them fails the part that needs them, not the tests before it.
+    let clean_root = beside(
+        phases,
+        "clean root (beside the build)",
+        dist_test::cached_root_tar,
+    );
+    let kernels =
+        (!no_vm).then(|| beside(phases, "guest kernels (beside the build)", vm::prepare_all));
+    let built = lint_and_build(phases);
+    let root = joined(clean_root, "making the clean root");
+    let kernels = kernels.map(|k| joined(k, "preparing the guest kernels"));
+    built?;
+    phases.time("host tests", test_host)?;
+    phases.time("fuzz", fuzz::run_all)?;
+    root.context("the package test's clean root")?;
+    phases.time("dist-test", dist_test::run)?;
+    if let Some(kernels) = kernels {
+        kernels.context("the guests' kernels")?;
+        test_guests(phases)?;
+    }
+    Ok(())
+}
+
+/// `part` on a thread of its own, timed as `name`.
+fn beside<T: Send + 'static>(
+    phases: &Phases,
+    name: &'static str,
+    part: fn() -> Result<T>,
+) -> std::thread::JoinHandle<Result<T>> {
+    let phases = phases.clone();
+    std::thread::spawn(move || phases.time(name, part))
+}
+
+fn joined<T>(handle: std::thread::JoinHandle<Result<T>>, what: &str) -> Result<T> {
+    handle
+        .join()
+        .map_err(|_| anyhow::anyhow!("{what} panicked"))?
+}
+
+/// The guest suite, with the other architecture's smoke built beside it; then the boots that
+/// follow it, side by side (`guest_lanes`).
+fn test_guests(phases: &Phases) -> Result<()> {
+    let other = match hookprof_guest::Arch::host().map(hookprof_guest::Arch::other) {
+        Some(arch) => Some(guest_lanes::OtherSmoke {
+            arch,
+            started: Instant::now(),
+            build: vm::Prebuild::start(arch)?,
+        }),
+        None => None,
+    };
+    let code = phases.time("guest suite", || vm::vm_test(&vm::VmTestArgs::default()))?;
+    if code != 0 {
+        bail!("tests in the guest failed (exit code {code})");
+    }
+    guest_lanes::after_the_suite(phases, other)
 }
 
 fn exit_code(code: i32) -> ExitCode {
@@ -252,73 +288,39 @@ fn install_docs_for_run() {
 }
 
 /// The licence check, fmt, clippy and the release build: what `test_host` needs first.
-fn lint_and_build() -> Result<()> {
-    licenses::check()?;
-    cargo(&["fmt", "--all", "--", "--check"])?;
-    cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
-    // --all-targets leaves out `test = false` targets: lint the guest tests explicitly.
-    cargo(&[
-        "clippy",
-        "-p",
-        "hookprof-tests",
-        "--test",
-        "guest",
-        "--test",
-        "ab",
-        "--test",
-        "guest_smoke",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
-    build_release()
+fn lint_and_build(phases: &Phases) -> Result<()> {
+    phases.time("licences and fmt", || {
+        licenses::check()?;
+        cargo(&["fmt", "--all", "--", "--check"])
+    })?;
+    phases.time("clippy", || {
+        cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
+        // --all-targets leaves out `test = false` targets: lint the guest tests explicitly.
+        cargo(&[
+            "clippy",
+            "-p",
+            "hookprof-tests",
+            "--test",
+            "guest",
+            "--test",
+            "ab",
+            "--test",
+            "guest_smoke",
+            "--",
+            "-D",
+            "warnings",
+        ])
+    })?;
+    phases.time("release build", build_release)
 }
 
 fn test_host() -> Result<()> {
     // Release, like the binary: the integration tests measure, and share its build.
-    // SAFETY: single-threaded at this point; the variable is read by the test processes.
-    unsafe { std::env::set_var("HOOKPROF_BIN", hookprof_bin()) };
     cargo(&[
         "test",
         "--release",
         "--workspace",
         "--exclude",
         "profiler-ebpf",
-    ])
-}
-
-/// The kernel matrix's smokes: each kernel of the matrix but the full suite's boots with the
-/// smoke alone (the full suite, which passed, checks all the smoke does on its kernel). Prints the
-/// table, then fails if any smoke did.
-fn kernel_matrix() -> Result<()> {
-    let tests = vm::build_guest_tests()?;
-    let mut smokes = Vec::new();
-    for &(label, kernel) in vm::matrix::MATRIX {
-        smokes.push(if kernel == vm::matrix::FULL_SUITE_KERNEL {
-            vm::matrix::Smoke::in_full_suite(label)
-        } else {
-            vm::matrix::smoke(label, kernel, &tests)?
-        });
-    }
-    vm::matrix::print_table(&smokes);
-    match vm::matrix::first_failure(&smokes) {
-        0 => Ok(()),
-        code => bail!("the kernel matrix's smoke failed (exit code {code})"),
-    }
-}
-
-/// `hookprof ab` end to end: each test boots guests in turn, so one at a time.
-fn test_ab() -> Result<()> {
-    // SAFETY: single-threaded at this point; the variable is read by the test processes.
-    unsafe { std::env::set_var("HOOKPROF_BIN", hookprof_bin()) };
-    cargo(&[
-        "test",
-        "--release",
-        "-p",
-        "hookprof-tests",
-        "--test",
-        "ab",
-        "--",
-        "--test-threads=1",
     ])
 }

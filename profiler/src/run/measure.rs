@@ -33,8 +33,11 @@ pub struct Sampling {
     /// `stat --runs`: this many timed samples a pass over all the rounds instead, dealt out
     /// evenly (the first rounds take one more where they do not divide).
     pub total: Option<usize>,
-    /// Untimed samples before the first timed one.
+    /// Untimed samples before the first timed one of a round.
     pub warmup: usize,
+    /// The warm-up in the first round alone: `stat`'s every run is a fresh exec of the
+    /// command, so only the machine's caches warm up, once; `run`'s each round's fresh runner.
+    pub warmup_once: bool,
     /// The least time one sample lasts (lmbench's ENOUGH).
     pub min_sample: Duration,
     /// Stack samples each round's probed passes should hold (`run --stack-samples` over the
@@ -50,6 +53,19 @@ impl Sampling {
         match self.total {
             None => self.samples,
             Some(total) => total / rounds + usize::from(round < total % rounds),
+        }
+    }
+
+    /// What round `round` of `rounds` takes: its share of the samples, and its warm-up.
+    pub fn for_round(&self, round: usize, rounds: usize) -> Sampling {
+        Sampling {
+            samples: self.in_round(round, rounds),
+            warmup: if self.warmup_once && round > 0 {
+                0
+            } else {
+                self.warmup
+            },
+            ..*self
         }
     }
 
@@ -897,11 +913,12 @@ mod tests {
     }
 
     #[test]
-    fn stat_s_runs_are_dealt_over_the_rounds_and_run_s_samples_are_each_round_s() {
+    fn stat_s_runs_and_warm_up_are_dealt_over_the_rounds_and_run_s_are_each_round_s() {
         let sampling = |samples, total| Sampling {
             samples,
             total,
             warmup: 1,
+            warmup_once: total.is_some(),
             min_sample: Duration::ZERO,
             stacks_per_round: 0,
             stack_pass_period_ns: 0,
@@ -912,6 +929,12 @@ mod tests {
         assert_eq!(stat.over(4), 10);
         let run = sampling(3, None);
         assert_eq!((run.in_round(3, 4), run.over(4)), (3, 12));
+        // stat warms the command up once; run warms each round's fresh runner.
+        let warmups =
+            |s: &Sampling| -> Vec<usize> { (0..4).map(|r| s.for_round(r, 4).warmup).collect() };
+        assert_eq!(warmups(&stat), [1, 0, 0, 0]);
+        assert_eq!(warmups(&run), [1, 1, 1, 1]);
+        assert_eq!(stat.for_round(1, 4).samples, 3);
     }
 
     /// Copies report their mean latency but their summed bandwidth: two copies moving 100 MB/s

@@ -70,6 +70,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             samples: args.samples as usize,
             total: None,
             warmup: 1,
+            warmup_once: false,
             min_sample: Duration::from_millis(args.min_sample_ms),
             stacks_per_round,
             stack_pass_period_ns,

@@ -7,7 +7,7 @@ use indicatif::ProgressBar;
 use rand::{seq::SliceRandom, SeedableRng};
 
 use super::{
-    measure::{self, Engine, Measured, Round, Sampling},
+    measure::{self, Engine, Measured, Round},
     probe_setup::RunProbes,
 };
 use crate::{
@@ -148,10 +148,7 @@ fn measure_rounds(
                 });
             let engine = &Engine {
                 setup: setup.as_ref().unwrap_or(engine.setup),
-                sampling: Sampling {
-                    samples: engine.sampling.in_round(round, rounds.of),
-                    ..engine.sampling
-                },
+                sampling: engine.sampling.for_round(round, rounds.of),
                 ..*engine
             };
             let interrupted = measure::measure_round(

@@ -1,6 +1,6 @@
 //! `hookprof stat [OPTIONS] -- CMD [ARGS...]`: the perf-stat / hyperfine habit with hookprof's
 //! attribution. The runner runs CMD `--runs` times clean and as often probed in all, dealt over
-//! the rounds, interleaved, one run a sample, after `--warmup` untimed runs a round; the probes count its whole process tree. The
+//! the rounds, interleaved, one run a sample, after `--warmup` untimed runs in the first round; the probes count its whole process tree. The
 //! results are a run's results with one workload named after the command, so `report`,
 //! `compare` and baselines read them unchanged.
 use std::{process::ExitCode, time::Duration};
@@ -61,6 +61,7 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             samples: 0,
             total: Some(args.runs as usize),
             warmup: args.warmup as usize,
+            warmup_once: true,
             min_sample: Duration::ZERO,
             stacks_per_round,
             stack_pass_period_ns,

@@ -4,10 +4,14 @@
 //! samples, the fallbacks it needed, and the time its boot took. `cargo xtask test` boots all
 //! but `FULL_SUITE_KERNEL`, where the full guest suite has run instead.
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use crate::lanes::{self, Part};
+use crate::phases::Phases;
 
 use super::{
     test::{boot_with_tests, SMOKE_FILTER},
@@ -66,12 +70,65 @@ pub fn vm_matrix(args: &VmMatrixArgs) -> Result<i32> {
         .copied()
         .filter(|(_, k)| args.only.is_empty() || args.only.iter().any(|o| o == k))
         .collect();
-    let mut smokes = Vec::new();
-    for (label, kernel) in kernels {
-        smokes.push(smoke(label, kernel, &tests)?);
-    }
+    let smokes = Smokes::new(&kernels, false);
+    let phases = Phases::new();
+    let failures = lanes::in_lanes(&phases, smokes.parts(&tests), lanes::cpus());
+    phases.print();
+    let smokes = smokes.done();
     print_table(&smokes);
-    Ok(first_failure(&smokes))
+    match (first_failure(&smokes), failures.into_iter().next()) {
+        (0, Some(error)) => Err(error),
+        (code, _) => Ok(code),
+    }
+}
+
+/// The smokes of some of the matrix's kernels, each row filled in as its boot ends (boots run
+/// side by side).
+pub struct Smokes {
+    kernels: Vec<(&'static str, &'static str)>,
+    rows: Mutex<Vec<Option<Smoke>>>,
+}
+
+impl Smokes {
+    /// With `full_suite_ran`, the full suite's kernel gets its row without a boot.
+    pub fn new(kernels: &[(&'static str, &'static str)], full_suite_ran: bool) -> Smokes {
+        let rows = kernels
+            .iter()
+            .map(|&(label, kernel)| {
+                (full_suite_ran && kernel == FULL_SUITE_KERNEL).then(|| Smoke::in_full_suite(label))
+            })
+            .collect();
+        Smokes {
+            kernels: kernels.to_vec(),
+            rows: Mutex::new(rows),
+        }
+    }
+
+    /// A part for each kernel still to boot: its smoke, failing if the smoke fails.
+    pub fn parts<'a>(&'a self, tests: &'a Path) -> Vec<Part<'a>> {
+        let rows = self.rows.lock().expect("a lane panicked");
+        let mut parts: Vec<Part<'a>> = Vec::new();
+        for (i, &(label, kernel)) in self.kernels.iter().enumerate() {
+            if rows[i].is_some() {
+                continue;
+            }
+            let boot = move || {
+                let smoke = smoke(label, kernel, tests)?;
+                let code = smoke.exit_code;
+                self.rows.lock().expect("a lane panicked")[i] = Some(smoke);
+                anyhow::ensure!(code == 0, "the {label} smoke failed (exit code {code})");
+                Ok(())
+            };
+            parts.push((format!("{label} smoke"), Box::new(boot)));
+        }
+        parts
+    }
+
+    /// The rows of the kernels whose smoke ended (or that the full suite stood in for).
+    pub fn done(self) -> Vec<Smoke> {
+        let rows = self.rows.into_inner().expect("a lane panicked");
+        rows.into_iter().flatten().collect()
+    }
 }
 
 /// Boots `kernel` with the smoke alone; once more where its kernel panicked. Under TCG a
@@ -79,7 +136,7 @@ pub fn vm_matrix(args: &VmMatrixArgs) -> Result<i32> {
 /// alloc_vmap_area, garbage in EFLAGS) beside a cross build, and passed booted again on a
 /// quiet machine: the emulator's or the kernel's, not the smoke's. A second panic fails the
 /// matrix, and the table says when a smoke passed only on its second boot.
-pub fn smoke(label: &str, kernel: &str, tests: &Path) -> Result<Smoke> {
+fn smoke(label: &str, kernel: &str, tests: &Path) -> Result<Smoke> {
     let first = boot_smoke(label, kernel, tests)?;
     if first.exit_code != GUEST_PANICKED {
         return Ok(first);
@@ -132,7 +189,7 @@ fn share_dir() -> Result<(tempfile::TempDir, PathBuf)> {
     Ok((dir, path))
 }
 
-pub fn first_failure(smokes: &[Smoke]) -> i32 {
+fn first_failure(smokes: &[Smoke]) -> i32 {
     smokes
         .iter()
         .map(|s| s.exit_code)

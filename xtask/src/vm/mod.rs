@@ -149,6 +149,20 @@ fn boot(
     )
 }
 
+/// Every kernel `cargo xtask test`'s guests boot (the suite's and `ab`'s default, the kernel
+/// matrix's, the other architecture's default), downloaded and unpacked with its base initramfs
+/// into the cache: done beside the build, so no guest waits on the mirror.
+pub fn prepare_all() -> Result<()> {
+    let host = Arch::host().context("the guests run on x86_64 and aarch64 hosts")?;
+    let log = Log::stdout("xtask guests");
+    let mut kernels: Vec<(Option<&str>, Arch)> = vec![(None, host), (None, host.other())];
+    kernels.extend(matrix::MATRIX.iter().map(|&(_, k)| (Some(k), host)));
+    for (kernel, arch) in kernels {
+        Machine::prepare(kernel, arch, &log)?;
+    }
+    Ok(())
+}
+
 fn valid_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
