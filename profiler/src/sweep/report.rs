@@ -9,6 +9,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{
     fit::{self, Line},
+    split::{self, SlopeSplit, ValueFigures},
     Parameter, SweepSpec,
 };
 use crate::results::{PathKind, Results, Unit, WorkloadResult};
@@ -40,6 +41,10 @@ pub struct WorkloadSweep {
     pub op: Curve,
     /// Each path seen at any value, largest slope (by magnitude) first.
     pub paths: Vec<PathCurve>,
+    /// The op's slope as the outermost paths' slopes plus a remainder (None: no path is
+    /// outermost, or a line could not be fitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<SlopeSplit>,
     /// `--sweep copies`: how well throughput scales with the copies (empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scaling: Vec<Scaling>,
@@ -88,7 +93,7 @@ pub struct Point {
     pub rounds: Vec<f64>,
 }
 
-type PathKey = (PathKind, String, Option<String>);
+pub(super) type PathKey = (PathKind, String, Option<String>);
 
 impl Sweep {
     /// The sweep that `files` (any order) are values of: the files of one `run --sweep`,
@@ -237,6 +242,19 @@ fn workload(spec: &SweepSpec, variants: &[Results], name: &str) -> Option<Worklo
         .map(|key| path_curve(&values, key))
         .collect();
     paths.sort_by(|a, b| magnitude(b).total_cmp(&magnitude(a)));
+    let figures: Vec<ValueFigures> = op
+        .iter()
+        .zip(&values)
+        .map(|((x, rounds), (_, _, paths))| ValueFigures {
+            x: *x,
+            op: rounds,
+            paths: paths.iter().map(|(k, (_, r))| (k, r.as_slice())).collect(),
+        })
+        .collect();
+    // Paths are ns per op: a split of a rate or a percentage would add unlike figures.
+    let split = (scale != 1.0 || unit == Unit::Nanoseconds)
+        .then(|| split::split(&figures))
+        .flatten();
     let op = curve(&op);
     let scaling = match spec.parameter {
         Parameter::Copies => scaling(&op, unit.higher_is_better()),
@@ -247,6 +265,7 @@ fn workload(spec: &SweepSpec, variants: &[Results], name: &str) -> Option<Worklo
         unit: if scale == 1.0 { unit.symbol() } else { "ns" }.into(),
         op,
         paths,
+        split,
         scaling,
     })
 }
@@ -373,7 +392,7 @@ fn path_values(w: &WorkloadResult) -> BTreeMap<PathKey, (&'static str, Vec<f64>)
 
 /// The points and the line: blocked on rounds where every value has the same rounds, else
 /// through the points' means.
-fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
+pub(super) fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
     let points: Vec<Point> = values.iter().map(|(x, r)| point(*x, r)).collect();
     let xs: Vec<f64> = values.iter().map(|(x, _)| *x as f64).collect();
     let rounds = values[0].1.len();
