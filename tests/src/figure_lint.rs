@@ -4,10 +4,12 @@
 //! non-negative quantity below 0; in the results document, a share outside its interval or
 //! above 1, and sampled places that do not add up to the op's own samples. Each finding is one
 //! line naming the format, the figure and its context, so a failing test says where to look.
-use std::sync::LazyLock;
+use std::{path::Path, sync::LazyLock};
 
 use regex::Regex;
 use serde_json::Value;
+
+use crate::hookprof;
 
 /// A number with a minus sign where nothing makes it a range or a `+-` half-width: after the
 /// start, a space or an opening bracket, a colon, an equals sign or a comma.
@@ -225,6 +227,55 @@ fn accounting_fits(name: &str, a: &Value, found: &mut Vec<String>) {
             "json: {name}: the accounting's parts {parts:?} exceed its CPU time {on_cpu}"
         ));
     }
+}
+
+/// `hookprof ARGS`, which must succeed: its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = hookprof(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The lint's findings over `files` rendered by `report` in each format a person reads, and
+/// over each file's JSON.
+pub fn lint_reports(files: &[&Path], extra: &[&str]) -> Vec<String> {
+    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let mut found = Vec::new();
+    for format in ["text", "markdown", "lmbench", "html"] {
+        let args = [&["report", "--format", format][..], extra, &names].concat();
+        let out = ok(&args);
+        let shown = if format == "html" {
+            visible_text(&out)
+        } else {
+            out
+        };
+        found.extend(impossible_in_text(format, &shown));
+    }
+    for file in files {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).expect("results JSON");
+        found.extend(impossible_in_results(&doc));
+    }
+    found
+}
+
+/// Fails with every finding, keeping the files that hold them to look at.
+pub fn say_and_keep(dir: tempfile::TempDir, found: Vec<String>) {
+    if found.is_empty() {
+        return;
+    }
+    let kept = dir.keep();
+    panic!(
+        "{} impossible figures (the files are kept in {}):\n{}",
+        found.len(),
+        kept.display(),
+        found.join("\n")
+    );
 }
 
 #[cfg(test)]
