@@ -9,7 +9,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{
     fit::{self, Line},
-    split::{self, SlopeSplit, ValueFigures},
+    split::{self, PathKey, SlopeSplit, ValueFigures},
     Parameter, SweepSpec,
 };
 use crate::results::{PathKind, Results, Unit, WorkloadResult};
@@ -92,8 +92,6 @@ pub struct Point {
     /// Each round's value, in round order (empty where only the whole run's is known).
     pub rounds: Vec<f64>,
 }
-
-pub(super) type PathKey = (PathKind, String, Option<String>);
 
 impl Sweep {
     /// The sweep that `files` (any order) are values of: the files of one `run --sweep`,
@@ -390,20 +388,12 @@ fn path_values(w: &WorkloadResult) -> BTreeMap<PathKey, (&'static str, Vec<f64>)
     out
 }
 
-/// The points and the line: blocked on rounds where every value has the same rounds, else
-/// through the points' means.
-pub(super) fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
-    let points: Vec<Point> = values.iter().map(|(x, r)| point(*x, r)).collect();
-    let xs: Vec<f64> = values.iter().map(|(x, _)| *x as f64).collect();
-    let rounds = values[0].1.len();
-    let line = if rounds > 1 && values.iter().all(|(_, r)| r.len() == rounds) {
-        let ys: Vec<Vec<f64>> = values.iter().map(|(_, r)| r.clone()).collect();
-        fit::blocked(&xs, &ys)
-    } else {
-        let ys: Vec<f64> = points.iter().map(|p| p.value).collect();
-        fit::points(&xs, &ys)
-    };
-    Curve { points, line }
+/// The points and the line (`fit::through`).
+fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
+    Curve {
+        points: values.iter().map(|(x, r)| point(*x, r)).collect(),
+        line: fit::through(values),
+    }
 }
 
 fn point(x: u64, rounds: &[f64]) -> Point {

@@ -6,11 +6,11 @@
 //! slopes add up to the op's exactly (a least-squares slope is linear in the values).
 use serde::Serialize;
 
-use super::{
-    fit::Line,
-    report::{curve, PathKey},
-};
+use super::fit::{self, Line};
 use crate::{attribution::Level, results::PathKind};
+
+/// A path by its kind, name and the path it runs under.
+pub type PathKey = (PathKind, String, Option<String>);
 
 /// The op's slope as its parts' slopes plus the remainder's.
 #[derive(Debug, Clone, Serialize)]
@@ -51,7 +51,7 @@ pub fn split(values: &[ValueFigures]) -> Option<SlopeSplit> {
             values.iter().map(|v| (v.x, rounds_of(v, key))).collect();
         parts.push(SlopePart {
             name: format!("{} {}", key.0.name(), key.1),
-            line: curve(&points).line?,
+            line: fit::through(&points)?,
         });
     }
     let remainder: Vec<(u64, Vec<f64>)> = values
@@ -72,7 +72,7 @@ pub fn split(values: &[ValueFigures]) -> Option<SlopeSplit> {
         parts,
         remainder: SlopePart {
             name: keys_level(&keys).describe().into(),
-            line: curve(&remainder).line?,
+            line: fit::through(&remainder)?,
         },
     })
 }
@@ -175,13 +175,12 @@ mod tests {
         assert_eq!(s.level, Level::Syscalls);
         let names: Vec<&str> = s.parts.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["syscall openat", "syscall close"]);
-        let op_slope = curve(
+        let op_slope = fit::through(
             &xs.iter()
                 .zip(&op)
                 .map(|(&x, r)| (x, r.clone()))
                 .collect::<Vec<_>>(),
         )
-        .line
         .unwrap()
         .slope;
         let sum: f64 = s.parts.iter().map(|p| p.line.slope).sum::<f64>() + s.remainder.line.slope;
