@@ -139,9 +139,9 @@ fn headline(s: &Sweep, w: &WorkloadSweep) -> String {
     }
 }
 
-/// The op's slope as its parts': `slope split: syscall openat +480.2 (95%: +450.0 to +510.0)
-/// + outside the probed syscalls +38.70 (within noise, +-41.00) = op +520.1 ns/op per layer`.
-/// Every term keeps its signed figure, so the sum can be checked against the op's.
+/// The op's slope as its parts': `slope split: syscall openat +480.2 (95%: +450.0 to
+/// +510.0) + outside the probed syscalls +38.70 (within noise, +-41.00) = op +520.1 ns/op per
+/// layer`. Every term keeps its signed figure, so the sum can be checked against the op's.
 fn split_line(s: &Sweep, w: &WorkloadSweep) -> Option<String> {
     let split = w.split.as_ref()?;
     let op = w.op.line?;
