@@ -5,58 +5,9 @@
 use std::path::Path;
 
 use hookprof_tests::{
-    figure_lint::{impossible_in_results, impossible_in_text, visible_text},
-    hookprof, one_at_a_time, require_root,
+    figure_lint::{impossible_in_text, lint_reports, ok, say_and_keep, visible_text},
+    one_at_a_time, require_root,
 };
-
-/// `hookprof ARGS`, which must succeed: its stdout.
-fn ok(args: &[&str]) -> String {
-    let out = hookprof(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-/// The lint's findings over `files` rendered by `report` in each format a person reads, and
-/// over each file's JSON.
-fn lint_reports(files: &[&Path], extra: &[&str]) -> Vec<String> {
-    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
-    let mut found = Vec::new();
-    for format in ["text", "markdown", "lmbench", "html"] {
-        let args = [&["report", "--format", format][..], extra, &names].concat();
-        let out = ok(&args);
-        let shown = if format == "html" {
-            visible_text(&out)
-        } else {
-            out
-        };
-        found.extend(impossible_in_text(format, &shown));
-    }
-    for file in files {
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).expect("results JSON");
-        found.extend(impossible_in_results(&doc));
-    }
-    found
-}
-
-/// Fails with every finding, keeping the files that hold them to look at.
-fn say_and_keep(dir: tempfile::TempDir, found: Vec<String>) {
-    if found.is_empty() {
-        return;
-    }
-    let kept = dir.keep();
-    panic!(
-        "{} impossible figures (the files are kept in {}):\n{}",
-        found.len(),
-        kept.display(),
-        found.join("\n")
-    );
-}
 
 #[test]
 fn no_format_of_a_default_suite_run_prints_an_impossible_figure() {

@@ -76,6 +76,10 @@ mod sampled;
 #[path = "guest_top.rs"]
 mod top;
 
+/// The figure lint over every format of a run whose hooks fentry timed.
+#[path = "guest_figures.rs"]
+mod figures;
+
 /// The kernel matrix's smoke, booted alone on each kernel (`cargo xtask vm-matrix`); the whole
 /// suite's boot leaves it out.
 #[path = "guest_kernels.rs"]

@@ -4,10 +4,12 @@
 //! non-negative quantity below 0; in the results document, a share outside its interval or
 //! above 1, and sampled places that do not add up to the op's own samples. Each finding is one
 //! line naming the format, the figure and its context, so a failing test says where to look.
-use std::sync::LazyLock;
+use std::{path::Path, sync::LazyLock};
 
 use regex::Regex;
 use serde_json::Value;
+
+use crate::hookprof;
 
 /// A number with a minus sign where nothing makes it a range or a `+-` half-width: after the
 /// start, a space or an opening bracket, a colon, an equals sign or a comma.
@@ -25,6 +27,9 @@ static CLAMP: LazyLock<Regex> =
 static ON_CPU_SPLIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"on CPU (\d+(?:\.\d+)?) (ns|us|ms|s) \(([^)]*)\)").expect("regex")
 });
+/// A sweep's slope split: `slope split: PATH +X (...) + ... = op +Y ns/op per STEP`.
+static SLOPE_TERM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(\+|falls )(\d+(?:\.\d+)?)").expect("regex"));
 static PART: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"([a-z]+) (\d+(?:\.\d+)?) (ns|us|ms|s)\b").expect("regex"));
 
@@ -92,6 +97,11 @@ pub fn impossible_in_text(format: &str, text: &str) -> Vec<String> {
                 say("a share above 100% of its whole");
             }
         }
+        if let Some(split) = line.split_once("slope split: ").map(|(_, s)| s) {
+            if !slope_split_adds_up(split) {
+                say("a slope split whose parts do not add up to the op's slope");
+            }
+        }
         for c in ON_CPU_SPLIT.captures_iter(line) {
             let whole = ns(&c[1], &c[2]);
             for p in PART.captures_iter(&c[3]) {
@@ -102,6 +112,29 @@ pub fn impossible_in_text(format: &str, text: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Whether the terms of `PATH +X (...) + PATH falls X (...) = op +Y ...` add up to Y, within
+/// the rounding of four significant digits per figure.
+fn slope_split_adds_up(split: &str) -> bool {
+    let signed = |term: &str| -> Option<f64> {
+        let c = SLOPE_TERM.captures(term)?;
+        let v: f64 = c[2].parse().ok()?;
+        Some(if &c[1] == "+" { v } else { -v })
+    };
+    let Some((parts, op)) = split.split_once(" = op ") else {
+        return false;
+    };
+    let terms: Option<Vec<f64>> = parts.split(") + ").map(signed).collect();
+    let (Some(terms), Some(op)) = (terms, signed(op)) else {
+        return false;
+    };
+    let rounding: f64 = terms
+        .iter()
+        .chain([&op])
+        .map(|t| t.abs() * 1e-3 + 1e-4)
+        .sum();
+    (terms.iter().sum::<f64>() - op).abs() <= rounding
 }
 
 /// Keys whose numbers are differences of two measurements, kept signed in the data with their
@@ -196,6 +229,55 @@ fn accounting_fits(name: &str, a: &Value, found: &mut Vec<String>) {
     }
 }
 
+/// `hookprof ARGS`, which must succeed: its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = hookprof(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The lint's findings over `files` rendered by `report` in each format a person reads, and
+/// over each file's JSON.
+pub fn lint_reports(files: &[&Path], extra: &[&str]) -> Vec<String> {
+    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let mut found = Vec::new();
+    for format in ["text", "markdown", "lmbench", "html"] {
+        let args = [&["report", "--format", format][..], extra, &names].concat();
+        let out = ok(&args);
+        let shown = if format == "html" {
+            visible_text(&out)
+        } else {
+            out
+        };
+        found.extend(impossible_in_text(format, &shown));
+    }
+    for file in files {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).expect("results JSON");
+        found.extend(impossible_in_results(&doc));
+    }
+    found
+}
+
+/// Fails with every finding, keeping the files that hold them to look at.
+pub fn say_and_keep(dir: tempfile::TempDir, found: Vec<String>) {
+    if found.is_empty() {
+        return;
+    }
+    let kept = dir.keep();
+    panic!(
+        "{} impossible figures (the files are kept in {}):\n{}",
+        found.len(),
+        kept.display(),
+        found.join("\n")
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +290,8 @@ mod tests {
             "whose sampling made the op 0.0% slower than the clean one",
             "Residual: 35 ns/op (135.5% of the op's own CPU time)",
             "on CPU 1.662 us (user 1.942 us, kernel 0 us)",
+            "slope split: syscall openat +400.0 (95%: +390.0 to +410.0) + outside the probed \
+             syscalls +20.00 (within noise, +-30.00) = op +520.1 ns/op per layer",
         ];
         for line in bad {
             assert!(!impossible_in_text("text", line).is_empty(), "{line}");
@@ -220,6 +304,9 @@ mod tests {
             "Environment: kernel 6.18.44-fc-v1252 (x86_64) 2026-12-07",
             "probe overhead +122.9% (+87.4% to +158.4%) of the clean mean",
             "hookprof run --rounds 2 -o x",
+            "slope split: syscall openat +500.0 (95%: +390.0 to +610.0) + syscall close falls \
+             1.000 (within noise, +-3.000) + outside the probed syscalls +21.10 (95%: 1.000 to \
+             2.000 less) = op +520.1 ns/op per layer",
         ];
         for line in fine {
             let shown = visible_text(line);

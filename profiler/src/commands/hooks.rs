@@ -7,11 +7,13 @@ use anyhow::{bail, Context, Result};
 use crate::{
     environment,
     probes::{
-        catalog, refusal,
+        catalog,
+        kallsyms::FunctionNames,
+        refusal,
         selection::{self, Selection},
         KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
-    results::{ProbeKind, ProbeReport},
+    results::{HookLookup, Missing, ProbeKind, ProbeReport},
     run::probe_setup::require_bpf_privileges,
 };
 
@@ -72,6 +74,8 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
         report.attached.extend(batch_report.attached);
         report.refused.extend(batch_report.refused);
     }
+    let symbols = FunctionNames::read()?;
+    report.lsm_lookups = catalog::lsm_lookups(&kernel, &symbols, &functions, &active_lsms);
     let catalog = serde_json::json!({
         "kernel_release": environment::detect().kernel_release,
         "active_lsms": active_lsms,
@@ -80,6 +84,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
         "probe_kinds": probe_kind_summary(&report, &lsm),
         "attached": report.attached,
         "refused": report.refused,
+        "lsm_lookups": report.lsm_lookups,
         "functions": functions.iter().map(|t| serde_json::json!({
             "function": t.function, "parent": t.parent, "lsm": t.lsm,
         })).collect::<Vec<_>>(),
@@ -106,6 +111,7 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     }
     writeln!(out, "{kinds}\n")?;
     out += &function_lines(&functions, &report, args.verbose);
+    out += &lookup_lines(&report.lsm_lookups, args.verbose);
     crate::stdio::print(out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -154,6 +160,33 @@ fn function_lines(functions: &[Target], report: &ProbeReport, verbose: bool) -> 
         }
     }
     out
+}
+
+/// What was looked for under the hooks: with `verbose` a line per hook, else the LSM
+/// functions found and those missing, counted by why.
+fn lookup_lines(lookups: &[HookLookup], verbose: bool) -> String {
+    if verbose {
+        return lookups.iter().map(|l| l.describe() + "\n").collect();
+    }
+    let each = || lookups.iter().flat_map(|l| &l.lsms);
+    let found = each().filter(|l| l.found.is_some()).count();
+    let mut why: Vec<(Missing, usize)> = Vec::new();
+    for missing in each().filter_map(|l| l.missing) {
+        match why.iter_mut().find(|(m, _)| *m == missing) {
+            Some((_, n)) => *n += 1,
+            None => why.push((missing, 1)),
+        }
+    }
+    let why: Vec<String> = why
+        .iter()
+        .map(|(m, n)| format!("{n} {}", m.describe()))
+        .collect();
+    format!(
+        "LSM functions looked for under {} hooks: {found} found{}{} (-v lists them)\n",
+        lookups.len(),
+        if why.is_empty() { "" } else { "; missing: " },
+        why.join(", ")
+    )
 }
 
 /// Whether a BPF LSM program loads and attaches here ("available" or the reason it does not).
@@ -216,6 +249,7 @@ mod tests {
         let report = ProbeReport {
             attached: Vec::new(),
             refused: vec![refusal("security_file_open"), refusal("security_file_free")],
+            lsm_lookups: Vec::new(),
         };
         let short = function_lines(&functions, &report, false);
         assert_eq!(short.lines().count(), 3, "{short}");

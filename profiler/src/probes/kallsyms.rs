@@ -2,7 +2,7 @@
 //! BPF programs as `bpf_prog_<tag>_<name>`): a table of its text symbols, read once and kept
 //! (`KeptTable`) where the same run names new addresses again and again.
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     io::{BufRead, BufReader, Read},
     ops::Range,
 };
@@ -45,6 +45,44 @@ pub fn addresses_hidden() -> Result<bool> {
         if text_symbol(&line).is_some_and(|(start, _)| start != 0) {
             return Ok(false);
         }
+    }
+}
+
+/// The names of the kernel's functions, whether or not its addresses are shown: what the
+/// hook plan looks for beside BTF.
+#[derive(Debug, Default)]
+pub struct FunctionNames {
+    names: HashSet<String>,
+    /// Names the compiler made copies of (`apparmor_file_open` of `apparmor_file_open.isra.0`).
+    copied: HashSet<String>,
+}
+
+impl FunctionNames {
+    /// The running kernel's.
+    pub fn read() -> Result<FunctionNames> {
+        let file = std::fs::File::open(KALLSYMS).with_context(|| format!("read {KALLSYMS}"))?;
+        FunctionNames::from_text(file)
+    }
+
+    pub fn from_text(text: impl Read) -> Result<FunctionNames> {
+        let mut out = FunctionNames::default();
+        for_each_text_symbol(text, |_, name| {
+            match name.split_once('.') {
+                Some((base, _)) => out.copied.insert(base.to_string()),
+                None => out.names.insert(name.to_string()),
+            };
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// Whether only a compiler's copy of `name` is listed.
+    pub fn only_copied(&self, name: &str) -> bool {
+        !self.has(name) && self.copied.contains(name)
     }
 }
 

@@ -61,7 +61,7 @@ use self::{
     scope_globals::Globals,
     syscall_tracepoints::SCOPE_PROGRAM,
 };
-use crate::results::{ProbeKind as Kind, ProbeRecord, ProbeReport, Refusal};
+use crate::results::{HookLookup, ProbeKind as Kind, ProbeRecord, ProbeReport, Refusal};
 
 /// The function through which a kernel turns a BPF LSM hook's call on when a BPF LSM program
 /// attaches, and off when the last goes (Linux 6.12); before it every hook's `bpf_lsm_*`
@@ -151,6 +151,8 @@ pub struct Probes {
     /// Slot i times `hooks[i]` (None for a slot whose pair was refused).
     hooks: Vec<Option<Target>>,
     refused: Vec<Refusal>,
+    /// What the plan looked for under each hook found (`catalog::lsm_lookup`).
+    lsm_lookups: Vec<HookLookup>,
     /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
     /// functions it calls, so a sample's attach and detach stay short.
     focus: Option<Vec<String>>,
@@ -204,6 +206,7 @@ impl Probes {
             attachments: Vec::new(),
             hooks: Vec::new(),
             refused: Vec::new(),
+            lsm_lookups: Vec::new(),
             lsm_programs: Vec::new(),
             focus: None,
             btf,
@@ -376,6 +379,11 @@ impl Probes {
         self.refused.extend(refused);
     }
 
+    /// Records what the plan looked for under each hook found, for the results.
+    pub fn set_lsm_lookups(&mut self, lookups: Vec<HookLookup>) {
+        self.lsm_lookups = lookups;
+    }
+
     /// Whether this kernel calls a BPF LSM function (`bpf_lsm_*`) only while a BPF LSM
     /// program is attached to its hook: fentry on one then sees no call, and attaching it
     /// changes nothing the kernel calls (the toggle is for BPF LSM programs alone).
@@ -419,6 +427,7 @@ impl Probes {
                 })
                 .collect(),
             refused: self.refused.clone(),
+            lsm_lookups: self.lsm_lookups.clone(),
         }
     }
 }

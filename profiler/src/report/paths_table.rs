@@ -17,6 +17,7 @@ use crate::{
     results::{
         AttributionRow, CorrectionMethod, PathKind, SampledPath, StackProfile, Unit, WorkloadResult,
     },
+    shares::{self, RoundCount},
     stats,
     text::esc,
 };
@@ -161,11 +162,14 @@ impl PathsTable {
             })
             .collect();
         let heading = heading(breakdown.as_ref(), profile, &rows);
-        let notes = nodes
+        let mut notes: Vec<String> = nodes
             .iter()
             .filter(|n| n.never_returns())
             .map(|n| never_returns_note(n))
             .collect();
+        if let Some(p) = profile {
+            notes.extend(p.paths.iter().filter_map(|path| varies_note(path, p)));
+        }
         Some(PathsTable {
             heading,
             header,
@@ -582,6 +586,32 @@ fn correction_words(r: &AttributionRow) -> String {
     }
 }
 
+/// A sampled path whose share moves between rounds (each a fresh runner process) more than
+/// its samples' noise explains, said on that path: its interval spans the rounds', and a
+/// profiler that samples one process reads one of those shares.
+fn varies_note(path: &SampledPath, profile: &StackProfile) -> Option<String> {
+    if path.round_samples.len() != profile.round_samples.len() {
+        return None;
+    }
+    let rounds: Vec<RoundCount> = path
+        .round_samples
+        .iter()
+        .zip(&profile.round_samples)
+        .map(|(&path, &all)| RoundCount { path, all })
+        .collect();
+    let (low, high) = shares::varies_between_rounds(&rounds)?;
+    let name = match &path.parent {
+        Some(parent) => format!("{} (under {parent})", path.name),
+        None => path.name.clone(),
+    };
+    Some(format!(
+        "{name} varies between runner processes: {}-{} across rounds, more than its samples' \
+         noise explains (its interval spans the rounds')",
+        percent_within(low, None),
+        percent_within(high, None)
+    ))
+}
+
 /// `exit_group never returns: no exit ends its span, so it is not timed; ...`.
 fn never_returns_note(n: &Node) -> String {
     match n.sampled {
@@ -719,6 +749,34 @@ mod tests {
             .attribution
             .retain(|r| r.name != "security_file_free");
         assert_eq!(PathsTable::of(&nested).unwrap().heading.len(), 2);
+    }
+
+    #[test]
+    fn a_path_whose_share_moves_between_runner_processes_is_said_to_in_every_markup() {
+        let mut w = both_methods();
+        let p = w.profile.as_mut().unwrap();
+        // Three rounds of 20,000 own samples: the hook at 38% and 42% (far beyond sampling's
+        // noise), openat at the same share in each.
+        p.round_samples = vec![20_000; 3];
+        p.paths[1].round_samples = vec![7_600, 8_400, 8_000];
+        p.paths[0].round_samples = vec![12_000, 12_010, 11_990];
+        let t = PathsTable::of(&w).unwrap();
+        let said = "security_file_open varies between runner processes: 38.0%-42.0% across rounds";
+        for shown in [
+            t.render(Markup::Terminal),
+            t.render(Markup::Markdown),
+            t.html(),
+        ] {
+            assert!(shown.contains(said), "{shown}");
+            assert!(!shown.contains("openat varies"), "{shown}");
+        }
+        // Without rounds kept, nothing is said.
+        let t = PathsTable::of(&both_methods()).unwrap();
+        assert!(
+            !t.notes.iter().any(|n| n.contains("varies")),
+            "{:?}",
+            t.notes
+        );
     }
 
     #[test]

@@ -121,6 +121,7 @@ pub(crate) fn sample_results() -> Results {
                 errno: Some(1),
                 reason: "dynamic ftrace is locked".into(),
             }],
+            lsm_lookups: Vec::new(),
         },
         calibration: None,
         lsm_programs: Vec::new(),

@@ -275,6 +275,83 @@ pub struct PhasePeak {
 pub struct ProbeReport {
     pub attached: Vec<ProbeRecord>,
     pub refused: Vec<Refusal>,
+    /// For each hook the workloads called, the LSM functions the plan looked for under it
+    /// on this kernel, and why any is not timed. Empty where no hook was found, and in older
+    /// files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lsm_lookups: Vec<HookLookup>,
+}
+
+/// The LSM functions looked for under one `security_*` hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HookLookup {
+    pub hook: String,
+    /// The active LSMs in their order, then the inactive ones whose function is built in.
+    pub lsms: Vec<LsmLookup>,
+}
+
+/// One LSM's function under a hook: the names tried, the one found, or why none is timed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LsmLookup {
+    pub lsm: String,
+    /// The names looked for, in order (`apparmor_file_open`, `apparmor_file_open_security`).
+    pub looked_for: Vec<String>,
+    /// The name found in the kernel's BTF, which the plan times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Missing>,
+}
+
+/// Why an LSM's function under a hook is not timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    /// Built in, but the LSM is not in the active list (`lsm=`): the kernel never calls it.
+    NotActive,
+    /// In kallsyms but not in BTF: no trampoline attaches without the function's type.
+    NotInBtf,
+    /// Only a compiler's specialised copy is in kallsyms (`NAME.isra.0`, `.constprop.0`).
+    CompilerCopy,
+    /// In neither kallsyms nor BTF: the LSM has no such hook here, or it was inlined.
+    NotInKernel,
+}
+
+impl Missing {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Missing::NotActive => "LSM not active",
+            Missing::NotInBtf => "in kallsyms, not in BTF",
+            Missing::CompilerCopy => "only a compiler's copy (.isra/.constprop) in kallsyms",
+            Missing::NotInKernel => {
+                "in neither kallsyms nor BTF (no such hook in that LSM here, or inlined)"
+            }
+        }
+    }
+}
+
+impl HookLookup {
+    /// `security_file_open: looked for bpf: bpf_lsm_file_open; capability: cap_file_open or
+    /// cap_file_open_security? in neither kallsyms nor BTF (...)`.
+    pub fn describe(&self) -> String {
+        let each: Vec<String> = self.lsms.iter().map(LsmLookup::describe).collect();
+        format!("{}: looked for {}", self.hook, each.join("; "))
+    }
+}
+
+impl LsmLookup {
+    /// `apparmor: apparmor_file_open` or `tomoyo: tomoyo_file_open? LSM not active`.
+    pub fn describe(&self) -> String {
+        match (&self.found, self.missing) {
+            (Some(f), None) => format!("{}: {f}", self.lsm),
+            (_, missing) => format!(
+                "{}: {}? {}",
+                self.lsm,
+                self.looked_for.join(" or "),
+                missing.map_or("not found", Missing::describe)
+            ),
+        }
+    }
 }
 
 impl ProbeReport {

@@ -15,6 +15,8 @@ use crate::{
     probes::injection::{self, Injection},
     probes::{
         calibration::{self, Calibration},
+        catalog,
+        kallsyms::FunctionNames,
         lsm_hook_of, refusal,
         selection::{self, Selection},
         Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
@@ -401,6 +403,14 @@ fn discover_functions(
     };
     found.merge(lsms);
     probes.add_refusals(std::mem::take(&mut found.refused));
+    let symbols = FunctionNames::read()?;
+    let lookups = catalog::lsm_lookups(kernel, &symbols, &hooks, setup.active_lsms);
+    if setup.verbose {
+        for l in &lookups {
+            supervisor.warn(&l.describe());
+        }
+    }
+    probes.set_lsm_lookups(lookups);
     Ok(Wait::Done(found))
 }
 

@@ -19,7 +19,7 @@
 //! both sides pooled (the share if nothing changed, as a two-proportion test takes it): a
 //! side that never sampled a path has no spread and a binomial variance of 0 at its own
 //! share, which would make 0 of 12 samples against 8 of 62 look certain.
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, StudentsT};
 
 use crate::stats::CONFIDENCE;
 
@@ -284,9 +284,56 @@ fn critical(df: f64, alpha: f64) -> f64 {
     }
 }
 
+/// Below this p-value a path's shares are said to differ between rounds (a strict level: a
+/// profile tests dozens of paths, and one in a hundred would say so by chance at this level).
+pub const VARIES_BELOW_P: f64 = 0.01;
+
+/// The lowest and highest round's share, where the rounds differ more than their samples'
+/// noise explains: Pearson's chi-square test that every round has the same share (rounds
+/// with no samples left out). None with fewer than two such rounds, or where they agree.
+pub fn varies_between_rounds(rounds: &[RoundCount]) -> Option<(f64, f64)> {
+    let kept: Vec<RoundCount> = rounds.iter().copied().filter(|r| r.all > 0).collect();
+    let share = pooled_share(&kept);
+    if kept.len() < MIN_ROUNDS || share <= 0.0 || share >= 1.0 {
+        return None;
+    }
+    let statistic: f64 = kept
+        .iter()
+        .map(|r| {
+            let expected = r.all as f64 * share;
+            (r.path as f64 - expected).powi(2) / (expected * (1.0 - share))
+        })
+        .sum();
+    let df = (kept.len() - 1) as f64;
+    let p = 1.0 - ChiSquared::new(df).ok()?.cdf(statistic);
+    if p >= VARIES_BELOW_P {
+        return None;
+    }
+    let each = kept.iter().map(|r| r.path as f64 / r.all as f64);
+    let low = each.clone().fold(f64::INFINITY, f64::min);
+    Some((low, each.fold(0.0, f64::max)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_that_differ_beyond_their_samples_noise_are_said_to_and_agreeing_ones_are_not() {
+        // 1.2% and 1.9% of 20,000 samples each: far beyond binomial noise.
+        let apart = rounds(&[(240, 20_000), (380, 20_000), (300, 20_000)]);
+        let (low, high) = varies_between_rounds(&apart).unwrap();
+        assert!((low - 0.012).abs() < 1e-12 && (high - 0.019).abs() < 1e-12);
+        // The same shares from 500 samples a round: within what sampling moves them.
+        let few = rounds(&[(6, 500), (9, 500), (7, 500)]);
+        assert_eq!(varies_between_rounds(&few), None);
+        assert_eq!(
+            varies_between_rounds(&rounds(&[(240, 20_000)])),
+            None,
+            "one round"
+        );
+        assert_eq!(varies_between_rounds(&rounds(&[(0, 100), (0, 100)])), None);
+    }
 
     fn rounds(counts: &[(u64, u64)]) -> Vec<RoundCount> {
         counts

@@ -80,6 +80,20 @@ pub fn blocked(xs: &[f64], ys: &[Vec<f64>]) -> Option<Line> {
     ))
 }
 
+/// The line through each x's values round by round (`(x, rounds)`): blocked on the rounds
+/// where every x has the same rounds, else through the means per x.
+pub fn through(values: &[(u64, Vec<f64>)]) -> Option<Line> {
+    let xs: Vec<f64> = values.iter().map(|(x, _)| *x as f64).collect();
+    let rounds = values.first()?.1.len();
+    if rounds > 1 && values.iter().all(|(_, r)| r.len() == rounds) {
+        let ys: Vec<Vec<f64>> = values.iter().map(|(_, r)| r.clone()).collect();
+        blocked(&xs, &ys)
+    } else {
+        let ys: Vec<f64> = values.iter().map(|(_, r)| mean(r)).collect();
+        points(&xs, &ys)
+    }
+}
+
 /// Fits a line to one value per x (no rounds to block on). None with fewer than two distinct x.
 pub fn points(xs: &[f64], ys: &[f64]) -> Option<Line> {
     if xs.len() != ys.len() {

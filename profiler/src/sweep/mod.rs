@@ -12,6 +12,7 @@ mod policies;
 pub use policies::LoadedProfiles;
 mod render;
 pub mod report;
+pub mod split;
 
 use std::path::{Path, PathBuf};
 

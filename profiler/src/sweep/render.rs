@@ -114,6 +114,37 @@ fn headline(s: &Sweep, w: &WorkloadSweep) -> String {
     }
 }
 
+/// The op's slope as its parts': `slope split: syscall openat +480.2 (95%: +450.0 to
+/// +510.0) + outside the probed syscalls +38.70 (within noise, +-41.00) = op +520.1 ns/op per
+/// layer`. Every term keeps its signed figure, so the sum can be checked against the op's.
+fn split_line(s: &Sweep, w: &WorkloadSweep) -> Option<String> {
+    let split = w.split.as_ref()?;
+    let op = w.op.line?;
+    let term =
+        |name: &str, line: &Line| format!("{name} {} ({})", signed(line.slope), within(line));
+    let mut terms: Vec<String> = split.parts.iter().map(|p| term(&p.name, &p.line)).collect();
+    terms.push(term(&split.remainder.name, &split.remainder.line));
+    Some(format!(
+        "slope split: {} = op {} ns/op per {}",
+        terms.join(" + "),
+        signed(op.slope),
+        s.unit
+    ))
+}
+
+/// A slope's interval in words: `95%: +2.5 to +3.7`, `95%: 2.5 to 3.7 less`, `within noise,
+/// +-7.6`.
+fn within(line: &Line) -> String {
+    match (line.slope_low, line.slope_high) {
+        (Some(lo), Some(hi)) if lo <= 0.0 && hi >= 0.0 => {
+            format!("within noise, +-{}", num((hi - lo) / 2.0))
+        }
+        (Some(lo), Some(hi)) if hi < 0.0 => format!("95%: {} to {} less", num(-hi), num(-lo)),
+        (Some(lo), Some(hi)) => format!("95%: +{} to +{}", num(lo), num(hi)),
+        _ => "no interval: too few points".into(),
+    }
+}
+
 fn render(s: &Sweep, markup: Markup) -> String {
     let mut out = format!(
         "Sweep of {} over {} ({} round{}: every value measured in each round, back to back in a \
@@ -135,6 +166,9 @@ fn render(s: &Sweep, markup: Markup) -> String {
     }
     for w in &s.workloads {
         let _ = write!(out, "\n{}\n", headline(s, w));
+        if let Some(split) = split_line(s, w) {
+            let _ = writeln!(out, "{split}");
+        }
         let mut points = markup.table(&[&s.parameter, &format!("op ({})", w.unit), "95%"]);
         for p in &w.op.points {
             let cut = if p.truncated { " (cut at 0)" } else { "" };
@@ -225,6 +259,9 @@ fn render_html(s: &Sweep) -> String {
             esc(&w.name),
             esc(&headline(s, w))
         );
+        if let Some(split) = split_line(s, w) {
+            let _ = writeln!(body, "<p>{}</p>", esc(&split));
+        }
         let op_axis = format!("op ({})", w.unit);
         body.push_str(&plot(
             &format!("{} op ({})", w.name, w.unit),

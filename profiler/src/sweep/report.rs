@@ -9,6 +9,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{
     fit::{self, Line},
+    split::{self, PathKey, SlopeSplit, ValueFigures},
     Parameter, SweepSpec,
 };
 use crate::results::{PathKind, Results, Unit, WorkloadResult};
@@ -40,6 +41,10 @@ pub struct WorkloadSweep {
     pub op: Curve,
     /// Each path seen at any value, largest slope (by magnitude) first.
     pub paths: Vec<PathCurve>,
+    /// The op's slope as the outermost paths' slopes plus a remainder (None: no path is
+    /// outermost, or a line could not be fitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<SlopeSplit>,
     /// `--sweep copies`: how well throughput scales with the copies (empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scaling: Vec<Scaling>,
@@ -87,8 +92,6 @@ pub struct Point {
     /// Each round's value, in round order (empty where only the whole run's is known).
     pub rounds: Vec<f64>,
 }
-
-type PathKey = (PathKind, String, Option<String>);
 
 impl Sweep {
     /// The sweep that `files` (any order) are values of: the files of one `run --sweep`,
@@ -237,6 +240,19 @@ fn workload(spec: &SweepSpec, variants: &[Results], name: &str) -> Option<Worklo
         .map(|key| path_curve(&values, key))
         .collect();
     paths.sort_by(|a, b| magnitude(b).total_cmp(&magnitude(a)));
+    let figures: Vec<ValueFigures> = op
+        .iter()
+        .zip(&values)
+        .map(|((x, rounds), (_, _, paths))| ValueFigures {
+            x: *x,
+            op: rounds,
+            paths: paths.iter().map(|(k, (_, r))| (k, r.as_slice())).collect(),
+        })
+        .collect();
+    // Paths are ns per op: a split of a rate or a percentage would add unlike figures.
+    let split = (scale != 1.0 || unit == Unit::Nanoseconds)
+        .then(|| split::split(&figures))
+        .flatten();
     let op = curve(&op);
     let scaling = match spec.parameter {
         Parameter::Copies => scaling(&op, unit.higher_is_better()),
@@ -247,6 +263,7 @@ fn workload(spec: &SweepSpec, variants: &[Results], name: &str) -> Option<Worklo
         unit: if scale == 1.0 { unit.symbol() } else { "ns" }.into(),
         op,
         paths,
+        split,
         scaling,
     })
 }
@@ -371,20 +388,12 @@ fn path_values(w: &WorkloadResult) -> BTreeMap<PathKey, (&'static str, Vec<f64>)
     out
 }
 
-/// The points and the line: blocked on rounds where every value has the same rounds, else
-/// through the points' means.
+/// The points and the line (`fit::through`).
 fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
-    let points: Vec<Point> = values.iter().map(|(x, r)| point(*x, r)).collect();
-    let xs: Vec<f64> = values.iter().map(|(x, _)| *x as f64).collect();
-    let rounds = values[0].1.len();
-    let line = if rounds > 1 && values.iter().all(|(_, r)| r.len() == rounds) {
-        let ys: Vec<Vec<f64>> = values.iter().map(|(_, r)| r.clone()).collect();
-        fit::blocked(&xs, &ys)
-    } else {
-        let ys: Vec<f64> = points.iter().map(|p| p.value).collect();
-        fit::points(&xs, &ys)
-    };
-    Curve { points, line }
+    Curve {
+        points: values.iter().map(|(x, r)| point(*x, r)).collect(),
+        line: fit::through(values),
+    }
 }
 
 fn point(x: u64, rounds: &[f64]) -> Point {
