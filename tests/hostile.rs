@@ -1142,6 +1142,55 @@ mod secrets {
         }
         assert!(!stderr(&out).contains("hunter"), "{}", stderr(&out));
     }
+
+    #[test]
+    fn a_password_given_by_a_short_option_of_a_command_that_takes_it_is_not_kept() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        // sh ignores the words after its script: they are the command line as a CI job
+        // would write it, with passwords by short options.
+        let out = hookprof(
+            dir.path(),
+            &[
+                "stat",
+                "--probes",
+                "none",
+                "--rounds",
+                "1",
+                "--runs",
+                "2",
+                "-q",
+                "-o",
+                "s.json",
+                "--",
+                "sh",
+                "-c",
+                "true",
+                "mysql",
+                "-uci",
+                "-phunter1",
+                "sshpass",
+                "-p",
+                "hunter2",
+                "curl",
+                "-u",
+                "ci:hunter3",
+                "redis-cli",
+                "-a",
+                "hunter4",
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let kept = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
+        assert!(!kept.contains("hunter"), "s.json keeps a secret");
+        assert!(
+            kept.contains("-p***") && kept.contains("-uci"),
+            "nothing masked?"
+        );
+    }
 }
 
 /// URLs: read as a URL parser reads them; a SQLite store that keeps nothing on disk refused.
