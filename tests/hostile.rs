@@ -1142,6 +1142,55 @@ mod secrets {
         }
         assert!(!stderr(&out).contains("hunter"), "{}", stderr(&out));
     }
+
+    #[test]
+    fn a_password_given_by_a_short_option_of_a_command_that_takes_it_is_not_kept() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        // sh ignores the words after its script: they are the command line as a CI job
+        // would write it, with passwords by short options.
+        let out = hookprof(
+            dir.path(),
+            &[
+                "stat",
+                "--probes",
+                "none",
+                "--rounds",
+                "1",
+                "--runs",
+                "2",
+                "-q",
+                "-o",
+                "s.json",
+                "--",
+                "sh",
+                "-c",
+                "true",
+                "mysql",
+                "-uci",
+                "-phunter1",
+                "sshpass",
+                "-p",
+                "hunter2",
+                "curl",
+                "-u",
+                "ci:hunter3",
+                "redis-cli",
+                "-a",
+                "hunter4",
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let kept = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
+        assert!(!kept.contains("hunter"), "s.json keeps a secret");
+        assert!(
+            kept.contains("-p***") && kept.contains("-uci"),
+            "nothing masked?"
+        );
+    }
 }
 
 /// URLs: read as a URL parser reads them; a SQLite store that keeps nothing on disk refused.
@@ -1215,6 +1264,112 @@ mod namespaces {
                 "{}",
                 stderr(&out)
             );
+        }
+    }
+}
+
+/// Sizes: a forged file of many paths costs report and compare time linear in its paths, and
+/// one past any run's size is refused in one line.
+mod sizes {
+    use super::*;
+
+    /// `base` with `rows` attribution rows on its workload: hooks, two LSM functions under
+    /// each, syscalls, and task paths each under the one before (nested an eighth of the rows
+    /// deep); `scale` moves their times, so two of them differ.
+    fn with_paths(base: &Path, to: &Path, rows: usize, scale: f64) -> PathBuf {
+        forged(base, to, |doc| {
+            let w = &mut doc["workloads"][0];
+            w["probed"] = w["clean"].clone();
+            w["share_of"] = "probed_op".into();
+            w["attribution"] = (0..rows).map(|i| path_row(i, scale)).collect();
+        })
+    }
+
+    fn path_row(i: usize, scale: f64) -> serde_json::Value {
+        let hook = format!("security_h{}", i - i % 4);
+        let (kind, name, parent) = match i % 8 {
+            0 | 4 => ("hook", hook, None),
+            1 | 2 | 5 | 6 => ("lsm", format!("lsm_h{i}"), Some(hook)),
+            3 => ("syscall", format!("sys{i}"), None),
+            _ => (
+                "task_path",
+                format!("task{i}"),
+                i.checked_sub(8).map(|p| format!("task{p}")),
+            ),
+        };
+        let ns = 1.0 + (i % 97) as f64 * scale;
+        serde_json::json!({
+            "kind": kind, "name": name, "parent": parent,
+            "lsm": (kind == "lsm").then_some("bpf"),
+            "calls_per_op": 1.0, "ns_per_call": ns, "ns_per_op": ns, "share": 1e-4,
+            "corrected_ns_per_call": ns, "corrected_ns_per_op": ns,
+            "samples_ns_per_op": [ns, ns * 1.01],
+        })
+    }
+
+    /// The best of two runs of `args` in `dir` (a shared machine's noise is upward), after
+    /// checking it succeeded and printed `names`.
+    fn best_time(dir: &Path, args: &[&str], names: &str) -> Duration {
+        let mut best = Duration::MAX;
+        for _ in 0..2 {
+            let t = Instant::now();
+            let out = hookprof(dir, args).output().unwrap();
+            best = best.min(t.elapsed());
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains(names), "{args:?}: no {names}");
+        }
+        best
+    }
+
+    #[test]
+    fn report_and_compare_take_time_linear_in_a_forged_file_s_paths() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let base = results_file(dir.path());
+        let mut times: Vec<[Duration; 2]> = Vec::new();
+        for rows in [25_000, 100_000] {
+            let old = with_paths(&base, &dir.path().join(format!("o{rows}.json")), rows, 1.0);
+            let new = with_paths(&base, &dir.path().join(format!("n{rows}.json")), rows, 1.3);
+            let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+            // The last hook and the deepest task path are printed: every row was tabled.
+            let last_hook = format!("security_h{}", rows - 4);
+            let deepest = format!("task{}", rows - 1);
+            times.push([
+                best_time(dir.path(), &["report", old], &deepest),
+                best_time(dir.path(), &["compare", old, new], &last_hook),
+            ]);
+        }
+        // 4x the rows: linear time is 4x, a quadratic 16x; 8x leaves room for a loaded machine.
+        for (command, at) in [("report", 0), ("compare", 1)] {
+            let ratio = times[1][at].as_secs_f64() / times[0][at].as_secs_f64();
+            assert!(
+                ratio < 8.0,
+                "{command}: 100k rows took {ratio:.1}x 25k's ({times:?})"
+            );
+        }
+    }
+
+    #[test]
+    fn a_100_mb_forged_file_is_refused_in_one_line_at_once() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let base = results_file(dir.path());
+        let big = with_paths(&base, &dir.path().join("big.json"), 400_000, 1.0);
+        assert!(std::fs::metadata(&big).unwrap().len() > 100 << 20);
+        let big = big.to_str().unwrap();
+        for args in [vec!["report", big], vec!["compare", big, big]] {
+            let t = Instant::now();
+            let out = hookprof(dir.path(), &args).output().unwrap();
+            assert_one_line(
+                args[0],
+                &out,
+                2,
+                "400000 paths (attribution rows and sampled",
+            );
+            assert!(t.elapsed() < REFUSED_WITHIN, "{args:?}: {:?}", t.elapsed());
         }
     }
 }

@@ -9,6 +9,8 @@
 //! an interval, never below zero, and they add up to the op's own CPU time exactly. Only a run
 //! without samples falls back on the timed rows, whose differences (a syscall less the hooks
 //! timed inside it) hold the probes' cost and are said to.
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::{
@@ -337,24 +339,29 @@ impl<'a> Breakdown<'a> {
 /// Rows in display order, each with its depth: each row that is no LSM function followed by
 /// the LSM functions under it; those whose hook has no row come last, with the hook named.
 fn ordered(rows: &[AttributionRow]) -> Vec<(&AttributionRow, usize, Option<&str>)> {
-    let mut ordered = Vec::new();
     let is_lsm = |r: &AttributionRow| r.kind == PathKind::Lsm;
+    // The LSM functions under each hook, in file order: one pass, so a forged file of many
+    // rows costs linear time, not a scan of every row per hook.
+    let mut under: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (at, child) in rows.iter().enumerate().filter(|(_, r)| is_lsm(r)) {
+        let parent = child.parent.as_deref().unwrap_or_default();
+        under.entry(parent).or_default().push(at);
+    }
+    let mut ordered = Vec::with_capacity(rows.len());
+    let mut placed = vec![false; rows.len()];
     for r in rows.iter().filter(|r| !is_lsm(r)) {
         ordered.push((r, 0, None));
-        for child in rows
-            .iter()
-            .filter(|c| is_lsm(c) && c.parent.as_deref() == Some(&r.name))
-        {
-            ordered.push((child, 1, None));
+        // Under the first row of the hook's name only: a name given twice lists them once.
+        for at in under.remove(r.name.as_str()).unwrap_or_default() {
+            ordered.push((&rows[at], 1, None));
+            placed[at] = true;
         }
     }
-    for orphan in rows.iter().filter(|c| {
-        is_lsm(c)
-            && !rows
-                .iter()
-                .any(|p| !is_lsm(p) && c.parent.as_deref() == Some(&p.name))
-    }) {
-        ordered.push((orphan, 0, Some(orphan.parent.as_deref().unwrap_or("?"))));
+    // Those whose hook has no row, with the hook named.
+    for (at, orphan) in rows.iter().enumerate() {
+        if is_lsm(orphan) && !placed[at] {
+            ordered.push((orphan, 0, Some(orphan.parent.as_deref().unwrap_or("?"))));
+        }
     }
     ordered
 }

@@ -1,7 +1,7 @@
 //! Where an end-to-end change went: each attributed path's change per op with its interval
 //! (from the rows' spread at the comparison's unit), and the residual the top-level paths
 //! leave unexplained.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{pool::PathKey, ChangeAttribution, PathDelta};
 use crate::{
@@ -15,7 +15,7 @@ use crate::{
 /// by round.
 pub(super) struct Rows<'a> {
     pub merged: &'a [AttributionRow],
-    pub rounds: &'a [(PathKey, Vec<FileRounds>)],
+    pub rounds: &'a HashMap<PathKey, Vec<FileRounds>>,
 }
 
 /// The change of each attributed path, and what the top-level paths leave unexplained.
@@ -108,10 +108,8 @@ fn delta_test(
         u => u,
     };
     let summary = |side: &Rows| {
-        let (_, files) = side
-            .rounds
-            .iter()
-            .find(|((k, n, p), _)| k == kind && n == name && p.as_deref() == *parent)?;
+        let key = (*kind, name.to_string(), parent.map(String::from));
+        let files = side.rounds.get(&key)?;
         stats::summarize(&replication::observations(files, unit))
     };
     stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)

@@ -216,7 +216,8 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
         workloads[c.workload].paths.push(v);
     }
     for w in workloads.iter_mut() {
-        let demoted: Vec<bool> = w.paths.iter().map(|v| outweighed(&w.paths, v)).collect();
+        let largest = largest_share_moves(&w.paths);
+        let demoted: Vec<bool> = w.paths.iter().map(|v| outweighed(largest, v)).collect();
         for (v, demoted) in w.paths.iter_mut().zip(demoted) {
             if demoted {
                 v.verdict = Verdict::NoChange;
@@ -238,17 +239,28 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
     family
 }
 
+/// The largest change of a called share-judged path each way, falls first: what
+/// [`outweighed`] weighs a path against, found once per workload, not once per path.
+fn largest_share_moves(paths: &[PathVerdict]) -> [f64; 2] {
+    // None either way yet: below any change.
+    let mut largest = [f64::NEG_INFINITY; 2];
+    for o in paths.iter().filter(|o| judged_on_share(o)) {
+        let way = usize::from(!o.change.is_sign_negative());
+        largest[way] = largest[way].max(o.change.abs());
+    }
+    largest
+}
+
 /// Whether `v`, judged on its share alone, moved less than another share-judged path of its
-/// workload moved the other way: shares add up to the op, so that one's move is all of it.
-fn outweighed(paths: &[PathVerdict], v: &PathVerdict) -> bool {
-    v.method == PathMethod::Share
-        && v.called()
-        && paths.iter().any(|o| {
-            o.method == PathMethod::Share
-                && o.called()
-                && o.change.signum() != v.change.signum()
-                && o.change.abs() >= v.change.abs()
-        })
+/// workload moved the other way (`largest`, from [`largest_share_moves`]): shares add up to the
+/// op, so that one's move is all of it.
+fn outweighed(largest: [f64; 2], v: &PathVerdict) -> bool {
+    let other_way = usize::from(v.change.is_sign_negative());
+    judged_on_share(v) && largest[other_way] >= v.change.abs()
+}
+
+fn judged_on_share(v: &PathVerdict) -> bool {
+    v.method == PathMethod::Share && v.called()
 }
 
 /// A path's verdict from its q-value and change: called when the family rejects it and the

@@ -1,5 +1,7 @@
 //! One side of a comparison pooled per workload: each file's clean samples (and extra
 //! metrics) kept round by round, its attribution rows merged.
+use std::collections::HashMap;
+
 use crate::{
     results::{AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
     stats::replication::FileRounds,
@@ -20,7 +22,10 @@ pub(super) struct Pooled {
     pub attribution: Vec<AttributionRow>,
     /// Each row's per-sample values per file, round by round: the spread its change's interval
     /// stands on.
-    pub row_rounds: Vec<(PathKey, Vec<FileRounds>)>,
+    pub row_rounds: HashMap<PathKey, Vec<FileRounds>>,
+    /// Where each path's merged row is in `attribution`: a file of many rows is merged in
+    /// linear time, not by a scan of the rows merged so far.
+    row_at: HashMap<PathKey, usize>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
 }
@@ -66,19 +71,16 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 };
                 let key = (row.kind, row.name.clone(), row.parent.clone());
                 let rounds = rounds_of(r, w, &samples);
-                match p.row_rounds.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, files)) => files.push(rounds),
-                    None => p.row_rounds.push((key, vec![rounds])),
-                }
-                let same = |a: &&mut AttributionRow| {
-                    a.kind == row.kind && a.name == row.name && a.parent == row.parent
-                };
-                match p.attribution.iter_mut().find(same) {
-                    Some(a) => a.samples_ns_per_op.extend(samples),
-                    None => p.attribution.push(AttributionRow {
-                        samples_ns_per_op: samples,
-                        ..row.clone()
-                    }),
+                p.row_rounds.entry(key.clone()).or_default().push(rounds);
+                match p.row_at.get(&key) {
+                    Some(&at) => p.attribution[at].samples_ns_per_op.extend(samples),
+                    None => {
+                        p.row_at.insert(key, p.attribution.len());
+                        p.attribution.push(AttributionRow {
+                            samples_ns_per_op: samples,
+                            ..row.clone()
+                        });
+                    }
                 }
             }
         }

@@ -4,7 +4,10 @@
 //! probe pair timed the path, sampled where kernel stacks caught it), and one whole, named in
 //! the heading, that every share is of. Each time column has its own unit and every figure
 //! the digits its 95% interval allows. Text, markdown and HTML print this table.
-use std::fmt::Write;
+use std::{
+    collections::{HashMap, VecDeque},
+    fmt::Write,
+};
 
 use comfy_table::Cell;
 
@@ -119,6 +122,11 @@ struct Column {
     values: Vec<Value>,
 }
 
+/// The deepest a path is indented: deeper than any kernel nests its paths (syscall, hook, LSM
+/// function; a task path's steps), so only a forged file's chain is drawn flatter, and its
+/// table stays linear in size, not in rows times depth.
+const DEEPEST_SHOWN: usize = 8;
+
 impl PathsTable {
     /// The table of `w`'s timed rows and sampled paths; None with neither.
     pub fn of(w: &WorkloadResult) -> Option<PathsTable> {
@@ -148,7 +156,7 @@ impl PathsTable {
                 let n = &nodes[i];
                 PathLine {
                     kind: n.kind,
-                    depth,
+                    depth: depth.min(DEEPEST_SHOWN),
                     name: match n.under {
                         Some(hook) => format!("{} (under {hook})", n.name),
                         None => n.name.to_string(),
@@ -263,12 +271,18 @@ fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> V
             sampled: None,
         });
     }
+    // The timed nodes each sampled path may join, by kind and name, first first: looked up,
+    // not scanned, so a file of many paths is tabled in linear time.
+    let mut unmatched: HashMap<(PathKind, &str), VecDeque<usize>> = HashMap::new();
+    for (at, n) in nodes.iter().enumerate() {
+        unmatched.entry((n.kind, n.name)).or_default().push_back(at);
+    }
     for s in sampled.unwrap_or_default() {
-        match nodes
-            .iter_mut()
-            .find(|n| n.kind == s.kind && n.name == s.name && n.sampled.is_none())
-        {
-            Some(n) => n.sampled = Some(s),
+        let timed = unmatched
+            .get_mut(&(s.kind, s.name.as_str()))
+            .and_then(VecDeque::pop_front);
+        match timed {
+            Some(at) => nodes[at].sampled = Some(s),
             None => nodes.push(Node {
                 kind: s.kind,
                 name: &s.name,
@@ -279,8 +293,11 @@ fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> V
             }),
         }
     }
-    let find =
-        |kind: PathKind, name: &str| nodes.iter().position(|n| n.kind == kind && n.name == name);
+    let mut first: HashMap<(PathKind, &str), usize> = HashMap::new();
+    for (at, n) in nodes.iter().enumerate() {
+        first.entry((n.kind, n.name)).or_insert(at);
+    }
+    let find = |kind: PathKind, name: &str| first.get(&(kind, name)).copied();
     let links: Vec<(Option<usize>, Option<&'a str>)> = nodes
         .iter()
         .map(|n| {
@@ -338,23 +355,27 @@ fn kind_rank(kind: PathKind) -> usize {
 /// Each node's index and depth, parents before their children, each level by kind and then
 /// by size.
 fn display_order(nodes: &[Node]) -> Vec<(usize, usize)> {
-    fn visit(nodes: &[Node], parent: Option<usize>, depth: usize, out: &mut Vec<(usize, usize)>) {
-        let mut level: Vec<usize> = (0..nodes.len())
-            .filter(|&i| nodes[i].parent == parent)
-            .collect();
+    // Each node's children listed once (the roots last), so the walk is linear in nodes; an
+    // explicit stack, so a forged chain of task paths nested a million deep cannot overflow.
+    let roots = nodes.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); roots + 1];
+    for (i, n) in nodes.iter().enumerate() {
+        children[n.parent.unwrap_or(roots)].push(i);
+    }
+    for level in &mut children {
         level.sort_by(|&a, &b| {
             kind_rank(nodes[a].kind)
                 .cmp(&kind_rank(nodes[b].kind))
                 .then(nodes[b].size().total_cmp(&nodes[a].size()))
                 .then(nodes[a].name.cmp(nodes[b].name))
         });
-        for i in level {
-            out.push((i, depth));
-            visit(nodes, Some(i), depth + 1, out);
-        }
     }
-    let mut out = Vec::new();
-    visit(nodes, None, 0, &mut out);
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut stack: Vec<(usize, usize)> = children[roots].iter().rev().map(|&i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        out.push((i, depth));
+        stack.extend(children[i].iter().rev().map(|&c| (c, depth + 1)));
+    }
     out
 }
 

@@ -25,6 +25,12 @@ pub const MAX_SAMPLES: usize = 1_000_000;
 /// so a forged file of thousands is refused, not analysed one workload at a time.
 pub const MAX_WORKLOADS: usize = 1_000;
 
+/// The most paths (attribution rows and sampled paths, all workloads together) one file
+/// holds: a run of every hook, LSM function and syscall on the full suite writes tens of
+/// thousands, so a forged file of millions is refused after its parse (linear), before any
+/// view works on it.
+pub const MAX_PATHS: usize = 200_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
     /// `error`, not `source`: the message shows it, and a source would print it twice.
@@ -47,6 +53,11 @@ pub enum ResultsError {
         MAX_BYTES >> 20
     )]
     TooLarge { path: String },
+    #[error(
+        "{path}: {found} paths (attribution rows and sampled paths), more than the {MAX_PATHS} \
+         any run writes: name a hookprof results file"
+    )]
+    TooManyPaths { path: String, found: usize },
 }
 
 impl Results {
@@ -130,6 +141,15 @@ fn explained(parsed: serde_json::Result<Results>, shown: &str) -> Result<Results
         r.read_old_shares();
         r
     });
+    if let Ok(r) = &parsed {
+        let found = paths_in(r);
+        if found > MAX_PATHS {
+            return Err(ResultsError::TooManyPaths {
+                path: shown.to_string(),
+                found,
+            });
+        }
+    }
     parsed.map_err(|e| {
         let path = shown.to_string();
         if e.is_io() {
@@ -163,6 +183,14 @@ fn explained(parsed: serde_json::Result<Results>, shown: &str) -> Result<Results
             message,
         }
     })
+}
+
+/// The attribution rows and sampled paths of every workload of `r`.
+fn paths_in(r: &Results) -> usize {
+    r.workloads
+        .iter()
+        .map(|w| w.attribution.len() + w.profile.as_ref().map_or(0, |p| p.paths.len()))
+        .sum()
 }
 
 /// How [`supported_schema`] tells [`read`] the version it found.

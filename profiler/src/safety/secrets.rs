@@ -39,24 +39,98 @@ pub fn names_secret(key: &str) -> bool {
             .any(|word| SECRET_WORDS.contains(&word))
 }
 
+/// Commands known to take a secret as a short option whose name does not say so, and those
+/// options: a value after the option (`-p VALUE`), or joined to a one-letter one (`-pVALUE`).
+/// Over-masking is the safe side: mysql reads `-p db` as a prompt and a database, masked too.
+const SHORT_SECRET_OPTIONS: &[(&[&str], &[&str])] = &[
+    (
+        &[
+            "mysql",
+            "mysqladmin",
+            "mysqldump",
+            "mysqlimport",
+            "mysqlshow",
+            "mysqlcheck",
+            "mariadb",
+            "mariadb-admin",
+            "mariadb-dump",
+            "sshpass",
+            "7z",
+            "7za",
+            "unrar",
+        ],
+        &["-p"],
+    ),
+    (&["zip", "unzip"], &["-P"]),
+    (&["redis-cli"], &["-a"]),
+    (
+        &[
+            "ldapsearch",
+            "ldapmodify",
+            "ldapadd",
+            "ldapdelete",
+            "ldapwhoami",
+            "ldappasswd",
+        ],
+        &["-w"],
+    ),
+    // user:password
+    (&["curl"], &["-u", "--user", "-U", "--proxy-user"]),
+    // user%password
+    (&["smbclient", "rpcclient"], &["-U", "--user"]),
+    // pass:VALUE
+    (&["openssl"], &["-passin", "-passout", "-pass", "-k"]),
+];
+
+/// The short secret options of the command `word` names (by its file name), if it is one.
+fn short_secret_options(word: &str) -> Option<&'static [&'static str]> {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    SHORT_SECRET_OPTIONS
+        .iter()
+        .find(|(commands, _)| commands.contains(&name))
+        .map(|&(_, options)| options)
+}
+
 /// A command line with every secret masked. A flag that names a secret without `=` (`--password`)
 /// has the next word masked, unless that word is itself a long option (`--password-stdin
 /// --username u`) or another flag naming a secret (whose own value is masked then): a password
-/// is not written `--...`, an option after a boolean flag is.
+/// is not written `--...`, an option after a boolean flag is. After a command of
+/// [`SHORT_SECRET_OPTIONS`] (`mysql`, `/usr/bin/sshpass`), its short options' values too.
 pub fn masked_argv<S: AsRef<str>>(argv: &[S]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut value_next = false;
+    let mut short: &[&str] = &[];
     for arg in argv {
         let arg = arg.as_ref();
-        let is_option = arg.starts_with("--") || is_secret_flag(arg);
+        let short_flag = short.contains(&arg);
+        let is_option = arg.starts_with("--") || is_secret_flag(arg) || short_flag;
         if std::mem::take(&mut value_next) && !is_option {
             out.push(MASK.to_string());
             continue;
         }
-        value_next = is_secret_flag(arg);
-        out.push(masked_word(arg).into_owned());
+        value_next = is_secret_flag(arg) || short_flag;
+        if let Some(options) = short_secret_options(arg) {
+            short = options;
+        }
+        match joined_short_value(short, arg) {
+            Some(kept) => out.push(format!("{kept}{MASK}")),
+            None => out.push(masked_word(arg).into_owned()),
+        }
     }
     out
+}
+
+/// What `arg` keeps of itself when it carries the value of an option of `short`: the option
+/// of a value joined to a one-letter one (`-pVALUE`), or the option and `=` (`--user=VALUE`).
+fn joined_short_value(short: &[&str], arg: &str) -> Option<String> {
+    short.iter().find_map(|o| {
+        let rest = arg.strip_prefix(o)?;
+        if rest.starts_with('=') {
+            Some(format!("{o}="))
+        } else {
+            (o.len() == 2 && !rest.is_empty()).then(|| o.to_string())
+        }
+    })
 }
 
 /// `text` (a shell command, a message, words joined by spaces) with every secret masked: its
@@ -380,7 +454,64 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_short_option_of_a_command_known_to_take_a_password_has_its_value_masked() {
+        let masked = masked_text(
+            "mysql -uroot -phunter1 -h db; /usr/bin/sshpass -p 'hunter 2' ssh h; \
+             redis-cli -a hunter3 ping; curl -u alice:hunter4 https://h/; \
+             openssl enc -pass pass:hunter5 -in f; ldapsearch -D cn=a -w hunter6",
+        );
+        assert!(!masked.contains("hunter"), "{masked}");
+        assert!(masked.starts_with("mysql -uroot -p*** -h db;"), "{masked}");
+        assert!(masked.contains("sshpass -p '***' ssh h;"), "{masked}");
+        // The same letters elsewhere are no secret: a port, a pid, hookprof's own -p.
+        for kept in [
+            "ssh -p 2222 h",
+            "top -p 1",
+            "hookprof top -p 42",
+            "mysql -P 3306",
+        ] {
+            assert_eq!(masked_text(kept), kept);
+        }
+    }
+
+    /// A command known to take a password by a short option, and that option.
+    fn short_secret_option() -> impl Strategy<Value = (String, String)> {
+        prop::sample::select(
+            SHORT_SECRET_OPTIONS
+                .iter()
+                .flat_map(|(commands, options)| {
+                    commands.iter().flat_map(move |c| {
+                        options.iter().map(move |o| (c.to_string(), o.to_string()))
+                    })
+                })
+                .collect::<Vec<_>>(),
+        )
+    }
+
     proptest! {
+        #[test]
+        fn no_generated_secret_survives_a_short_option_of_a_command_that_takes_it(
+            (command, option) in short_secret_option(),
+            value in secret(),
+            joined in any::<bool>(),
+            dir in prop::sample::select(vec!["", "/usr/bin/", "./"]),
+            before in prop::collection::vec("-[a-z]", 0..3),
+        ) {
+            let mut argv = vec![format!("{dir}{command}")];
+            argv.extend(before);
+            if joined {
+                let joint = if option.len() == 2 { "" } else { "=" };
+                argv.push(format!("{option}{joint}{value}"));
+            } else {
+                argv.extend([option, value]);
+            }
+            argv.push("--after".into());
+            let masked = masked_argv(&argv).join(" ");
+            prop_assert!(!masked.contains("S3cr"), "{argv:?} -> {masked}");
+            prop_assert!(masked.ends_with("--after"), "{argv:?} -> {masked}");
+        }
+
         #[test]
         fn no_generated_secret_survives_masking_in_any_form(
             key in secret_key(),
