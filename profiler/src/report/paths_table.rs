@@ -20,8 +20,8 @@ use crate::{
     results::{
         AttributionRow, CorrectionMethod, PathKind, SampledPath, StackProfile, Unit, WorkloadResult,
     },
-    shares::{self, RoundCount},
     stats,
+    stats::shares::{self, RoundCount},
     text::esc,
 };
 
