@@ -2,7 +2,7 @@
 //! metrics) kept round by round, its attribution rows merged.
 use crate::{
     replication::FileRounds,
-    results::{AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
+    results::{rows, AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
 };
 
 /// A path of a workload: its kind, name and the hook or task path it runs under.
@@ -20,9 +20,23 @@ pub(super) struct Pooled {
     pub attribution: Vec<AttributionRow>,
     /// Each row's per-sample values per file, round by round: the spread its change's interval
     /// stands on.
-    pub row_rounds: Vec<(PathKey, Vec<FileRounds>)>,
+    pub row_rounds: Vec<(PathKey, RowRounds)>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
+}
+
+/// A row's values per file, round by round.
+#[derive(Debug, Default)]
+pub(super) struct RowRounds {
+    /// Its ns per op in each probed sample.
+    pub ns: Vec<FileRounds>,
+    /// In each probed sample, its ns per op over the rest of that sample's op (the op less
+    /// the path): a ratio inside one sample, which a machine that runs the whole op slower
+    /// does not move. Files whose samples cannot give it (no per-sample values, an op that
+    /// is not a time) are left out.
+    pub against_rest: Vec<FileRounds>,
+    /// The rest of the op (ns) in the same samples, which prices a change of that ratio.
+    pub rest: Vec<FileRounds>,
 }
 
 /// Workloads in first-seen order with their pooled samples.
@@ -65,10 +79,24 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                     row.samples_ns_per_op.clone()
                 };
                 let key = (row.kind, row.name.clone(), row.parent.clone());
-                let rounds = rounds_of(r, w, &samples);
-                match p.row_rounds.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, files)) => files.push(rounds),
-                    None => p.row_rounds.push((key, vec![rounds])),
+                let at = match p.row_rounds.iter().position(|(k, _)| *k == key) {
+                    Some(at) => at,
+                    None => {
+                        p.row_rounds.push((key, RowRounds::default()));
+                        p.row_rounds.len() - 1
+                    }
+                };
+                let kept = &mut p.row_rounds[at].1;
+                kept.ns.push(rounds_of(r, w, &samples));
+                if let Some(rest) = rest_of_op(w, row) {
+                    let against: Vec<f64> = row
+                        .samples_ns_per_op
+                        .iter()
+                        .zip(&rest)
+                        .map(|(path, rest)| path / rest)
+                        .collect();
+                    kept.against_rest.push(rounds_of(r, w, &against));
+                    kept.rest.push(rounds_of(r, w, &rest));
                 }
                 let same = |a: &&mut AttributionRow| {
                     a.kind == row.kind && a.name == row.name && a.parent == row.parent
@@ -84,6 +112,22 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
         }
     }
     Ok(pooled)
+}
+
+/// The rest of each probed sample's op, ns: the op less `row`'s ns per op in that sample;
+/// None where a sample has no such figure or leaves no rest.
+fn rest_of_op(w: &WorkloadResult, row: &AttributionRow) -> Option<Vec<f64>> {
+    if row.samples_ns_per_op.len() != w.probed.len() || w.probed.is_empty() {
+        return None;
+    }
+    w.probed
+        .iter()
+        .zip(&row.samples_ns_per_op)
+        .map(|(&op, path)| {
+            let rest = rows::op_ns(w.unit, op)? - path;
+            (rest > 0.0).then_some(rest)
+        })
+        .collect()
 }
 
 /// A workload's samples in one file, round by round. Imported summaries (lmbench's and
