@@ -172,7 +172,11 @@ impl Test {
     fn std_error_ns(&self, cpu: f64) -> f64 {
         match self {
             Test::Timed(t) | Test::AgainstRest(t) => t.std_error,
-            Test::Sampled(t, share, cpu) => t.std_error * cpu / (1.0 - share),
+            // The price's slope at the change seen: it steepens as the new share nears 1.
+            Test::Sampled(t, share, cpu) => {
+                let rest_after = (1.0 - share - t.change).max(1e-3);
+                t.std_error * cpu * (1.0 - share) / rest_after.powi(2)
+            }
             Test::Share(t) => t.std_error * cpu,
         }
     }
@@ -292,10 +296,10 @@ fn outweighed(paths: &[PathVerdict], v: &PathVerdict) -> bool {
 
 /// Whether `v`, judged against the rest of the op, moved as another path so judged, called
 /// the other way, makes it move: a path that grows by N grows every other path's rest by N, so
-/// their ratios fall as if each had shrunk by N over its rest-to-path ratio. Each called move
-/// needs a change of its rest (its change times its rest-to-path ratio) to be another's
-/// doing; of two opposite moves, the one needing less is the other's doing (a sibling of the
-/// path that grew needs about N, the path itself N times its rest-to-path ratio).
+/// their ratios fall as if each had shrunk by N over its rest-to-path ratio. A called move
+/// needs a change of its rest (its change times its rest-to-path ratio) to be another's doing.
+/// Of two opposite moves, `v` is the other's doing where its need is nearer the other's change
+/// than the other's need is to `v`'s change (a sibling of a path that grew by N needs N).
 fn explained_by_another(paths: &[PathVerdict], v: &PathVerdict) -> bool {
     let needs = |p: &PathVerdict| p.rest_per_path.map(|r| p.change.abs() * r);
     let Some(own) = needs(v) else {
@@ -305,7 +309,9 @@ fn explained_by_another(paths: &[PathVerdict], v: &PathVerdict) -> bool {
         && paths.iter().any(|o| {
             o.called()
                 && o.change.signum() != v.change.signum()
-                && needs(o).is_some_and(|other| other >= own)
+                && needs(o).is_some_and(|other| {
+                    (own - o.change.abs()).abs() <= (other - v.change.abs()).abs()
+                })
         })
 }
 

@@ -47,11 +47,7 @@ fn run(rng: &mut StdRng, label: &str, shift: f64, timed_shift: f64) -> Results {
         .map(|_| 5.0 * speed * noise(rng, 0.02))
         .collect();
     for row in &mut w.attribution {
-        let extra = if row.name == "openat" {
-            timed_shift
-        } else {
-            0.0
-        };
+        let extra = openat_only(row, timed_shift);
         let base = row.ns_per_op * speed;
         row.samples_ns_per_op = (0..ROUNDS * 3)
             .map(|_| base * noise(rng, 0.02) + extra)
@@ -81,6 +77,15 @@ fn run(rng: &mut StdRng, label: &str, shift: f64, timed_shift: f64) -> Results {
         .collect();
     w.profile = Some(p);
     r
+}
+
+/// `shift` on openat's row, nothing on the others.
+fn openat_only(row: &crate::results::AttributionRow, shift: f64) -> f64 {
+    if row.name == "openat" {
+        shift
+    } else {
+        0.0
+    }
 }
 
 /// A baseline of 10 runs against one more, as the CI recipe compares them.
@@ -306,11 +311,7 @@ fn loaded_run(rng: &mut StdRng, label: &str, sd: f64, timed_shift: f64) -> Resul
         .map(|f| (5000.0 * f + timed_shift) / 1000.0)
         .collect();
     for row in &mut w.attribution {
-        let extra = if row.name == "openat" {
-            timed_shift
-        } else {
-            0.0
-        };
+        let extra = openat_only(row, timed_shift);
         row.samples_ns_per_op = factors
             .iter()
             .map(|f| row.ns_per_op * f * noise(rng, 0.01) + extra)
