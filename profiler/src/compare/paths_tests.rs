@@ -299,7 +299,8 @@ fn judged_on_shares_a_fall_that_another_path_s_growth_explains_is_not_called() {
 
 /// `run`, on a machine whose speed moves every figure of the run by `sd` (the probed op and
 /// its timed rows alike, sample by sample), openat's row `timed_shift` ns longer and the op
-/// with it.
+/// with it: code that runs at the machine's speed, as a kernel's own change does (a wait by
+/// the clock would not, and against the rest reads it scaled by the speeds' ratio).
 fn loaded_run(rng: &mut StdRng, label: &str, sd: f64, timed_shift: f64) -> Results {
     let mut r = run(rng, label, 0.0, 0.0);
     let w = &mut r.workloads[0];
@@ -308,13 +309,13 @@ fn loaded_run(rng: &mut StdRng, label: &str, sd: f64, timed_shift: f64) -> Resul
     let factors: Vec<f64> = (0..n).map(|_| speed * noise(rng, 0.01)).collect();
     w.probed = factors
         .iter()
-        .map(|f| (5000.0 * f + timed_shift) / 1000.0)
+        .map(|f| (5000.0 + timed_shift) * f / 1000.0)
         .collect();
     for row in &mut w.attribution {
         let extra = openat_only(row, timed_shift);
         row.samples_ns_per_op = factors
             .iter()
-            .map(|f| row.ns_per_op * f * noise(rng, 0.01) + extra)
+            .map(|f| (row.ns_per_op * noise(rng, 0.01) + extra) * f)
             .collect();
     }
     r
