@@ -230,6 +230,13 @@ pub struct PathDelta {
     /// The test behind the interval, before any adjustment over the family of paths.
     #[serde(skip)]
     pub test: Option<crate::stats::DifferenceTest>,
+    /// The test of its change against the rest of the op, priced in ns per op at the old
+    /// side's rest (`explain::against_rest_test`).
+    #[serde(skip)]
+    pub against_rest: Option<crate::stats::DifferenceTest>,
+    /// The old side's rest of the op that prices it, ns per op.
+    #[serde(skip)]
+    pub old_rest_ns: Option<f64>,
     /// Its path verdict called it (`paths`: the family's false discovery rate controlled).
     #[serde(skip)]
     pub starred: bool,

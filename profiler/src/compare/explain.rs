@@ -3,7 +3,10 @@
 //! leave unexplained.
 use std::collections::{BTreeMap, HashMap};
 
-use super::{pool::PathKey, ChangeAttribution, PathDelta};
+use super::{
+    pool::{PathKey, RowRounds},
+    ChangeAttribution, PathDelta,
+};
 use crate::{
     attribution::breakdown,
     results::{rows, AttributionRow, PathKind, Unit},
@@ -15,7 +18,7 @@ use crate::{
 /// by round.
 pub(super) struct Rows<'a> {
     pub merged: &'a [AttributionRow],
-    pub rounds: &'a HashMap<PathKey, Vec<FileRounds>>,
+    pub rounds: &'a HashMap<PathKey, RowRounds>,
 }
 
 /// The change of each attributed path, and what the top-level paths leave unexplained.
@@ -66,6 +69,8 @@ pub(super) fn attribute_change(
         .map(|key @ (kind, name, parent)| {
             let (o, n) = keys[&key];
             let test = delta_test(&key, &old_side, &new_side, replication);
+            let against_rest = against_rest_test(&key, &old_side, &new_side, replication);
+            let old_rest_ns = against_rest.map(|(_, rest)| rest);
             PathDelta {
                 kind,
                 name: name.to_string(),
@@ -75,6 +80,8 @@ pub(super) fn attribute_change(
                 delta_ns_per_op: n - o,
                 delta_interval: test.map(|t| t.interval(1.0 - stats::CONFIDENCE)),
                 test,
+                against_rest: against_rest.map(|(t, _)| t),
+                old_rest_ns,
                 starred: false,
                 sampled_disagrees: false,
                 top_level: told_by(kind, parent),
@@ -98,19 +105,54 @@ pub(super) fn attribute_change(
 /// run's rounds taken unpaired); None where a side has no repeated values or they do not vary
 /// (no spread was measured, which is not a path known exactly).
 fn delta_test(
-    (kind, name, parent): &(PathKind, &str, Option<&str>),
+    key: &(PathKind, &str, Option<&str>),
     old: &Rows,
     new: &Rows,
     replication: Replication,
 ) -> Option<stats::DifferenceTest> {
-    let unit = match replication {
+    let unit = unpaired(replication);
+    let summary = |side: &Rows| stats::summarize(&observations(&row(side, key)?.ns, unit));
+    stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)
+}
+
+/// The test of a path's change against the rest of the op (`RowRounds::against_rest`), priced
+/// at the old side's rest: ns per op that the whole op running slower does not move, and that
+/// reads a path's own growth in full while the rest stays; with the old side's rest (ns per
+/// op). Same unit and conditions as `delta_test`.
+fn against_rest_test(
+    key: &(PathKind, &str, Option<&str>),
+    old: &Rows,
+    new: &Rows,
+    replication: Replication,
+) -> Option<(stats::DifferenceTest, f64)> {
+    let unit = unpaired(replication);
+    let (old_row, new_row) = (row(old, key)?, row(new, key)?);
+    let summary = |files: &[FileRounds]| stats::summarize(&observations(files, unit));
+    let rest = summary(&old_row.rest)?.mean;
+    stats::difference_test(
+        &summary(&old_row.against_rest)?,
+        &summary(&new_row.against_rest)?,
+    )
+    .filter(|t| t.std_error > 0.0)
+    .map(|t| (t.scaled(rest), rest))
+}
+
+/// A paired run's rounds are taken unpaired.
+fn unpaired(replication: Replication) -> Replication {
+    match replication {
         Replication::Pair => Replication::Round,
         u => u,
-    };
-    let summary = |side: &Rows| {
-        let key = (*kind, name.to_string(), parent.map(String::from));
-        let files = side.rounds.get(&key)?;
-        stats::summarize(&replication::observations(files, unit))
-    };
-    stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)
+    }
+}
+
+fn row<'a>(
+    side: &Rows<'a>,
+    (kind, name, parent): &(PathKind, &str, Option<&str>),
+) -> Option<&'a RowRounds> {
+    side.rounds
+        .get(&(*kind, name.to_string(), parent.map(String::from)))
+}
+
+fn observations(files: &[FileRounds], unit: Replication) -> Vec<f64> {
+    replication::observations(files, unit)
 }

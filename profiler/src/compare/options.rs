@@ -39,18 +39,34 @@ pub(super) fn note(
 
 /// One side's injections: each injected path's wait (ns a call, the mean over its files), and
 /// whether it carries the syscall injection's machinery (its tracepoint on every syscall's
-/// way out, present at any wait, 0 ns included).
+/// way out, present at any wait, 0 ns included, and in both variants of `run --versus`).
 #[derive(Default)]
 struct Injected {
     waits: BTreeMap<String, f64>,
+    /// What each syscall's wait was asked to be, where it differs from the wait measured.
+    asked: BTreeMap<String, f64>,
     machinery: bool,
 }
 
 impl Injected {
+    /// A syscall's wait is the one the injection measured clock to clock where the file
+    /// records it (a wait of N ns asked takes about N plus the loop's own clock reads, and 0
+    /// asked still takes those), else the one asked.
     fn of(side: &[Results]) -> Injected {
-        let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+        let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+        let mut asked: BTreeMap<String, f64> = BTreeMap::new();
         let mut machinery = false;
         for r in side {
+            machinery |= !r.syscall_injections.is_empty();
+            for s in &r.syscall_injections {
+                let measured = if s.calls > 0 {
+                    s.mean_wait_ns
+                } else {
+                    s.busy_ns as f64
+                };
+                *sums.entry(s.syscall.clone()).or_default() += measured;
+                *asked.entry(s.syscall.clone()).or_default() += s.busy_ns as f64;
+            }
             for injection in r
                 .options
                 .inject
@@ -58,26 +74,31 @@ impl Injected {
                 .filter_map(|s| Injection::parse(s).ok())
             {
                 let (path, ns) = match injection {
-                    Injection::Syscall(s) => {
+                    Injection::Syscall(s) if r.syscall_injections.is_empty() => {
                         machinery = true;
                         (s.name, s.ns)
                     }
+                    Injection::Syscall(_) => continue,
                     Injection::Lsm { hook, ns } => (format!("security_{hook}"), ns),
                 };
-                let sum = sums.entry(path).or_default();
-                sum.0 += ns as f64;
-                sum.1 += 1;
+                *sums.entry(path).or_default() += ns as f64;
             }
         }
         // A file without the injection waited 0 ns on that path.
         let files = side.len().max(1) as f64;
+        let per_file = |m: BTreeMap<String, f64>| -> BTreeMap<String, f64> {
+            m.into_iter().map(|(p, ns)| (p, ns / files)).collect()
+        };
         Injected {
-            waits: sums
-                .into_iter()
-                .map(|(p, (ns, _))| (p, ns / files))
-                .collect(),
+            waits: per_file(sums),
+            asked: per_file(asked),
             machinery,
         }
+    }
+
+    /// The wait asked on `path`, where it was recorded.
+    fn asked(&self, path: &str) -> Option<f64> {
+        self.asked.get(path).copied()
     }
 
     fn wait(&self, path: &str) -> f64 {
@@ -99,9 +120,15 @@ fn injection_note(old: &[Results], new: &[Results], w: &WorkloadComparison) -> O
         }
         let per_op = calls_per_op(new, &w.name, path);
         expected = expected.zip(per_op).map(|(e, c)| e + differs * c);
+        let asked = match (o.asked(path), n.asked(path)) {
+            (Some(a), Some(b)) if ((b - a) - differs).abs() >= 0.5 => {
+                format!(" (as measured; {:+.0} asked)", b - a)
+            }
+            _ => String::new(),
+        };
         let text = match per_op {
-            Some(c) => format!("{path} {differs:+.0} ns a call x {c:.2} calls/op"),
-            None => format!("{path} {differs:+.0} ns a call"),
+            Some(c) => format!("{path} {differs:+.0} ns a call{asked} x {c:.2} calls/op"),
+            None => format!("{path} {differs:+.0} ns a call{asked}"),
         };
         parts.push((path.clone(), text));
     }
@@ -131,13 +158,17 @@ fn machinery(o: &Injected, n: &Injected, rest: Option<f64>) -> String {
                          a side injects nothing), so it cancels: the rest of the change is the \
                          kernel's and the noise's"
             .into(),
+        // Why not attached where it injects alone: any program on a syscall tracepoint, the
+        // per-syscall ones included, turns on the syscall tracepoint work of every task.
         (false, false) => "a BPF LSM injection runs on its own hook alone: the rest of the \
                            change is the kernel's and the noise's"
             .into(),
         (old, _) => format!(
-            "only the {} side carries the syscall injection's machinery, a tracepoint on every \
-             syscall's way out that puts each syscall of the machine on its slow path: the rest \
-             of the change{rest} is mostly that; inject 0 ns on the {} side to carry it on both",
+            "only the {} side carries the syscall injection's machinery: a tracepoint on every \
+             syscall's way out, which puts each syscall of the machine on its slow path (the \
+             kernel does that for any syscall tracepoint, the per-syscall ones too, so it cannot \
+             be attached where it injects alone); the rest of the change{rest} is mostly that; \
+             inject 0 ns on the {} side to carry it on both",
             if old { "old" } else { "new" },
             if old { "new" } else { "old" }
         ),

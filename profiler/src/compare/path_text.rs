@@ -29,7 +29,8 @@ fn interval(method: PathMethod, low: f64, high: f64) -> String {
 fn how(method: PathMethod) -> &'static str {
     match method {
         PathMethod::Timed => "timed",
-        PathMethod::Sampled => "sampled share x the op's CPU time",
+        PathMethod::AgainstRest => "timed, against the rest of the op",
+        PathMethod::Sampled => "sampled share against the rest of the op",
         PathMethod::Share => "sampled share alone",
     }
 }

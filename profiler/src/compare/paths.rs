@@ -13,28 +13,25 @@
 //! that goes with it (Benjamini and Yekutieli, 2005), so it leaves out 0 exactly when the path
 //! is called.
 //!
-//! A path timed by a probe pair is judged on its ns per op; a sampled one on its share of the
-//! op's CPU time times that CPU time, cluster by cluster (a path whose cost stays while
-//! another's grows keeps its ns per op, though its share falls), or on the share alone where
-//! the op's CPU time is too noisy to price it (a side's runs spread by more than
-//! `NOISY_OP`: a share is a ratio inside a run, which a machine running everything slower
-//! does not move). A path both timed and sampled is judged by the method with the smaller
-//! standard error in ns per op, which the spread decides, not the change: under load the
-//! timed rows move with the machine (open_close's close: +-80 ns) where the share holds
-//! (+-22 ns). Shares add up to the op, so one path's growth is every other's fall: judged on
-//! shares alone, a change is not called where a path of the workload moved the other way by
-//! at least as much.
+//! A path timed by a probe pair is judged on its ns per op, or on the same against the rest of
+//! the op in the same samples (path / (op - path), priced at the old side's rest), whichever
+//! has the smaller standard error: the spread decides, not the change. Under load the whole op
+//! moves with the machine (open_close's close timed alone: +-80 ns between runs here) where
+//! the ratio holds (+-11 ns), and a path that grows by N while the rest stays reads N. A
+//! sampled path is judged on its share, priced the same way (`shares::against_rest_ns`): a
+//! share is a ratio inside a run, which a machine running everything slower does not move. A
+//! path both timed and sampled is judged by the method with the smaller standard error in ns
+//! per op. A ratio has a cost: one path's growth grows every other path's rest, so their
+//! ratios fall; a path so judged is not called where another path moving the other way
+//! explains its move (`explained_by_another`; on shares alone, where one moved the other way
+//! by at least as much).
 use serde::Serialize;
 
 use super::WorkloadComparison;
 use crate::{
-    stats::shares::ShareTest,
+    stats::shares::{self, ShareTest},
     stats::{self, Criteria, DifferenceTest, Verdict},
 };
-
-/// A side whose runs' sampled CPU time per op spreads by more than this fraction (sd over the
-/// mean) prices a share no better than that: its sampled paths are judged on the share alone.
-const NOISY_OP: f64 = 0.10;
 
 /// How a path's change was measured and what its figures are in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,9 +39,14 @@ const NOISY_OP: f64 = 0.10;
 pub enum PathMethod {
     /// A probe pair's ns per op.
     Timed,
-    /// The sampled share times the op's CPU time per op, ns per op.
+    /// A probe pair's ns per op over the rest of the op in the same samples, priced at the
+    /// old side's rest, ns per op.
+    AgainstRest,
+    /// The sampled share against the rest of the op, priced at the old side's rest, ns per
+    /// op (`shares::against_rest_ns`).
     Sampled,
-    /// The sampled share's change alone, a fraction of the op's CPU time.
+    /// The sampled share's change alone, a fraction of the op's CPU time (where the old side
+    /// has no CPU time per op to price it).
     Share,
 }
 
@@ -66,6 +68,9 @@ pub struct PathVerdict {
     /// Benjamini-Hochberg's adjusted p-value over the compare's paths.
     pub q_value: f64,
     pub verdict: Verdict,
+    /// Judged against the rest of the op: that rest over the path, on the old side.
+    #[serde(skip)]
+    rest_per_path: Option<f64>,
 }
 
 impl PathVerdict {
@@ -111,33 +116,50 @@ pub struct PathFamily {
 #[derive(Debug, Clone, Copy)]
 enum Test {
     Timed(DifferenceTest),
-    Priced(DifferenceTest),
+    AgainstRest(DifferenceTest),
+    /// A share's test, priced against the rest of the op: the old share and CPU ns per op.
+    Sampled(ShareTest, f64, f64),
     Share(ShareTest),
 }
 
 impl Test {
-    /// The sampled row's test: on its ns per op where it has one and the op is steady enough
-    /// to price it, else on its share.
-    fn sampled(priced: Option<DifferenceTest>, share: ShareTest, steady: bool) -> Test {
-        match priced {
-            Some(t) if steady => Test::Priced(t),
-            _ => Test::Share(share),
+    /// The sampled row's test: on its share, priced where the old side has a CPU time per op.
+    fn sampled(share: ShareTest, old_share: f64, old_cpu_ns: f64) -> Test {
+        match old_cpu_ns.is_finite() && old_cpu_ns > 0.0 && old_share < 1.0 {
+            true => Test::Sampled(share, old_share, old_cpu_ns),
+            false => Test::Share(share),
+        }
+    }
+
+    /// A timed row's test: its ns per op, or the same against the rest of the op, whichever
+    /// has the smaller standard error (the spread decides, not the change: where the machine
+    /// moves the whole op, the ratio holds).
+    fn timed(alone: Option<DifferenceTest>, against_rest: Option<DifferenceTest>) -> Option<Test> {
+        match (alone, against_rest) {
+            (Some(a), Some(r)) if r.std_error < a.std_error => Some(Test::AgainstRest(r)),
+            (Some(a), _) => Some(Test::Timed(a)),
+            (None, r) => r.map(Test::AgainstRest),
         }
     }
 
     fn p_value(&self) -> f64 {
         match self {
-            Test::Timed(t) | Test::Priced(t) => t.p_value,
-            Test::Share(t) => t.p_value(),
+            Test::Timed(t) | Test::AgainstRest(t) => t.p_value,
+            Test::Sampled(t, ..) | Test::Share(t) => t.p_value(),
         }
     }
 
     /// The change and its interval at confidence 1 - `alpha`.
     fn figures(&self, alpha: f64) -> (f64, f64, f64) {
         match self {
-            Test::Timed(t) | Test::Priced(t) => {
+            Test::Timed(t) | Test::AgainstRest(t) => {
                 let (low, high) = t.interval(alpha);
                 (t.difference, low, high)
+            }
+            Test::Sampled(t, share, cpu) => {
+                let i = t.interval(alpha);
+                let ns = |change| shares::against_rest_ns(*share, change, *cpu);
+                (ns(t.change), ns(i.low), ns(i.high))
             }
             Test::Share(t) => {
                 let i = t.interval(alpha);
@@ -149,15 +171,29 @@ impl Test {
     /// Its standard error in ns per op, a share's at `cpu` ns per op.
     fn std_error_ns(&self, cpu: f64) -> f64 {
         match self {
-            Test::Timed(t) | Test::Priced(t) => t.std_error,
+            Test::Timed(t) | Test::AgainstRest(t) => t.std_error,
+            // The price's slope at the change seen: it steepens as the new share nears 1.
+            Test::Sampled(t, share, cpu) => {
+                let rest_after = (1.0 - share - t.change).max(1e-3);
+                t.std_error * cpu * (1.0 - share) / rest_after.powi(2)
+            }
             Test::Share(t) => t.std_error * cpu,
+        }
+    }
+
+    /// A sampled test's rest of the op over the path, (1 - s) / s on the old side.
+    fn rest_per_path(&self) -> Option<f64> {
+        match self {
+            Test::Sampled(_, share, _) if *share > 0.0 => Some((1.0 - share) / share),
+            _ => None,
         }
     }
 
     fn method(&self) -> PathMethod {
         match self {
             Test::Timed(_) => PathMethod::Timed,
-            Test::Priced(_) => PathMethod::Sampled,
+            Test::AgainstRest(_) => PathMethod::AgainstRest,
+            Test::Sampled(..) => PathMethod::Sampled,
             Test::Share(_) => PathMethod::Share,
         }
     }
@@ -178,6 +214,8 @@ struct Candidate {
     name: String,
     parent: Option<String>,
     test: Test,
+    /// Judged against the rest of the op: that rest over the path, on the old side.
+    rest_per_path: Option<f64>,
 }
 
 /// Decides every path of `workloads`, stars the rows called, and says what the family found.
@@ -212,12 +250,17 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
             p_value: p,
             q_value: q,
             verdict,
+            rest_per_path: c.rest_per_path,
         };
         workloads[c.workload].paths.push(v);
     }
     for w in workloads.iter_mut() {
         let largest = largest_share_moves(&w.paths);
-        let demoted: Vec<bool> = w.paths.iter().map(|v| outweighed(largest, v)).collect();
+        let demoted: Vec<bool> = w
+            .paths
+            .iter()
+            .map(|v| outweighed(largest, v) || explained_by_another(&w.paths, v))
+            .collect();
         for (v, demoted) in w.paths.iter_mut().zip(demoted) {
             if demoted {
                 v.verdict = Verdict::NoChange;
@@ -263,11 +306,34 @@ fn judged_on_share(v: &PathVerdict) -> bool {
     v.method == PathMethod::Share && v.called()
 }
 
+/// Whether `v`, judged against the rest of the op, moved as another path so judged, called
+/// the other way, makes it move: a path that grows by N grows every other path's rest by N, so
+/// their ratios fall as if each had shrunk by N over its rest-to-path ratio. A called move
+/// needs a change of its rest (its change times its rest-to-path ratio) to be another's doing.
+/// Of two opposite moves, `v` is the other's doing where its need is nearer the other's change
+/// than the other's need is to `v`'s change (a sibling of a path that grew by N needs N).
+fn explained_by_another(paths: &[PathVerdict], v: &PathVerdict) -> bool {
+    let needs = |p: &PathVerdict| p.rest_per_path.map(|r| p.change.abs() * r);
+    let Some(own) = needs(v) else {
+        return false;
+    };
+    v.called()
+        && paths.iter().any(|o| {
+            o.called()
+                && o.change.signum() != v.change.signum()
+                && needs(o).is_some_and(|other| {
+                    (own - o.change.abs()).abs() <= (other - v.change.abs()).abs()
+                })
+        })
+}
+
 /// A path's verdict from its q-value and change: called when the family rejects it and the
 /// change passes the threshold of its figure.
 fn verdict(method: PathMethod, change: f64, q: f64, criteria: &Criteria) -> Verdict {
     let threshold = match method {
-        PathMethod::Timed | PathMethod::Sampled => criteria.path_threshold_ns,
+        PathMethod::Timed | PathMethod::AgainstRest | PathMethod::Sampled => {
+            criteria.path_threshold_ns
+        }
         PathMethod::Share => criteria.path_threshold_share,
     };
     match (q < criteria.alpha, change.abs() > threshold) {
@@ -315,22 +381,27 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
         .flat_map(|a| a.paths.iter().enumerate());
     let mut out: Vec<Candidate> = timed
         .filter_map(|(i, p)| {
+            let test = Test::timed(p.test, p.against_rest)?;
+            let rest_per_path = match test {
+                Test::AgainstRest(_) => p.old_rest_ns.map(|rest| rest / p.old_ns_per_op),
+                _ => None,
+            };
             Some(Candidate {
                 workload,
                 row: Row::Timed(i),
                 kind: p.kind.name(),
                 name: p.name.clone(),
                 parent: p.parent.clone(),
-                test: Test::Timed(p.test?),
+                test,
+                rest_per_path: rest_per_path.filter(|r| r.is_finite()),
             })
         })
         .collect();
     let Some(s) = &w.sampled else {
         return out;
     };
-    let steady = s.cpu_spread.is_none_or(|spread| spread <= NOISY_OP);
     for (i, p) in s.paths.iter().enumerate() {
-        let test = Test::sampled(p.judged.priced, p.judged.test, steady);
+        let test = Test::sampled(p.judged.test, p.old_share, s.old_cpu_ns_per_op);
         let sampled = Candidate {
             workload,
             row: Row::Sampled(i),
@@ -338,6 +409,7 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
             name: p.name.clone(),
             parent: p.parent.clone(),
             test,
+            rest_per_path: test.rest_per_path(),
         };
         let same = |c: &&mut Candidate| {
             c.kind == sampled.kind && c.name == sampled.name && c.parent == sampled.parent
@@ -359,7 +431,9 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
         kind: "group",
         name: g.label(),
         parent: None,
-        test: Test::sampled(g.judged.priced, g.judged.test, steady),
+        test: Test::sampled(g.judged.test, g.old_share, s.old_cpu_ns_per_op),
+        rest_per_path:
+            Test::sampled(g.judged.test, g.old_share, s.old_cpu_ns_per_op).rest_per_path(),
     }));
     out
 }

@@ -47,11 +47,7 @@ fn run(rng: &mut StdRng, label: &str, shift: f64, timed_shift: f64) -> Results {
         .map(|_| 5.0 * speed * noise(rng, 0.02))
         .collect();
     for row in &mut w.attribution {
-        let extra = if row.name == "openat" {
-            timed_shift
-        } else {
-            0.0
-        };
+        let extra = openat_only(row, timed_shift);
         let base = row.ns_per_op * speed;
         row.samples_ns_per_op = (0..ROUNDS * 3)
             .map(|_| base * noise(rng, 0.02) + extra)
@@ -81,6 +77,15 @@ fn run(rng: &mut StdRng, label: &str, shift: f64, timed_shift: f64) -> Results {
         .collect();
     w.profile = Some(p);
     r
+}
+
+/// `shift` on openat's row, nothing on the others.
+fn openat_only(row: &crate::results::AttributionRow, shift: f64) -> f64 {
+    if row.name == "openat" {
+        shift
+    } else {
+        0.0
+    }
 }
 
 /// A baseline of 10 runs against one more, as the CI recipe compares them.
@@ -271,6 +276,7 @@ fn share_verdict(name: &str, change: f64) -> PathVerdict {
         } else {
             Verdict::Improved
         },
+        rest_per_path: None,
     }
 }
 
@@ -290,4 +296,73 @@ fn judged_on_shares_a_fall_that_another_path_s_growth_explains_is_not_called() {
         v.method = PathMethod::Sampled;
     }
     assert!(!outweighed(largest_share_moves(&priced), &priced[1]));
+}
+
+/// `run`, on a machine whose speed moves every figure of the run by `sd` (the probed op and
+/// its timed rows alike, sample by sample), openat's row `timed_shift` ns longer and the op
+/// with it: code that runs at the machine's speed, as a kernel's own change does (a wait by
+/// the clock would not, and against the rest reads it scaled by the speeds' ratio).
+fn loaded_run(rng: &mut StdRng, label: &str, sd: f64, timed_shift: f64) -> Results {
+    let mut r = run(rng, label, 0.0, 0.0);
+    let w = &mut r.workloads[0];
+    let speed = noise(rng, sd);
+    let n = ROUNDS * 3;
+    let factors: Vec<f64> = (0..n).map(|_| speed * noise(rng, 0.01)).collect();
+    w.probed = factors
+        .iter()
+        .map(|f| (5000.0 + timed_shift) * f / 1000.0)
+        .collect();
+    for row in &mut w.attribution {
+        let extra = openat_only(row, timed_shift);
+        row.samples_ns_per_op = factors
+            .iter()
+            .map(|f| (row.ns_per_op * noise(rng, 0.01) + extra) * f)
+            .collect();
+    }
+    r
+}
+
+fn loaded_recipe(seed: u64, timed_shift: f64) -> crate::compare::Comparison {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let old: Vec<Results> = (0..10)
+        .map(|i| loaded_run(&mut rng, &format!("base-{i}"), 0.25, 0.0))
+        .collect();
+    let new = loaded_run(&mut rng, "new", 0.25, timed_shift);
+    compare(&old, &[new], &Criteria::default()).unwrap()
+}
+
+#[test]
+fn against_the_rest_of_the_op_a_machine_that_runs_everything_slower_calls_no_timed_path() {
+    for seed in 0..40 {
+        let c = loaded_recipe(3000 + seed, 0.0);
+        let timed: Vec<&PathVerdict> = c.workloads[0]
+            .paths
+            .iter()
+            .filter(|v| v.kind == "syscall" && v.name == "openat")
+            .collect();
+        assert_eq!(timed[0].method, PathMethod::AgainstRest, "seed {seed}");
+        assert!(!timed[0].called(), "seed {seed}: {:?}", timed[0]);
+    }
+}
+
+#[test]
+fn against_the_rest_of_the_op_a_path_that_grows_by_3_percent_of_the_op_reads_its_growth() {
+    let mut caught = 0;
+    for seed in 0..10 {
+        let c = loaded_recipe(4000 + seed, 150.0);
+        let v = c.workloads[0]
+            .paths
+            .iter()
+            .find(|v| v.kind == "syscall" && v.name == "openat")
+            .unwrap();
+        assert_eq!(v.method, PathMethod::AgainstRest);
+        // 150 ns in a 5 us op whose speed moves by 25% between runs.
+        assert!(v.low < 150.0 && v.high > 150.0, "{v:?}");
+        let timed_called: Vec<String> = called(&c)
+            .into_iter()
+            .filter(|l| !l.starts_with("hook p"))
+            .collect();
+        caught += usize::from(timed_called == ["syscall openat"]);
+    }
+    assert!(caught >= 8, "openat called alone in {caught} of 10");
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::{
-    results::{AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
+    results::{rows, AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
     stats::replication::FileRounds,
 };
 
@@ -22,12 +22,26 @@ pub(super) struct Pooled {
     pub attribution: Vec<AttributionRow>,
     /// Each row's per-sample values per file, round by round: the spread its change's interval
     /// stands on.
-    pub row_rounds: HashMap<PathKey, Vec<FileRounds>>,
+    pub row_rounds: HashMap<PathKey, RowRounds>,
     /// Where each path's merged row is in `attribution`: a file of many rows is merged in
     /// linear time, not by a scan of the rows merged so far.
     row_at: HashMap<PathKey, usize>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
+}
+
+/// A row's values per file, round by round.
+#[derive(Debug, Default)]
+pub(super) struct RowRounds {
+    /// Its ns per op in each probed sample.
+    pub ns: Vec<FileRounds>,
+    /// In each probed sample, its ns per op over the rest of that sample's op (the op less
+    /// the path): a ratio inside one sample, which a machine that runs the whole op slower
+    /// does not move. Files whose samples cannot give it (no per-sample values, an op that
+    /// is not a time) are left out.
+    pub against_rest: Vec<FileRounds>,
+    /// The rest of the op (ns) in the same samples, which prices a change of that ratio.
+    pub rest: Vec<FileRounds>,
 }
 
 /// Workloads in first-seen order with their pooled samples.
@@ -70,8 +84,18 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                     row.samples_ns_per_op.clone()
                 };
                 let key = (row.kind, row.name.clone(), row.parent.clone());
-                let rounds = rounds_of(r, w, &samples);
-                p.row_rounds.entry(key.clone()).or_default().push(rounds);
+                let kept = p.row_rounds.entry(key.clone()).or_default();
+                kept.ns.push(rounds_of(r, w, &samples));
+                if let Some(rest) = rest_of_op(w, row) {
+                    let against: Vec<f64> = row
+                        .samples_ns_per_op
+                        .iter()
+                        .zip(&rest)
+                        .map(|(path, rest)| path / rest)
+                        .collect();
+                    kept.against_rest.push(rounds_of(r, w, &against));
+                    kept.rest.push(rounds_of(r, w, &rest));
+                }
                 match p.row_at.get(&key) {
                     Some(&at) => p.attribution[at].samples_ns_per_op.extend(samples),
                     None => {
@@ -86,6 +110,22 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
         }
     }
     Ok(pooled)
+}
+
+/// The rest of each probed sample's op, ns: the op less `row`'s ns per op in that sample;
+/// None where a sample has no such figure or leaves no rest.
+fn rest_of_op(w: &WorkloadResult, row: &AttributionRow) -> Option<Vec<f64>> {
+    if row.samples_ns_per_op.len() != w.probed.len() || w.probed.is_empty() {
+        return None;
+    }
+    w.probed
+        .iter()
+        .zip(&row.samples_ns_per_op)
+        .map(|(&op, path)| {
+            let rest = rows::op_ns(w.unit, op)? - path;
+            (rest > 0.0).then_some(rest)
+        })
+        .collect()
 }
 
 /// A workload's samples in one file, round by round. Imported summaries (lmbench's and

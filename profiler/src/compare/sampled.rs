@@ -19,7 +19,6 @@ use serde::Serialize;
 use crate::{
     results::{GroupKind, PathKind, StackProfile},
     stats::shares::{self, RoundCount, ShareTest},
-    stats::DifferenceTest,
 };
 
 /// The sampled side of a change.
@@ -37,8 +36,7 @@ pub struct SampledChange {
     /// How the share changes' intervals were made.
     pub interval: ShareInterval,
     /// The larger side's relative spread of its files' CPU time per op (None with one file a
-    /// side): where it is large, a path's price is as noisy, and its verdict stands on its
-    /// share alone.
+    /// side): how far the machine moved the op between runs, which the shares do not follow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_spread: Option<f64>,
     /// How many times the binomial variance the rounds' spread made the share changes' (the
@@ -105,9 +103,6 @@ pub struct SampledPathDelta {
 pub struct Judged {
     /// The share change's test, before any adjustment over the family of paths.
     pub test: ShareTest,
-    /// The test of its ns per op, each cluster's share priced at its file's CPU time per op
-    /// (None without clusters).
-    pub priced: Option<DifferenceTest>,
     /// Its path verdict called it (the family's false discovery rate controlled).
     pub starred: bool,
 }
@@ -139,8 +134,6 @@ struct Side<K> {
     /// Each file's own samples, CPU time per op and each item's samples: the clusters where
     /// runs are the unit.
     files: Vec<FileCounts<K>>,
-    /// Each round's file's CPU time per op, in the order of `rounds`.
-    round_cpu: Vec<f64>,
     cpu_ns: f64,
     ops: u64,
 }
@@ -167,7 +160,6 @@ impl<K: Ord + Clone> Side<K> {
             rounds: Some(Vec::new()),
             path_rounds: BTreeMap::new(),
             files: Vec::new(),
-            round_cpu: Vec::new(),
             cpu_ns: 0.0,
             ops: 0,
         };
@@ -202,12 +194,10 @@ impl<K: Ord + Clone> Side<K> {
         if !whole {
             self.rounds = None;
             self.path_rounds.clear();
-            self.round_cpu.clear();
             return;
         }
         let before = rounds.len();
         rounds.extend(&p.round_samples);
-        self.round_cpu.resize(before + n, p.on_cpu_ns_per_op);
         for (key, _, by_round) in items {
             let counts = self.path_rounds.entry(key.clone()).or_default();
             counts.resize(before, 0);
@@ -271,25 +261,6 @@ impl<K: Ord + Clone> Side<K> {
         self.files.iter().filter(|f| f.all > 0).count()
     }
 
-    /// `key`'s ns per op in each cluster of `method` with samples: its share there times its
-    /// file's CPU time per op (none for the pooled counts).
-    fn priced(&self, key: &K, method: ShareInterval) -> Vec<f64> {
-        let (counts, cpu): (Vec<RoundCount>, Vec<f64>) = match method {
-            ShareInterval::Files { .. } => (
-                self.file_counts(key),
-                self.files.iter().map(|f| f.cpu_ns_per_op).collect(),
-            ),
-            ShareInterval::Rounds { .. } => (self.round_counts(key), self.round_cpu.clone()),
-            ShareInterval::Binomial { .. } => (Vec::new(), Vec::new()),
-        };
-        counts
-            .iter()
-            .zip(cpu)
-            .filter(|(c, _)| c.all > 0)
-            .map(|(c, cpu)| c.path as f64 / c.all as f64 * cpu)
-            .collect()
-    }
-
     /// The relative spread of its files' CPU time per op (None with fewer than two files).
     fn cpu_spread(&self) -> Option<f64> {
         let cpu: Vec<f64> = self.files.iter().map(|f| f.cpu_ns_per_op).collect();
@@ -319,14 +290,6 @@ impl<K: Ord + Clone> Side<K> {
                 new_rounds,
             }
         }
-    }
-
-    /// The test of `key`'s ns per op from `self` to `new`, its clusters' shares each priced at
-    /// its file's CPU time per op; None without clusters or without a spread.
-    fn priced_test(&self, new: &Side<K>, key: &K, method: ShareInterval) -> Option<DifferenceTest> {
-        let (o, n) = (self.priced(key, method), new.priced(key, method));
-        crate::stats::difference_test(&crate::stats::summarize(&o)?, &crate::stats::summarize(&n)?)
-            .filter(|t| t.std_error > 0.0)
     }
 
     /// The test of `key`'s share change from `self` to `new` by `method`, the pooled counts'
@@ -419,13 +382,12 @@ pub fn sampled_change(
                 return None;
             }
             let test = o.change_test(&n, &key, interval);
-            let priced = o.priced_test(&n, &key, interval);
             let i = test.interval(1.0 - crate::stats::CONFIDENCE);
             let binomial = shares::binomial_change_interval(o.pooled(&key), n.pooled(&key));
             if !matches!(interval, ShareInterval::Binomial { .. }) && binomial.half_width() > 0.0 {
                 inflation.push((i.half_width() / binomial.half_width()).powi(2));
             }
-            Some(path_delta(key, (p1, p2), (&o, &n), (test, priced)))
+            Some(path_delta(key, (p1, p2), (&o, &n), test))
         })
         .collect();
     paths.sort_by(|a, b| {
@@ -457,7 +419,7 @@ fn path_delta(
     (kind, name, parent): PathKey,
     (p1, p2): (f64, f64),
     (o, n): (&Side<PathKey>, &Side<PathKey>),
-    (test, priced): (ShareTest, Option<DifferenceTest>),
+    test: ShareTest,
 ) -> SampledPathDelta {
     let i = test.interval(1.0 - crate::stats::CONFIDENCE);
     let change = p2 - p1;
@@ -480,7 +442,6 @@ fn path_delta(
         timed_disagrees: None,
         judged: Judged {
             test,
-            priced,
             starred: false,
         },
     }
@@ -538,7 +499,6 @@ pub fn group_change(
         .map(|key| {
             let (p1, p2) = (o.share(&key), n.share(&key));
             let test = o.change_test(&n, &key, method);
-            let priced = o.priced_test(&n, &key, method);
             let i = test.interval(1.0 - crate::stats::CONFIDENCE);
             let (kind, lsm) = key;
             GroupDelta {
@@ -553,7 +513,6 @@ pub fn group_change(
                 new_ns_per_op: p2 * n.cpu_ns_per_op(),
                 judged: Judged {
                     test,
-                    priced,
                     starred: false,
                 },
             }
@@ -739,6 +698,8 @@ pub(crate) mod tests {
             delta_ns_per_op: delta,
             delta_interval: Some(interval),
             test: None,
+            against_rest: None,
+            old_rest_ns: None,
             starred: false,
             sampled_disagrees: false,
             top_level: true,

@@ -312,6 +312,15 @@ pub struct DifferenceTest {
 }
 
 impl DifferenceTest {
+    /// The same test of `by` times the difference (its p-value unchanged); `by` > 0.
+    pub fn scaled(self, by: f64) -> DifferenceTest {
+        DifferenceTest {
+            difference: self.difference * by,
+            std_error: self.std_error * by,
+            ..self
+        }
+    }
+
     /// The interval of the difference at confidence 1 - `alpha`.
     pub fn interval(&self, alpha: f64) -> (f64, f64) {
         if self.std_error == 0.0 {

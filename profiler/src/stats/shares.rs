@@ -125,6 +125,16 @@ pub struct ShareTest {
     pub df: f64,
 }
 
+/// The ns per op a share's change from `old_share` by `change` means where the path alone
+/// changed: the path's cost over the rest of the op (s / (1 - s)) priced at the old side's
+/// rest ((1 - s_old) x `old_cpu_ns`), which comes to `old_cpu_ns` x change / (1 - s_new). A
+/// path that grows by N ns while the rest stays reads N; a machine that runs the whole op
+/// slower moves no share, so it reads 0. The new share is kept below 1.
+pub fn against_rest_ns(old_share: f64, change: f64, old_cpu_ns: f64) -> f64 {
+    let rest_after = (1.0 - old_share - change).max(1e-3);
+    old_cpu_ns * change / rest_after
+}
+
 impl ShareTest {
     /// Two-sided p-value of no change (1 at no change with no spread, 0 at a change).
     pub fn p_value(&self) -> f64 {
@@ -470,5 +480,13 @@ mod tests {
             e.variance >= binomial && e.variance < 1.2 * binomial,
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn a_share_change_priced_against_the_rest_reads_the_path_s_own_growth() {
+        // A 600 ns path in a 2000 ns op grows by 100 ns: 30% -> 700 / 2100.
+        let ns = against_rest_ns(0.3, 700.0 / 2100.0 - 0.3, 2000.0);
+        assert!((ns - 100.0).abs() < 1e-9, "{ns}");
+        assert_eq!(against_rest_ns(0.3, 0.0, 2000.0), 0.0);
     }
 }
