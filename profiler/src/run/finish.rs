@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 
 use super::{
-    measure::{Engine, Overhead},
+    engine::{Engine, Overhead},
     rounds::Rounds,
     CommonMeasureArgs, Plan, SessionArgs,
 };

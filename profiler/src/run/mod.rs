@@ -1,15 +1,17 @@
 //! `hookprof run` and `stat` (`stat.rs`): the orchestrator, a list of stages. `check` (bad input, the
 //! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
-//! `rounds` (each workload per round, through the sampling engine `measure`) -> `finish`
-//! (write, print, baseline, exit code). A workload that fails is recorded and the run goes
-//! on; the exit code says so.
+//! `rounds` (each workload per round, through the sampling engine: `engine`'s settings,
+//! `measure`'s loop, `probed_pass`) -> `finish` (write, print, baseline, exit code). A
+//! workload that fails is recorded and the run goes on; the exit code says so.
 mod args;
 mod check;
 mod discovery;
+pub mod engine;
 mod finish;
 mod list;
 pub mod measure;
 pub(crate) mod probe_setup;
+mod probed_pass;
 mod progress;
 mod rounds;
 pub mod stat;
@@ -22,8 +24,8 @@ pub use self::args::{
     CommonMeasureArgs, MeasureArgs, PolicyArgs, ProbeChoice, RunArgs, SessionArgs,
 };
 use self::{
+    engine::{Engine, Overhead, Sampling},
     finish::Outputs,
-    measure::{Engine, Overhead, Sampling},
     probe_setup::ProbeSetup,
     rounds::{Rounds, Work},
 };

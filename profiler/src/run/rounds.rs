@@ -7,10 +7,12 @@ use indicatif::ProgressBar;
 use rand::{seq::SliceRandom, SeedableRng};
 
 use super::{
-    measure::{self, Engine, Measured, Round},
+    engine::Engine,
+    measure::{self, Round, WorkloadRound},
     probe_setup::RunProbes,
 };
 use crate::{
+    attribution::Measured,
     machine::other_probes,
     peak_rss,
     results::WorkloadResult,
@@ -146,24 +148,26 @@ fn measure_rounds(
                     scratch_depth: own.scratch_depth.unwrap_or(engine.setup.scratch_depth),
                     ..engine.setup.clone()
                 });
-            let engine = &Engine {
-                setup: setup.as_ref().unwrap_or(engine.setup),
-                sampling: engine.sampling.for_round(round, rounds.of),
-                ..*engine
-            };
-            let interrupted = measure::measure_round(
-                engine,
+            let job = WorkloadRound {
+                engine: Engine {
+                    setup: setup.as_ref().unwrap_or(engine.setup),
+                    sampling: engine.sampling.for_round(round, rounds.of),
+                    ..*engine
+                },
                 spec,
-                probes.focused_on(spec.name),
-                supervisor,
-                &progress,
-                &mut measured[v][i],
-                Round {
+                round: Round {
                     index: round,
                     of: rounds.of,
                 },
+            };
+            let interrupted = measure::measure_round(
+                &job,
+                probes.focused_on(spec.name),
+                supervisor,
+                &mut measured[v][i],
+                &progress,
             );
-            done_samples += engine.sampling.samples;
+            done_samples += job.engine.sampling.samples;
             peak_rss::note_phase(&format!("workload {}", spec.name));
             if let Some(note) = others.look() {
                 supervisor.warn(&format!("note: while {} ran, {note}", spec.name));
