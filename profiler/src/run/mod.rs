@@ -25,9 +25,9 @@ pub use self::args::{
 };
 use self::{
     engine::{Engine, Overhead, Sampling},
-    finish::Outputs,
+    finish::{Outputs, Setting},
     probe_setup::ProbeSetup,
-    rounds::{Rounds, Work},
+    rounds::{Measurer, Rounds, Work},
 };
 use crate::{
     machine::other_probes,
@@ -138,8 +138,12 @@ pub fn measure_plan(
         of: args.rounds as usize,
         seed: rand::random(),
     };
-    let loaded = (probes.probes.as_ref(), probes.calibration.take());
-    let results = finish::begin(session, args, plan, environment, loaded, &engine, rounds);
+    let setting = Setting {
+        environment,
+        calibration: probes.calibration.take(),
+        probes: probes.probes.as_ref(),
+    };
+    let results = finish::begin(session, args, plan, setting, &engine, rounds);
     let variants = &checked.variants;
     let mut results = finish::variants_of(results, variants, session, rounds.seed);
     let work = Work {
@@ -153,14 +157,14 @@ pub fn measure_plan(
         supervisor.warn(&format!("note: {note}"));
     }
     let load_before = crate::machine::load::Snapshot::now();
-    let measuring = rounds::measure_workloads(
-        work,
-        rounds,
-        &engine,
-        (&mut probes, &mut others),
-        &mut supervisor,
-        &bar,
-    )?;
+    let with = Measurer {
+        engine: &engine,
+        probes: &mut probes,
+        others: &mut others,
+        supervisor: &mut supervisor,
+        bar: &bar,
+    };
+    let measuring = rounds::measure_workloads(work, rounds, with)?;
     for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
         r.workloads = workloads;
         r.complete = measuring.complete;
@@ -168,6 +172,27 @@ pub fn measure_plan(
     bar.finish_and_clear();
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
+    record_the_machine(load_before, others, &mut results);
+    // Unloads every program before anything else is printed.
+    probes.unload_into(&mut results)?;
+    let outputs = Outputs {
+        destination: checked.destination,
+        more_destinations: checked.more_destinations,
+        sweep: session.sweep.clone(),
+        baseline: checked.baseline,
+        store: checked.store,
+        format: session.format,
+    };
+    finish::finish(results, outputs, interrupted, plan.specs.len())
+}
+
+/// What else the machine ran while the workloads were measured (the load since
+/// `load_before`, other tools' BPF programs), said when it matters and recorded in `results`.
+fn record_the_machine(
+    load_before: Option<crate::machine::load::Snapshot>,
+    mut others: other_probes::Watch,
+    results: &mut [crate::results::Results],
+) {
     let machine_load = load_before
         .zip(crate::machine::load::Snapshot::now())
         .and_then(|(before, after)| before.until(&after));
@@ -183,19 +208,8 @@ pub fn measure_plan(
         eprintln!("hookprof: note: as the workloads ended, {note}");
     }
     let others = others.seen();
-    for r in &mut results {
+    for r in results {
         r.environment.machine_load = machine_load;
         r.environment.other_bpf_programs = Some(others.clone());
     }
-    // Unloads every program before anything else is printed.
-    probes.unload_into(&mut results)?;
-    let outputs = Outputs {
-        destination: checked.destination,
-        more_destinations: checked.more_destinations,
-        sweep: session.sweep.clone(),
-        baseline: checked.baseline,
-        store: checked.store,
-        format: session.format,
-    };
-    finish::finish(results, outputs, interrupted, plan.specs.len())
 }
