@@ -1,8 +1,8 @@
 //! `hookprof run` and `stat` (`stat.rs`): the orchestrator, a list of stages. `check` (bad input, the
 //! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
 //! `rounds` (each workload per round, through the sampling engine: `engine`'s settings,
-//! `measure`'s loop, `probed_pass`) -> `finish` (write, print, baseline, exit code). A
-//! workload that fails is recorded and the run goes on; the exit code says so.
+//! `session`, `measure`'s loop, `probed_pass`) -> `finish` (write, print, baseline, exit
+//! code). A workload that fails is recorded and the run goes on; the exit code says so.
 mod args;
 mod check;
 mod discovery;
@@ -14,6 +14,7 @@ pub(crate) mod probe_setup;
 mod probed_pass;
 mod progress;
 mod rounds;
+mod session;
 pub mod stat;
 
 use std::{process::ExitCode, time::Duration};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::measure::{copy_values, WorkloadSession};
+use super::session::{copy_values, WorkloadSession};
 use crate::{
     attribution::ProbedSample,
     probes::Probes,
