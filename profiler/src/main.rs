@@ -19,65 +19,21 @@ use hookprof::{
 
 fn main() -> ExitCode {
     stdio::guard_standard_fds();
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
-        // No command at all prints the command list and exits 2.
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            e.exit()
-        }
-        // --help and --version exit 0, through the checked writer (clap's own drops a failure).
-        Err(e) if !e.use_stderr() => {
-            use std::io::IsTerminal;
-            let rendered = e.render();
-            let text = if std::io::stdout().is_terminal() {
-                rendered.ansi().to_string()
-            } else {
-                rendered.to_string()
-            };
-            return match stdio::print(text) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
-                Err(failed) => {
-                    hookprof::eprintln!("hookprof: error: {failed}");
-                    ExitCode::from(exit::WRITE_FAILED)
-                }
-            };
-        }
-        // Every other usage error is one line, as every other error is: clap's message with
-        // its tips, then where the usage is, not its multi-line rendering.
-        Err(e) => {
-            let line = usage_error_line(&e.render().to_string(), run_only_hint(&e));
-            hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&line));
-            return ExitCode::from(exit::ERROR);
-        }
+        Err(code) => return code,
     };
     limits::survive_file_size_limit();
-    if let Some((name, measures)) = open_files_user(&cli.command) {
-        let needed = limits::open_files_needed(measures);
-        // The commands that write files or a store; the others print.
-        let writes = matches!(name, "run" | "stat" | "top" | "import" | "runs" | "ab");
-        let checked = limits::ensure_open_files(name, needed).and_then(|()| match writes {
-            true => limits::ensure_file_size(name),
-            false => Ok(()),
-        });
-        if let Err(e) = checked {
-            hookprof::eprintln!("hookprof: error: {e:#}");
-            return ExitCode::from(exit::ERROR);
-        }
+    if let Err(e) = raise_limits(&cli.command) {
+        hookprof::eprintln!("hookprof: error: {e:#}");
+        return ExitCode::from(exit::ERROR);
     }
     let result = match cli.command {
         Command::Runner(args) => return runner::serve::main(&args),
         Command::KernelBtf => return in_child::serve(KernelBtf::load),
         Command::Schema => {
             let schema = hookprof::results::schema::json_schema();
-            return match stdio::print(format!("{schema:#}\n")) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
-                Err(failed) => {
-                    hookprof::eprintln!("hookprof: error: {failed}");
-                    ExitCode::from(exit::WRITE_FAILED)
-                }
-            };
+            return printed(format!("{schema:#}\n"));
         }
         Command::Run(args) => run::run(&args),
         Command::Stat(args) => stat::stat(&args),
@@ -94,34 +50,96 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => match e.downcast_ref::<stdio::WriteFailed>() {
-            // A reader that stopped early: everything is kept, nothing to say.
-            Some(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
-            Some(_) => {
-                hookprof::eprintln!("hookprof: error: {e:#}");
-                ExitCode::from(exit::WRITE_FAILED)
+        Err(e) => failed(&e),
+    }
+}
+
+/// The command line, or the exit code of what parsing it printed instead (help, version, a
+/// usage error).
+fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        // No command at all prints the command list and exits 2.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            e.exit()
+        }
+        // --help and --version exit 0, through the checked writer (clap's own drops a failure).
+        Err(e) if !e.use_stderr() => {
+            use std::io::IsTerminal;
+            let rendered = e.render();
+            let text = if std::io::stdout().is_terminal() {
+                rendered.ansi().to_string()
+            } else {
+                rendered.to_string()
+            };
+            Err(printed(text))
+        }
+        // Every other usage error is one line, as every other error is: clap's message with
+        // its tips, then where the usage is, not its multi-line rendering.
+        Err(e) => {
+            let line = usage_error_line(&e.render().to_string(), run_only_hint(&e));
+            hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&line));
+            Err(ExitCode::from(exit::ERROR))
+        }
+    }
+}
+
+/// `text` on stdout through the checked writer, and the exit code that says how it went.
+fn printed(text: String) -> ExitCode {
+    match stdio::print(text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
+        Err(failed) => {
+            hookprof::eprintln!("hookprof: error: {failed}");
+            ExitCode::from(exit::WRITE_FAILED)
+        }
+    }
+}
+
+/// Raises the open-file limit to what `command` needs, and checks the file-size limit of the
+/// commands that write files or a store.
+fn raise_limits(command: &Command) -> anyhow::Result<()> {
+    let Some((name, measures)) = open_files_user(command) else {
+        return Ok(());
+    };
+    let needed = limits::open_files_needed(measures);
+    // The commands that write files or a store; the others print.
+    let writes = matches!(name, "run" | "stat" | "top" | "import" | "runs" | "ab");
+    limits::ensure_open_files(name, needed).and_then(|()| match writes {
+        true => limits::ensure_file_size(name),
+        false => Ok(()),
+    })
+}
+
+/// A command's error said in one line, and its exit code.
+fn failed(e: &anyhow::Error) -> ExitCode {
+    match e.downcast_ref::<stdio::WriteFailed>() {
+        // A reader that stopped early: everything is kept, nothing to say.
+        Some(failed) if failed.is_quiet() => ExitCode::from(exit::BROKEN_PIPE),
+        Some(_) => {
+            hookprof::eprintln!("hookprof: error: {e:#}");
+            ExitCode::from(exit::WRITE_FAILED)
+        }
+        None if e.is::<hookprof::results::write::NotWritten>() => {
+            hookprof::eprintln!(
+                "hookprof: error: {}",
+                hookprof::text::escaped(&format!("{e:#}"))
+            );
+            ExitCode::from(exit::WRITE_FAILED)
+        }
+        None if e.is::<store::Interrupted>() => {
+            hookprof::eprintln!("hookprof: interrupted");
+            ExitCode::from(exit::INTERRUPTED)
+        }
+        None => {
+            // A message may quote a file's contents: shown, never sent to the terminal.
+            let mut message = format!("{e:#}");
+            if let Some(limit) = limits::explain_emfile(e) {
+                message = format!("{message}; {limit}");
             }
-            None if e.is::<hookprof::results::write::NotWritten>() => {
-                hookprof::eprintln!(
-                    "hookprof: error: {}",
-                    hookprof::text::escaped(&format!("{e:#}"))
-                );
-                ExitCode::from(exit::WRITE_FAILED)
-            }
-            None if e.is::<store::Interrupted>() => {
-                hookprof::eprintln!("hookprof: interrupted");
-                ExitCode::from(exit::INTERRUPTED)
-            }
-            None => {
-                // A message may quote a file's contents: shown, never sent to the terminal.
-                let mut message = format!("{e:#}");
-                if let Some(limit) = limits::explain_emfile(&e) {
-                    message = format!("{message}; {limit}");
-                }
-                hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&message));
-                ExitCode::from(exit::ERROR)
-            }
-        },
+            hookprof::eprintln!("hookprof: error: {}", hookprof::text::escaped(&message));
+            ExitCode::from(exit::ERROR)
+        }
     }
 }
 

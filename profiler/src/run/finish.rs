@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 
 use super::{
-    measure::{Engine, Overhead},
+    engine::{Engine, Overhead},
     rounds::Rounds,
     CommonMeasureArgs, Plan, SessionArgs,
 };
@@ -28,16 +28,28 @@ use crate::{
     versus::{self, Variant},
 };
 
+/// Where the run measures: the machine's environment, the probes loaded and what their
+/// calibration found.
+pub(super) struct Setting<'a> {
+    pub environment: Environment,
+    pub probes: Option<&'a Probes>,
+    pub calibration: Option<Calibration>,
+}
+
 /// The results before any workload is measured.
 pub(super) fn begin(
     session: &SessionArgs,
     args: &CommonMeasureArgs,
     plan: &Plan,
-    environment: Environment,
-    (probes, calibration): (Option<&Probes>, Option<Calibration>),
+    setting: Setting,
     engine: &Engine,
     rounds: Rounds,
 ) -> Results {
+    let Setting {
+        environment,
+        probes,
+        calibration,
+    } = setting;
     Results {
         schema_version: SCHEMA_VERSION,
         label: session

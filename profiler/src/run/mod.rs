@@ -1,17 +1,20 @@
 //! `hookprof run` and `stat` (`stat.rs`): the orchestrator, a list of stages. `check` (bad input, the
 //! supervisor, the environment) -> `probe_setup` (load, discover, calibrate, inject) ->
-//! `rounds` (each workload per round, through the sampling engine `measure`) -> `finish`
-//! (write, print, baseline, exit code). A workload that fails is recorded and the run goes
-//! on; the exit code says so.
+//! `rounds` (each workload per round, through the sampling engine: `engine`'s settings,
+//! `session`, `measure`'s loop, `probed_pass`) -> `finish` (write, print, baseline, exit
+//! code). A workload that fails is recorded and the run goes on; the exit code says so.
 mod args;
 mod check;
 mod discovery;
+pub mod engine;
 mod finish;
 mod list;
 pub mod measure;
 pub(crate) mod probe_setup;
+mod probed_pass;
 mod progress;
 mod rounds;
+mod session;
 pub mod stat;
 
 use std::{process::ExitCode, time::Duration};
@@ -22,10 +25,10 @@ pub use self::args::{
     CommonMeasureArgs, MeasureArgs, PolicyArgs, ProbeChoice, RunArgs, SessionArgs,
 };
 use self::{
-    finish::Outputs,
-    measure::{Engine, Overhead, Sampling},
+    engine::{Engine, Overhead, Sampling},
+    finish::{Outputs, Setting},
     probe_setup::ProbeSetup,
-    rounds::{Rounds, Work},
+    rounds::{Measurer, Rounds, Work},
 };
 use crate::{
     machine::other_probes,
@@ -136,8 +139,12 @@ pub fn measure_plan(
         of: args.rounds as usize,
         seed: rand::random(),
     };
-    let loaded = (probes.probes.as_ref(), probes.calibration.take());
-    let results = finish::begin(session, args, plan, environment, loaded, &engine, rounds);
+    let setting = Setting {
+        environment,
+        calibration: probes.calibration.take(),
+        probes: probes.probes.as_ref(),
+    };
+    let results = finish::begin(session, args, plan, setting, &engine, rounds);
     let variants = &checked.variants;
     let mut results = finish::variants_of(results, variants, session, rounds.seed);
     let work = Work {
@@ -151,14 +158,14 @@ pub fn measure_plan(
         supervisor.warn(&format!("note: {note}"));
     }
     let load_before = crate::machine::load::Snapshot::now();
-    let measuring = rounds::measure_workloads(
-        work,
-        rounds,
-        &engine,
-        (&mut probes, &mut others),
-        &mut supervisor,
-        &bar,
-    )?;
+    let with = Measurer {
+        engine: &engine,
+        probes: &mut probes,
+        others: &mut others,
+        supervisor: &mut supervisor,
+        bar: &bar,
+    };
+    let measuring = rounds::measure_workloads(work, rounds, with)?;
     for (r, workloads) in results.iter_mut().zip(measuring.workloads) {
         r.workloads = workloads;
         r.complete = measuring.complete;
@@ -166,6 +173,27 @@ pub fn measure_plan(
     bar.finish_and_clear();
     let interrupted = supervisor.interrupted();
     drop(supervisor); // the runner ends with its workload
+    record_the_machine(load_before, others, &mut results);
+    // Unloads every program before anything else is printed.
+    probes.unload_into(&mut results)?;
+    let outputs = Outputs {
+        destination: checked.destination,
+        more_destinations: checked.more_destinations,
+        sweep: session.sweep.clone(),
+        baseline: checked.baseline,
+        store: checked.store,
+        format: session.format,
+    };
+    finish::finish(results, outputs, interrupted, plan.specs.len())
+}
+
+/// What else the machine ran while the workloads were measured (the load since
+/// `load_before`, other tools' BPF programs), said when it matters and recorded in `results`.
+fn record_the_machine(
+    load_before: Option<crate::machine::load::Snapshot>,
+    mut others: other_probes::Watch,
+    results: &mut [crate::results::Results],
+) {
     let machine_load = load_before
         .zip(crate::machine::load::Snapshot::now())
         .and_then(|(before, after)| before.until(&after));
@@ -181,19 +209,8 @@ pub fn measure_plan(
         eprintln!("hookprof: note: as the workloads ended, {note}");
     }
     let others = others.seen();
-    for r in &mut results {
+    for r in results {
         r.environment.machine_load = machine_load;
         r.environment.other_bpf_programs = Some(others.clone());
     }
-    // Unloads every program before anything else is printed.
-    probes.unload_into(&mut results)?;
-    let outputs = Outputs {
-        destination: checked.destination,
-        more_destinations: checked.more_destinations,
-        sweep: session.sweep.clone(),
-        baseline: checked.baseline,
-        store: checked.store,
-        format: session.format,
-    };
-    finish::finish(results, outputs, interrupted, plan.specs.len())
 }

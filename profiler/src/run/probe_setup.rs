@@ -199,6 +199,47 @@ fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
         .collect()
 }
 
+/// `--inject` and `--stack-noop`: every hook injected is an LSM hook of this kernel, and the
+/// BPF LSM they attach to is active.
+fn check_lsm_programs(kernel: &KernelBtf, setup: &ProbeSetup) -> Result<()> {
+    if let Some((hook, _)) = setup
+        .inject
+        .iter()
+        .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
+    {
+        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
+    }
+    let active_lsms = setup.active_lsms;
+    if (setup.stack_noop || !setup.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
+        bail!(
+            "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
+             bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
+            active_lsms.join(","),
+            active_lsms.join(",")
+        );
+    }
+    Ok(())
+}
+
+/// Where the kernel refuses trampolines, no function can be timed: the probes need not
+/// carry the slots, nor discovery load its batches. Asked only when hooks are probed.
+fn trampolines_refused(
+    kinds: Kinds,
+    kernel: &Arc<KernelBtf>,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<Option<i32>>> {
+    if !kinds.hooks {
+        return Ok(Wait::Done(None));
+    }
+    let shared = Arc::clone(kernel);
+    let Wait::Done(refused) =
+        supervisor.blocking(move || Probes::kernel_refuses_trampolines(&shared))?
+    else {
+        return Ok(Wait::Interrupted);
+    };
+    Ok(Wait::Done(refused?))
+}
+
 /// Loads the probes and the ground-truth LSM programs, chooses the functions to time (by the
 /// discovery pass for `--hooks default`), and calibrates their cost when fentry/fexit pairs
 /// could be loaded.
@@ -223,34 +264,9 @@ fn load_probes(
     };
     peak_rss::note_phase("hook catalog");
     // Bad input fails before anything is loaded.
-    if let Some((hook, _)) = args
-        .inject
-        .iter()
-        .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
-    {
-        bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
-    }
-    let active_lsms = setup.active_lsms;
-    if (args.stack_noop || !args.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
-        bail!(
-            "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
-             bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
-            active_lsms.join(","),
-            active_lsms.join(",")
-        );
-    }
-    // Where the kernel refuses trampolines, no function can be timed: the probes need not
-    // carry the slots, nor discovery load its batches.
-    let trampolines_refused = if kinds.hooks {
-        let shared = Arc::clone(&kernel);
-        let Wait::Done(refused) =
-            supervisor.blocking(move || Probes::kernel_refuses_trampolines(&shared))?
-        else {
-            return Ok(Wait::Interrupted);
-        };
-        refused?
-    } else {
-        None
+    check_lsm_programs(&kernel, setup)?;
+    let Wait::Done(trampolines_refused) = trampolines_refused(kinds, &kernel, supervisor)? else {
+        return Ok(Wait::Interrupted);
     };
     // The syscall programs carry the scope gate: whatever else is probed needs them.
     let plan = ProbePlan {

@@ -8,7 +8,7 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 
 use super::{
-    args::StackPassArgs, measure::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs,
+    args::StackPassArgs, engine::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
     results::RunOptions,

@@ -319,6 +319,13 @@ impl Supervisor {
             .iter()
             .map(|r| serde_json::to_string(r).expect("requests serialize") + "\n")
             .collect();
+        let ending = self.exchange(&lines);
+        self.replies_of(ending)
+    }
+
+    /// Writes `lines[i]` to runner `i`, then reads every reply line, until they are all in, a
+    /// signal interrupts, or the deadline passes; the kernel log is printed meanwhile.
+    fn exchange(&mut self, lines: &[String]) -> Ending {
         let Supervisor {
             rt,
             signals,
@@ -330,9 +337,9 @@ impl Supervisor {
         } = self;
         let runners = &mut runners[..lines.len()];
         let deadline = *deadline;
-        let ending = rt.block_on(async {
+        rt.block_on(async {
             let exchange = async {
-                for (runner, line) in runners.iter_mut().zip(&lines) {
+                for (runner, line) in runners.iter_mut().zip(lines) {
                     runner.requests.write_all(line.as_bytes()).await?;
                     runner.requests.flush().await?;
                 }
@@ -371,7 +378,11 @@ impl Supervisor {
                 log.get_mut().flush();
             }
             ending
-        });
+        })
+    }
+
+    /// The replies an exchange ended with, or why there are none (the runners then killed).
+    fn replies_of(&mut self, ending: Ending) -> Result<Wait<Vec<Reply>>> {
         match ending {
             Ending::Replies(Ok(Ok(lines))) => {
                 let mut replies = Vec::with_capacity(lines.len());

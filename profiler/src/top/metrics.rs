@@ -173,9 +173,7 @@ impl Totals {
 
     /// The Prometheus text format (0.0.4): the same series, counters named with `_total`.
     fn text(&self) -> Result<String> {
-        use prometheus::proto::{
-            Bucket, Counter, Gauge, Histogram, Metric, MetricFamily, MetricType as Type,
-        };
+        use prometheus::proto::{Counter, Metric, MetricFamily, MetricType as Type};
         let family = |name: &str, help: &str, kind: Type, value: &dyn Fn(&Total) -> Metric| {
             let mut f = MetricFamily::default();
             f.set_name(name.into());
@@ -224,51 +222,10 @@ impl Totals {
                 "hookprof_path_latency_seconds",
                 LATENCY_HELP,
                 Type::HISTOGRAM,
-                &|t| {
-                    let mut h = Histogram::default();
-                    h.set_sample_count(t.timed);
-                    h.set_sample_sum(t.total_ns as f64 / 1e9);
-                    // The encoder adds +Inf (the sample count) itself.
-                    let mut cumulative = 0;
-                    h.set_bucket(
-                        bounds[..HIST_BUCKETS - 1]
-                            .iter()
-                            .zip(t.histogram)
-                            .map(|(&bound, n)| {
-                                cumulative += n;
-                                let mut b = Bucket::default();
-                                b.set_upper_bound(bound);
-                                b.set_cumulative_count(cumulative);
-                                b
-                            })
-                            .collect(),
-                    );
-                    let mut m = Metric::default();
-                    m.set_histogram(h);
-                    m
-                },
+                &|t| latency_histogram(t, &bounds),
             ),
         ];
-        let mut cost = MetricFamily::default();
-        cost.set_name(COST_NAME.into());
-        cost.set_help(COST_HELP.into());
-        cost.set_field_type(Type::GAUGE);
-        cost.set_metric(
-            self.cost_series()
-                .into_iter()
-                .map(|(probe, part, ns)| {
-                    let mut g = Gauge::default();
-                    g.set_value(ns / 1e9);
-                    let mut m = Metric::default();
-                    m.set_gauge(g);
-                    m.set_label(label_pairs(vec![
-                        ("probe", probe.into()),
-                        ("part", part.into()),
-                    ]));
-                    m
-                })
-                .collect(),
-        );
+        let cost = self.cost_family();
         // The encoder refuses a family without series (before anything was counted).
         let sampled = self
             .sampled_families()
@@ -297,6 +254,32 @@ impl Totals {
             .filter(|f| !f.get_metric().is_empty())
             .collect();
         Ok(prometheus::TextEncoder::new().encode_to_string(&families)?)
+    }
+
+    /// What each probe's part costs a call, in seconds: one gauge series per probe and part.
+    fn cost_family(&self) -> prometheus::proto::MetricFamily {
+        use prometheus::proto::{Gauge, Metric, MetricFamily, MetricType};
+        let mut cost = MetricFamily::default();
+        cost.set_name(COST_NAME.into());
+        cost.set_help(COST_HELP.into());
+        cost.set_field_type(MetricType::GAUGE);
+        cost.set_metric(
+            self.cost_series()
+                .into_iter()
+                .map(|(probe, part, ns)| {
+                    let mut g = Gauge::default();
+                    g.set_value(ns / 1e9);
+                    let mut m = Metric::default();
+                    m.set_gauge(g);
+                    m.set_label(label_pairs(vec![
+                        ("probe", probe.into()),
+                        ("part", part.into()),
+                    ]));
+                    m
+                })
+                .collect(),
+        );
+        cost
     }
 
     fn labels(&self, (group, kind, path, parent, lsm): &Labels) -> Vec<(&'static str, String)> {
@@ -344,6 +327,32 @@ fn kind_label(kind: PathKind) -> String {
 
 /// One series of a family: its labels and its value.
 type LabelledValue = (Vec<(&'static str, String)>, f64);
+
+/// One path's latency histogram in seconds, its buckets cumulative at `bounds`.
+fn latency_histogram(t: &Total, bounds: &[f64]) -> prometheus::proto::Metric {
+    use prometheus::proto::{Bucket, Histogram, Metric};
+    let mut h = Histogram::default();
+    h.set_sample_count(t.timed);
+    h.set_sample_sum(t.total_ns as f64 / 1e9);
+    // The encoder adds +Inf (the sample count) itself.
+    let mut cumulative = 0;
+    h.set_bucket(
+        bounds[..HIST_BUCKETS - 1]
+            .iter()
+            .zip(t.histogram)
+            .map(|(&bound, n)| {
+                cumulative += n;
+                let mut b = Bucket::default();
+                b.set_upper_bound(bound);
+                b.set_cumulative_count(cumulative);
+                b
+            })
+            .collect(),
+    );
+    let mut m = Metric::default();
+    m.set_histogram(h);
+    m
+}
 
 fn bucket_bounds() -> [f64; HIST_BUCKETS] {
     let mut bounds = [f64::MAX; HIST_BUCKETS];

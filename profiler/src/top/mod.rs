@@ -131,21 +131,7 @@ enum Ending {
 pub fn top(args: &TopArgs) -> Result<ExitCode> {
     // Bad input fails before anything is loaded.
     let chosen = scope::choose(args.cgroup.as_deref(), args.pid, args.comm.as_deref())?;
-    if !(args.interval.is_finite() && (0.01..=3600.0).contains(&args.interval)) {
-        bail!(
-            "--interval {}: give seconds from 0.01 to 3600",
-            args.interval
-        );
-    }
-    if args.count == Some(0) {
-        bail!("--count 0: give at least one interval");
-    }
-    if (1..10).contains(&args.sample_hz) {
-        bail!(
-            "--sample-hz {}: give 10 to 100000 samples a second, or 0 for none",
-            args.sample_hz
-        );
-    }
+    check_numbers(args)?;
     let view = View::choose(args.format, std::io::stdout().is_terminal(), args.rows);
     let destination = args
         .output
@@ -159,32 +145,7 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
     let kernel = KernelBtf::load_in_child()?;
-    let functions = functions(&kernel, &args.hooks, &active_lsms)?;
-    let plan = ProbePlan {
-        syscalls: true,
-        tasks: true,
-        // Where the kernel refuses every trampoline, the functions are recorded refused and the
-        // probes carry no hook slots.
-        trampolines_refused: match functions.is_empty() {
-            true => None,
-            false => Probes::kernel_refuses_trampolines(&kernel)?,
-        },
-        functions,
-        stacks: (args.sample_hz > 0).then(|| 1_000_000_000 / args.sample_hz),
-        // A syscall's time switched out is its wait, shown apart from its time on a CPU.
-        switches: true,
-        ..ProbePlan::default()
-    };
-    let mut probes = Probes::load_scoped(&plan, &kernel, &chosen.scope, args.by)?;
-    if !probes.scoping_works() {
-        bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
-    }
-    say_refusals(&probes, plan.functions.len());
-    if plan.stacks.is_some() && probes.sample_period_ns().is_none() {
-        eprintln!(
-            "hookprof: top: the kernel refused the cpu-clock sampling program: no sampled stacks"
-        );
-    }
+    let mut probes = load_probes(args, &kernel, &chosen, &active_lsms)?;
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
         return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     };
@@ -260,6 +221,64 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
         Ending::Done => Ok(ExitCode::SUCCESS),
         Ending::Interrupted => Ok(ExitCode::from(crate::exit::INTERRUPTED)),
     }
+}
+
+/// The numbers top is given: an interval it can keep, at least one of them, a sampling rate
+/// its stacks can use.
+fn check_numbers(args: &TopArgs) -> Result<()> {
+    if !(args.interval.is_finite() && (0.01..=3600.0).contains(&args.interval)) {
+        bail!(
+            "--interval {}: give seconds from 0.01 to 3600",
+            args.interval
+        );
+    }
+    if args.count == Some(0) {
+        bail!("--count 0: give at least one interval");
+    }
+    if (1..10).contains(&args.sample_hz) {
+        bail!(
+            "--sample-hz {}: give 10 to 100000 samples a second, or 0 for none",
+            args.sample_hz
+        );
+    }
+    Ok(())
+}
+
+/// Loads top's probes, scoped to `chosen`: the syscall and task programs, the hooks asked
+/// for, the sampler, and sched_switch; what the kernel refused is said.
+fn load_probes(
+    args: &TopArgs,
+    kernel: &KernelBtf,
+    chosen: &scope::ChosenScope,
+    active_lsms: &[String],
+) -> Result<Probes> {
+    let functions = functions(kernel, &args.hooks, active_lsms)?;
+    let plan = ProbePlan {
+        syscalls: true,
+        tasks: true,
+        // Where the kernel refuses every trampoline, the functions are recorded refused and the
+        // probes carry no hook slots.
+        trampolines_refused: match functions.is_empty() {
+            true => None,
+            false => Probes::kernel_refuses_trampolines(kernel)?,
+        },
+        functions,
+        stacks: (args.sample_hz > 0).then(|| 1_000_000_000 / args.sample_hz),
+        // A syscall's time switched out is its wait, shown apart from its time on a CPU.
+        switches: true,
+        ..ProbePlan::default()
+    };
+    let probes = Probes::load_scoped(&plan, kernel, &chosen.scope, args.by)?;
+    if !probes.scoping_works() {
+        bail!("the kernel refused the raw_syscalls tracepoints, which top needs to count anything");
+    }
+    say_refusals(&probes, plan.functions.len());
+    if plan.stacks.is_some() && probes.sample_period_ns().is_none() {
+        eprintln!(
+            "hookprof: top: the kernel refused the cpu-clock sampling program: no sampled stacks"
+        );
+    }
+    Ok(probes)
 }
 
 /// top's sampling rate: a live view wants a profile within one interval, so it samples at
