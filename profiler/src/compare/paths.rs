@@ -256,10 +256,11 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
     }
     for w in workloads.iter_mut() {
         let largest = largest_share_moves(&w.paths);
+        let largest_movers = largest_called_moves(&w.paths);
         let demoted: Vec<bool> = w
             .paths
             .iter()
-            .map(|v| outweighed(largest, v) || explained_by_another(&w.paths, v))
+            .map(|v| outweighed(largest, v) || explained_by_another(&largest_movers, v))
             .collect();
         for (v, demoted) in w.paths.iter_mut().zip(demoted) {
             if demoted {
@@ -306,25 +307,41 @@ fn judged_on_share(v: &PathVerdict) -> bool {
     v.method == PathMethod::Share && v.called()
 }
 
-/// Whether `v`, judged against the rest of the op, moved as another path so judged, called
-/// the other way, makes it move: a path that grows by N grows every other path's rest by N, so
+/// Whether `v`, judged against the rest of the op, moved as the largest called move the other
+/// way (`largest`, from [`largest_called_moves`]) makes it move: a path that grows by N grows every other path's rest by N, so
 /// their ratios fall as if each had shrunk by N over its rest-to-path ratio. A called move
 /// needs a change of its rest (its change times its rest-to-path ratio) to be another's doing.
 /// Of two opposite moves, `v` is the other's doing where its need is nearer the other's change
 /// than the other's need is to `v`'s change (a sibling of a path that grew by N needs N).
-fn explained_by_another(paths: &[PathVerdict], v: &PathVerdict) -> bool {
+fn explained_by_another(largest: &[Option<&PathVerdict>; 2], v: &PathVerdict) -> bool {
     let needs = |p: &PathVerdict| p.rest_per_path.map(|r| p.change.abs() * r);
     let Some(own) = needs(v) else {
         return false;
     };
+    let other_way = usize::from(v.change.is_sign_negative());
     v.called()
-        && paths.iter().any(|o| {
-            o.called()
-                && o.change.signum() != v.change.signum()
-                && needs(o).is_some_and(|other| {
-                    (own - o.change.abs()).abs() <= (other - v.change.abs()).abs()
-                })
+        && largest[other_way].is_some_and(|o| {
+            needs(o)
+                .is_some_and(|other| (own - o.change.abs()).abs() <= (other - v.change.abs()).abs())
         })
+}
+
+/// The called path judged against the rest with the largest change each way, falls first:
+/// the one move [`explained_by_another`] weighs a path against (a path that grows moves its
+/// siblings' ratios by less than it moved), found once per workload, so a compare of many
+/// called paths stays linear in them.
+fn largest_called_moves(paths: &[PathVerdict]) -> [Option<&PathVerdict>; 2] {
+    let mut largest: [Option<&PathVerdict>; 2] = [None, None];
+    for o in paths
+        .iter()
+        .filter(|o| o.called() && o.rest_per_path.is_some())
+    {
+        let way = usize::from(!o.change.is_sign_negative());
+        if largest[way].is_none_or(|l| o.change.abs() > l.change.abs()) {
+            largest[way] = Some(o);
+        }
+    }
+    largest
 }
 
 /// A path's verdict from its q-value and change: called when the family rejects it and the
