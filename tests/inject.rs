@@ -420,7 +420,9 @@ fn a_path_verdict_calls_the_injected_syscall_and_no_other_path() {
         getppid["low"].as_f64().unwrap(),
         getppid["high"].as_f64().unwrap(),
     );
-    assert!(low > 1000.0 && high > 2000.0, "{getppid}");
+    // Ground truth: above zero (called), and its interval holds the 2 us asked for, give or
+    // take the wait's own 10% (the loop's clock reads; a loaded CPU's slower wait).
+    assert!(low > 0.0 && low < 2200.0 && high > 1800.0, "{getppid}");
     let text = String::from_utf8(compare("text").stdout).unwrap();
     assert!(
         text.contains("The largest path change: syscall getppid in null_call"),
