@@ -626,8 +626,8 @@ fn varies_note(path: &SampledPath, profile: &StackProfile) -> Option<String> {
         None => path.name.clone(),
     };
     Some(format!(
-        "{name} varies between runner processes: {}-{} across rounds, more than its samples' \
-         noise explains (its interval spans the rounds')",
+        "{name} varies between runner processes: {}-{} of the op's sampled CPU time across \
+         rounds, more than its samples' noise explains (its interval spans the rounds')",
         percent_within(low, None),
         percent_within(high, None)
     ))
@@ -782,7 +782,8 @@ mod tests {
         p.paths[1].round_samples = vec![7_600, 8_400, 8_000];
         p.paths[0].round_samples = vec![12_000, 12_010, 11_990];
         let t = PathsTable::of(&w).unwrap();
-        let said = "security_file_open varies between runner processes: 38.0%-42.0% across rounds";
+        let said = "security_file_open varies between runner processes: 38.0%-42.0% of the op's sampled CPU \
+                    time across rounds";
         for shown in [
             t.render(Markup::Terminal),
             t.render(Markup::Markdown),
