@@ -86,7 +86,7 @@ impl Measured {
                 let a = attribute(
                     &taken.probed,
                     &p.focused_functions(),
-                    mean(&taken.clean_ns_per_op),
+                    crate::stats::mean(&taken.clean_ns_per_op).unwrap_or(0.0),
                     p.correction(),
                     p.waits_measured(),
                 );
@@ -245,14 +245,6 @@ fn note_untimed(result: &mut WorkloadResult) {
                 row.name, row.untimed_calls
             ));
         }
-    }
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        0.0
-    } else {
-        xs.iter().sum::<f64>() / xs.len() as f64
     }
 }
 

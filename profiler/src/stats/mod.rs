@@ -55,6 +55,11 @@ impl Summary {
     }
 }
 
+/// The arithmetic mean; None for no values.
+pub fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
 /// Summarises `samples`; None when there are none. Non-finite samples are ignored.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
     let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();

@@ -144,14 +144,14 @@ pub fn components(sides: &[&[FileRounds]]) -> Components {
                 within.add(round);
             }
             rounds.add(&values);
-            if let Some(m) = mean(&values) {
+            if let Some(m) = stats::mean(&values) {
                 file_values.push(m);
             }
         }
         files.add(&file_values);
         grand.extend(file_values);
     }
-    let Some(scale) = mean(&grand).map(f64::abs).filter(|m| *m > 0.0) else {
+    let Some(scale) = stats::mean(&grand).map(f64::abs).filter(|m| *m > 0.0) else {
         return Components::default();
     };
     let var_within = within.variance();
@@ -180,7 +180,7 @@ struct Pooled {
 
 impl Pooled {
     fn add(&mut self, group: &[f64]) {
-        let Some(m) = mean(group) else { return };
+        let Some(m) = stats::mean(group) else { return };
         self.sum_sq += group.iter().map(|v| (v - m).powi(2)).sum::<f64>();
         self.df += group.len() - 1;
         self.groups += 1;
@@ -202,10 +202,6 @@ impl Pooled {
             self.values as f64 / self.groups as f64
         }
     }
-}
-
-fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 fn median(xs: &[f64]) -> Option<f64> {
@@ -264,7 +260,7 @@ pub fn observations(side: &[FileRounds], unit: Unit) -> Vec<f64> {
         Unit::Round | Unit::Run => side.iter().flat_map(|f| round_medians(f)).collect(),
         Unit::File => side
             .iter()
-            .filter_map(|f| mean(&round_medians(f)))
+            .filter_map(|f| stats::mean(&round_medians(f)))
             .collect(),
         // A paired file's rounds keep their places (an empty round stays, as NaN), so round i
         // of one variant meets round i of the other.
@@ -298,7 +294,7 @@ pub fn level(side: &[FileRounds]) -> Unit {
 pub fn variance_floor(side: &[FileRounds], unit: Unit) -> Floor {
     let mut below = Pooled::default();
     let relative = |group: &[f64]| -> Vec<f64> {
-        match mean(group) {
+        match stats::mean(group) {
             Some(m) if m > 0.0 && m.is_finite() => group.iter().map(|v| v / m).collect(),
             _ => Vec::new(),
         }

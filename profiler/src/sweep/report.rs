@@ -12,7 +12,10 @@ use super::{
     split::{self, PathKey, SlopeSplit, ValueFigures},
     Parameter, SweepSpec,
 };
-use crate::results::{PathKind, Results, Unit, WorkloadResult};
+use crate::{
+    results::{PathKind, Results, Unit, WorkloadResult},
+    stats,
+};
 
 /// Paths a text report lists per workload (JSON and HTML hold them all).
 pub const PATHS_SHOWN: usize = 8;
@@ -346,7 +349,7 @@ fn path_values(w: &WorkloadResult) -> BTreeMap<PathKey, (&'static str, Vec<f64>)
         let rounds: Vec<f64> = if per_sample > 0 && per_sample == w.probed.len() {
             w.by_round(&row.samples_ns_per_op)
                 .iter()
-                .map(|r| mean(r) * correction)
+                .map(|r| stats::mean(r).unwrap_or(0.0) * correction)
                 .collect()
         } else {
             vec![row.corrected_ns_per_op]
@@ -397,7 +400,7 @@ fn curve(values: &[(u64, Vec<f64>)]) -> Curve {
 }
 
 fn point(x: u64, rounds: &[f64]) -> Point {
-    let value = mean(rounds);
+    let value = stats::mean(rounds).unwrap_or(0.0);
     let half = (rounds.len() > 1)
         .then(|| {
             let n = rounds.len() as f64;
@@ -419,11 +422,4 @@ fn point(x: u64, rounds: &[f64]) -> Point {
             Vec::new()
         },
     }
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.iter().sum::<f64>() / xs.len() as f64
 }

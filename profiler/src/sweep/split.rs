@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::fit::{self, Line};
-use crate::{attribution::Level, results::PathKind};
+use crate::{attribution::Level, results::PathKind, stats};
 
 /// A path by its kind, name and the path it runs under.
 pub type PathKey = (PathKind, String, Option<String>);
@@ -114,12 +114,7 @@ fn per_round(path: &[f64], rounds: usize) -> Vec<f64> {
     if path.len() == rounds {
         return path.to_vec();
     }
-    let mean = if path.is_empty() {
-        0.0
-    } else {
-        path.iter().sum::<f64>() / path.len() as f64
-    };
-    vec![mean; rounds]
+    vec![stats::mean(path).unwrap_or(0.0); rounds]
 }
 
 #[cfg(test)]
