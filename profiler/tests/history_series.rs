@@ -53,10 +53,18 @@ fn each_step_of_an_imported_kernbench_series_is_listed_with_size_and_p() {
     let elapsed = step("build");
     assert!(
         elapsed.starts_with(
-            "  step at 6 ([PATCH 05/10] Task watchers v2): 124.3 s -> 127.1 s (+2.2%), p = 0.0"
+            "  step at 6 ([PATCH 05/10] Task watchers v2): 124.3 s -> 127.1 s (+2.2%), p = "
         ),
         "{elapsed}"
     );
+    // The step is told apart: its p-value, however it is printed, is below 0.05.
+    let p: f64 = elapsed
+        .rsplit("p = ")
+        .next()
+        .and_then(|p| p.split_whitespace().next())
+        .and_then(|p| p.trim_end_matches([',', ')']).parse().ok())
+        .unwrap_or_else(|| panic!("a p-value in {elapsed}"));
+    assert!(p < 0.05, "{elapsed}");
     assert!(step("build.system").contains("(+4.2%)"), "{text}");
     // The flat metric says which step its 11 points could have found.
     assert!(
