@@ -623,36 +623,110 @@ pub fn profile(
     on_cpu_ns_per_op: Option<f64>,
 ) -> StackProfile {
     let total = stacks.total();
-    let rounds = stacks.rounds();
     let on_cpu_ns_per_op =
         on_cpu_ns_per_op.unwrap_or_else(|| total as f64 * period_ns as f64 / ops.max(1) as f64);
-    let mut user_samples = 0;
-    let mut probe_samples = 0;
-    let mut lost_stacks = 0;
-    // The workload's own samples in each round.
-    let mut own_by_round = vec![0u64; rounds];
-    // Per path: samples of the workload's own with it on the stack, those with it innermost,
-    // and every sample with it on the stack, the probes' own included; and the first, round
-    // by round.
-    let mut tallies: BTreeMap<PathKey, Tally> = BTreeMap::new();
-    // Per group: the workload's own samples with any of its paths on the stack, by round.
-    // The security layer, the task paths and the other layers are always there, at zero if
-    // no sample fell in them: a profile with groups says so, where a file written before them
-    // has none.
-    let mut groups: BTreeMap<(GroupKind, Option<String>), Vec<u64>> = [
-        GroupKind::Hooks,
-        GroupKind::TaskPaths,
-        GroupKind::Seccomp,
-        GroupKind::Audit,
-        GroupKind::Netfilter,
-        GroupKind::OtherBpf,
-    ]
-    .map(|kind| ((kind, None), vec![0; rounds]))
-    .into();
-    // Per place: the workload's own samples there, by round (each sample in one place).
-    let mut places: BTreeMap<(Place, Option<String>), Vec<u64>> = BTreeMap::new();
-    let mut folded: HashMap<String, u64> = HashMap::new();
+    let mut counts = Counts::new(stacks.rounds());
     for (key, by_round) in &stacks.counts {
+        counts.add(key, by_round, names, &stacks.own_tags);
+    }
+    let scale = Scale::new(&counts, total, on_cpu_ns_per_op);
+    let Counts {
+        user_samples,
+        probe_samples,
+        lost_stacks,
+        own_by_round,
+        tallies,
+        groups,
+        places,
+        folded,
+        ..
+    } = counts;
+    StackProfile {
+        period_ns,
+        stack_passes: None,
+        groups: groups
+            .into_iter()
+            .map(|(group, by_round)| scale.group(group, by_round))
+            .collect(),
+        samples: total,
+        user_samples,
+        probe_samples,
+        lost_stacks,
+        ops,
+        on_cpu_ns_per_op,
+        round_samples: if scale.keep_rounds {
+            own_by_round
+        } else {
+            Vec::new()
+        },
+        paths: tallies
+            .into_iter()
+            .filter(|(_, t)| t.inclusive > 0)
+            .map(|(key, tally)| scale.path(key, tally))
+            .collect(),
+        folded: bounded(folded),
+        places: places
+            .into_iter()
+            .map(|(place, by_round)| scale.place(place, by_round))
+            .collect(),
+    }
+}
+
+/// What the stacks hold, counted before any share is taken.
+struct Counts {
+    rounds: usize,
+    user_samples: u64,
+    probe_samples: u64,
+    lost_stacks: u64,
+    /// The workload's own samples in each round.
+    own_by_round: Vec<u64>,
+    /// Per path: samples of the workload's own with it on the stack, those with it innermost,
+    /// and every sample with it on the stack, the probes' own included; and the first, round
+    /// by round.
+    tallies: BTreeMap<PathKey, Tally>,
+    /// Per group: the workload's own samples with any of its paths on the stack, by round.
+    groups: BTreeMap<(GroupKind, Option<String>), Vec<u64>>,
+    /// Per place: the workload's own samples there, by round (each sample in one place).
+    places: BTreeMap<(Place, Option<String>), Vec<u64>>,
+    folded: HashMap<String, u64>,
+}
+
+impl Counts {
+    fn new(rounds: usize) -> Counts {
+        // The security layer, the task paths and the other layers are always there, at zero
+        // if no sample fell in them: a profile with groups says so, where a file written
+        // before them has none.
+        let groups = [
+            GroupKind::Hooks,
+            GroupKind::TaskPaths,
+            GroupKind::Seccomp,
+            GroupKind::Audit,
+            GroupKind::Netfilter,
+            GroupKind::OtherBpf,
+        ]
+        .map(|kind| ((kind, None), vec![0; rounds]))
+        .into();
+        Counts {
+            rounds,
+            user_samples: 0,
+            probe_samples: 0,
+            lost_stacks: 0,
+            own_by_round: vec![0; rounds],
+            tallies: BTreeMap::new(),
+            groups,
+            places: BTreeMap::new(),
+            folded: HashMap::new(),
+        }
+    }
+
+    /// One stack, seen `by_round` times in each round.
+    fn add(
+        &mut self,
+        key: &StackKey,
+        by_round: &[u64],
+        names: &HashMap<u64, Symbol>,
+        own_tags: &[String],
+    ) {
         let count: u64 = by_round.iter().sum();
         let named = named_frames(&key.ips, names);
         let frames: Vec<&str> = named.iter().map(String::as_str).collect();
@@ -661,167 +735,171 @@ pub fn profile(
             (false, true) => LOST_STACK.to_string(),
             (false, false) => frames.join(";"),
         };
-        *folded.entry(line).or_default() += count;
-        let context = context(key.user, &frames, &stacks.own_tags);
+        *self.folded.entry(line).or_default() += count;
+        let context = context(key.user, &frames, own_tags);
         let syscall = syscall_of(key.syscall_nr, &frames);
-        let paths = paths_of(&frames, syscall.as_deref(), &stacks.own_tags);
+        let paths = paths_of(&frames, syscall.as_deref(), own_tags);
         if is_own(context, &frames) {
             let place = place_of(key.user, &frames, &paths, syscall.as_deref());
-            let t = places.entry(place).or_insert_with(|| vec![0; rounds]);
-            for ((own, at), n) in own_by_round.iter_mut().zip(t.iter_mut()).zip(by_round) {
-                *own += n;
-                *at += n;
-            }
+            let rounds = self.rounds;
+            let t = self.places.entry(place).or_insert_with(|| vec![0; rounds]);
+            add_rounds(t, by_round);
+            add_rounds(&mut self.own_by_round, by_round);
         }
         match context {
-            Context::User => user_samples += count,
-            context => {
-                let workload_s = context == Context::Kernel;
-                if workload_s && frames.is_empty() {
-                    lost_stacks += count;
+            Context::User => self.user_samples += count,
+            Context::Probe => {
+                self.probe_samples += count;
+                self.add_spanned(&paths, count);
+            }
+            Context::Kernel => {
+                if frames.is_empty() {
+                    self.lost_stacks += count;
                 }
-                if !workload_s {
-                    probe_samples += count;
+                for group in groups_of(&paths) {
+                    let rounds = self.rounds;
+                    add_rounds(
+                        self.groups.entry(group).or_insert_with(|| vec![0; rounds]),
+                        by_round,
+                    );
                 }
-                if workload_s {
-                    for group in groups_of(&paths) {
-                        let t = groups.entry(group).or_insert_with(|| vec![0; rounds]);
-                        for (r, n) in t.iter_mut().zip(by_round) {
-                            *r += n;
-                        }
-                    }
-                }
+                self.add_spanned(&paths, count);
                 for (path, own) in &paths {
-                    let t = tallies
-                        .entry(path.clone())
-                        .or_insert_with(|| Tally::new(rounds));
-                    t.spanned += count;
-                    if workload_s {
-                        t.inclusive += count;
-                        t.own += u64::from(*own) * count;
-                        if let Some(name) = &syscall {
-                            *t.by_syscall.entry(name.clone()).or_default() += count;
-                        }
-                        for (r, n) in t.by_round.iter_mut().zip(by_round) {
-                            *r += n;
-                        }
+                    let t = self.tallies.get_mut(path).expect("added as spanned");
+                    t.inclusive += count;
+                    t.own += u64::from(*own) * count;
+                    if let Some(name) = &syscall {
+                        *t.by_syscall.entry(name.clone()).or_default() += count;
                     }
+                    add_rounds(&mut t.by_round, by_round);
                 }
             }
         }
     }
-    // One round has no spread to keep.
-    let keep_rounds = rounds >= crate::stats::shares::MIN_ROUNDS;
-    // Shares are of the workload's own CPU time: the samples less the probes' (which a run
-    // without them would not have) and the stacks the kernel lost (taken to be like the rest).
-    let own_samples = total - probe_samples - lost_stacks;
-    let own_ns_per_op = on_cpu_ns_per_op * own_samples as f64 / total.max(1) as f64;
-    let share = |n: u64| n as f64 / own_samples.max(1) as f64;
-    let per_sample_ns = on_cpu_ns_per_op / total.max(1) as f64;
-    let counted = |by_round: Vec<u64>| {
+
+    /// Every sample with a path on the stack, the probes' own included.
+    fn add_spanned(&mut self, paths: &[(PathKey, bool)], count: u64) {
+        for (path, _) in paths {
+            let rounds = self.rounds;
+            self.tallies
+                .entry(path.clone())
+                .or_insert_with(|| Tally::new(rounds))
+                .spanned += count;
+        }
+    }
+}
+
+fn add_rounds(to: &mut [u64], by_round: &[u64]) {
+    for (r, n) in to.iter_mut().zip(by_round) {
+        *r += n;
+    }
+}
+
+/// How sample counts become shares and times: shares are of the workload's own CPU time, the
+/// samples less the probes' (which a run without them would not have) and the stacks the
+/// kernel lost (taken to be like the rest).
+struct Scale {
+    own_by_round: Vec<u64>,
+    own_samples: u64,
+    own_ns_per_op: f64,
+    per_sample_ns: f64,
+    /// One round has no spread to keep.
+    keep_rounds: bool,
+}
+
+impl Scale {
+    fn new(counts: &Counts, total: u64, on_cpu_ns_per_op: f64) -> Scale {
+        let own_samples = total - counts.probe_samples - counts.lost_stacks;
+        Scale {
+            own_by_round: counts.own_by_round.clone(),
+            own_samples,
+            own_ns_per_op: on_cpu_ns_per_op * own_samples as f64 / total.max(1) as f64,
+            per_sample_ns: on_cpu_ns_per_op / total.max(1) as f64,
+            keep_rounds: counts.rounds >= crate::stats::shares::MIN_ROUNDS,
+        }
+    }
+
+    fn share(&self, n: u64) -> f64 {
+        n as f64 / self.own_samples.max(1) as f64
+    }
+
+    fn counted(&self, by_round: Vec<u64>) -> Counted {
         Counted::of(
             by_round,
-            &own_by_round,
-            own_samples,
-            keep_rounds,
-            own_ns_per_op,
+            &self.own_by_round,
+            self.own_samples,
+            self.keep_rounds,
+            self.own_ns_per_op,
         )
-    };
-    // A path's interval is a group's: its rounds' spread where that is wider than the samples'
-    // (a share that moves from runner to runner, as security_inode_permission's does with
-    // where its runner's files and dentries land, is known only that well).
-    let paths = tallies
-        .into_iter()
-        .filter(|(_, t)| t.inclusive > 0)
-        .map(|(key, t)| {
-            let syscall = (!matches!(key.kind, PathKind::Syscall | PathKind::Lsm))
-                .then(|| t.mostly_in())
-                .flatten();
-            let Tally {
-                inclusive,
-                own,
-                spanned,
-                by_round,
-                ..
-            } = t;
-            let c = counted(by_round);
-            let (low, high) = (c.low, c.high);
-            SampledPath {
-                kind: key.kind,
-                name: key.name,
-                parent: key.parent,
-                lsm: key.lsm,
-                syscall,
-                inclusive_samples: inclusive,
-                self_samples: own,
-                inclusive_share: share(inclusive),
-                share_low: low,
-                share_high: high,
-                self_share: share(own),
-                ns_per_op: share(inclusive) * own_ns_per_op,
-                ns_per_op_low: low * own_ns_per_op,
-                ns_per_op_high: high * own_ns_per_op,
-                spanned_samples: spanned,
-                spanned_ns_per_op: spanned as f64 * per_sample_ns,
-                round_samples: c.round_samples,
-            }
-        })
-        .collect();
-    let groups = groups
-        .into_iter()
-        .map(|((kind, name), by_round)| {
-            let c = counted(by_round);
-            let (lsm, program) = match kind {
-                GroupKind::BpfProgram => (None, name),
-                _ => (name, None),
-            };
-            SampledGroup {
-                kind,
-                lsm,
-                program,
-                samples: c.samples,
-                share: c.share,
-                share_low: c.low,
-                share_high: c.high,
-                ns_per_op: c.ns_per_op,
-                round_samples: c.round_samples,
-            }
-        })
-        .collect();
-    let places = places
-        .into_iter()
-        .map(|((place, syscall), by_round)| {
-            let c = counted(by_round);
-            SampledPlace {
-                place,
-                syscall,
-                samples: c.samples,
-                share: c.share,
-                share_low: c.low,
-                share_high: c.high,
-                ns_per_op: c.ns_per_op,
-                round_samples: c.round_samples,
-            }
-        })
-        .collect();
-    StackProfile {
-        period_ns,
-        stack_passes: None,
-        groups,
-        samples: total,
-        user_samples,
-        probe_samples,
-        lost_stacks,
-        ops,
-        on_cpu_ns_per_op,
-        round_samples: if keep_rounds {
-            own_by_round
-        } else {
-            Vec::new()
-        },
-        paths,
-        folded: bounded(folded),
-        places,
+    }
+
+    /// A path's interval is a group's: its rounds' spread where that is wider than the
+    /// samples' (a share that moves from runner to runner, as security_inode_permission's does
+    /// with where its runner's files and dentries land, is known only that well).
+    fn path(&self, key: PathKey, tally: Tally) -> SampledPath {
+        let syscall = (!matches!(key.kind, PathKind::Syscall | PathKind::Lsm))
+            .then(|| tally.mostly_in())
+            .flatten();
+        let Tally {
+            inclusive,
+            own,
+            spanned,
+            by_round,
+            ..
+        } = tally;
+        let c = self.counted(by_round);
+        SampledPath {
+            kind: key.kind,
+            name: key.name,
+            parent: key.parent,
+            lsm: key.lsm,
+            syscall,
+            inclusive_samples: inclusive,
+            self_samples: own,
+            inclusive_share: self.share(inclusive),
+            share_low: c.low,
+            share_high: c.high,
+            self_share: self.share(own),
+            ns_per_op: self.share(inclusive) * self.own_ns_per_op,
+            ns_per_op_low: c.low * self.own_ns_per_op,
+            ns_per_op_high: c.high * self.own_ns_per_op,
+            spanned_samples: spanned,
+            spanned_ns_per_op: spanned as f64 * self.per_sample_ns,
+            round_samples: c.round_samples,
+        }
+    }
+
+    fn group(&self, (kind, name): (GroupKind, Option<String>), by_round: Vec<u64>) -> SampledGroup {
+        let c = self.counted(by_round);
+        let (lsm, program) = match kind {
+            GroupKind::BpfProgram => (None, name),
+            _ => (name, None),
+        };
+        SampledGroup {
+            kind,
+            lsm,
+            program,
+            samples: c.samples,
+            share: c.share,
+            share_low: c.low,
+            share_high: c.high,
+            ns_per_op: c.ns_per_op,
+            round_samples: c.round_samples,
+        }
+    }
+
+    fn place(&self, (place, syscall): (Place, Option<String>), by_round: Vec<u64>) -> SampledPlace {
+        let c = self.counted(by_round);
+        SampledPlace {
+            place,
+            syscall,
+            samples: c.samples,
+            share: c.share,
+            share_low: c.low,
+            share_high: c.high,
+            ns_per_op: c.ns_per_op,
+            round_samples: c.round_samples,
+        }
     }
 }
 

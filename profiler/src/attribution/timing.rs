@@ -32,108 +32,170 @@ pub fn attribute(
     correction: Option<Correction>,
     waits_measured: bool,
 ) -> Attribution {
-    let total_ops: u64 = samples.iter().map(|s| s.ops).sum();
-    let mut rows = Vec::new();
-    for (slot, target) in functions.iter().enumerate() {
-        let Some(target) = target else { continue };
-        let per_sample: Vec<&Tally> = samples.iter().map(|s| s.delta.hook(slot)).collect();
-        // A probed function stays in the table even at zero calls: that is a finding too.
-        let kind = function_kind(target);
-        let mut r = row(
-            kind,
-            &target.function,
-            &per_sample,
-            samples,
-            total_ops,
-            clean_ns_per_op,
-            correction,
-        );
-        r.parent = target.parent.clone();
-        r.lsm = target.lsm.clone();
-        rows.push(r);
-    }
-    let syscalls: BTreeSet<usize> = samples
-        .iter()
-        .flat_map(|s| s.delta.syscalls_moved())
-        .collect();
-    for nr in syscalls {
-        if samples.iter().all(|s| s.delta.syscall(nr).calls == 0) {
-            continue;
-        }
-        // Its CPU time: the time it spent switched out is its wait, not its cost.
-        let on_cpu: Vec<Tally> = samples
-            .iter()
-            .map(|s| {
-                let mut t = *s.delta.syscall(nr);
-                if waits_measured {
-                    t.total_ns -= t.off_cpu_ns.min(t.total_ns);
-                }
-                t
-            })
-            .collect();
-        let per_sample: Vec<&Tally> = on_cpu.iter().collect();
-        let mut r = row(
-            PathKind::Syscall,
-            &syscall_name(nr),
-            &per_sample,
-            samples,
-            total_ops,
-            clean_ns_per_op,
-            correction,
-        );
-        if waits_measured {
-            let (off, timed) = on_cpu
-                .iter()
-                .fold((0, 0), |(o, t), x| (o + x.off_cpu_ns, t + x.timed));
-            r.off_cpu_ns_per_op = Some(if timed == 0 {
-                0.0
-            } else {
-                r.calls_per_op * off as f64 / timed as f64
-            });
-        }
-        rows.push(r);
-    }
+    let pass = Pass {
+        samples,
+        total_ops: samples.iter().map(|s| s.ops).sum(),
+        clean_ns_per_op,
+        correction,
+    };
+    let mut rows = pass.function_rows(functions);
+    rows.extend(pass.syscall_rows(waits_measured));
     add_dispatch(&mut rows);
     rows.sort_by(|a, b| {
         a.kind
             .cmp(&b.kind)
             .then(b.ns_per_op.total_cmp(&a.ns_per_op))
     });
-
-    let event_total = |index: u32| {
-        samples
-            .iter()
-            .map(|s| s.delta.events[index as usize])
-            .sum::<u64>()
-    };
-    let mut events_per_op = BTreeMap::new();
-    for (name, index) in [
-        ("fork", event::FORK),
-        ("exec", event::EXEC),
-        ("exit", event::EXIT),
-    ] {
-        events_per_op.insert(
-            name.to_string(),
-            event_total(index) as f64 / total_ops.max(1) as f64,
-        );
-    }
-    // Diagnostics: listed only when they happened.
-    for (name, index) in [
-        ("untracked_children", event::TRACK_FULL),
-        ("unmatched_exits", event::UNMATCHED_EXIT),
-        ("stale_exits", event::STALE_EXIT),
-        ("stack_full", event::STACK_FULL),
-        ("gate_misuse", event::GATE_MISUSE),
-        ("stack_samples_dropped", event::SAMPLES_FULL),
-    ] {
-        let n = event_total(index);
-        if n > 0 {
-            events_per_op.insert(name.into(), n as f64 / total_ops.max(1) as f64);
-        }
-    }
     Attribution {
         rows,
-        events_per_op,
+        events_per_op: pass.events_per_op(),
+    }
+}
+
+/// The probed samples of one workload, and what their rows are measured against.
+struct Pass<'a> {
+    samples: &'a [ProbedSample],
+    total_ops: u64,
+    clean_ns_per_op: f64,
+    correction: Option<Correction>,
+}
+
+impl Pass<'_> {
+    /// A row per timed kernel function: a probed function stays in the table even at zero
+    /// calls, for that is a finding too.
+    fn function_rows(&self, functions: &[Option<Target>]) -> Vec<AttributionRow> {
+        let mut rows = Vec::new();
+        for (slot, target) in functions.iter().enumerate() {
+            let Some(target) = target else { continue };
+            let per_sample: Vec<&Tally> = self.samples.iter().map(|s| s.delta.hook(slot)).collect();
+            let mut r = self.row(function_kind(target), &target.function, &per_sample);
+            r.parent = target.parent.clone();
+            r.lsm = target.lsm.clone();
+            rows.push(r);
+        }
+        rows
+    }
+
+    /// A row per syscall the workload made, of its CPU time: the time it spent switched out
+    /// (where sched_switch was probed) is its wait, not its cost.
+    fn syscall_rows(&self, waits_measured: bool) -> Vec<AttributionRow> {
+        let syscalls: BTreeSet<usize> = self
+            .samples
+            .iter()
+            .flat_map(|s| s.delta.syscalls_moved())
+            .collect();
+        let mut rows = Vec::new();
+        for nr in syscalls {
+            if self.samples.iter().all(|s| s.delta.syscall(nr).calls == 0) {
+                continue;
+            }
+            let on_cpu: Vec<Tally> = self
+                .samples
+                .iter()
+                .map(|s| {
+                    let mut t = *s.delta.syscall(nr);
+                    if waits_measured {
+                        t.total_ns -= t.off_cpu_ns.min(t.total_ns);
+                    }
+                    t
+                })
+                .collect();
+            let per_sample: Vec<&Tally> = on_cpu.iter().collect();
+            let mut r = self.row(PathKind::Syscall, &syscall_name(nr), &per_sample);
+            if waits_measured {
+                let (off, timed) = on_cpu
+                    .iter()
+                    .fold((0, 0), |(o, t), x| (o + x.off_cpu_ns, t + x.timed));
+                r.off_cpu_ns_per_op = Some(if timed == 0 {
+                    0.0
+                } else {
+                    r.calls_per_op * off as f64 / timed as f64
+                });
+            }
+            rows.push(r);
+        }
+        rows
+    }
+
+    /// The task events per op; the diagnostics only where they happened.
+    fn events_per_op(&self) -> BTreeMap<String, f64> {
+        let per_op = |index: u32| {
+            let n: u64 = self
+                .samples
+                .iter()
+                .map(|s| s.delta.events[index as usize])
+                .sum();
+            (n, n as f64 / self.total_ops.max(1) as f64)
+        };
+        let mut events_per_op = BTreeMap::new();
+        for (name, index) in [
+            ("fork", event::FORK),
+            ("exec", event::EXEC),
+            ("exit", event::EXIT),
+        ] {
+            events_per_op.insert(name.to_string(), per_op(index).1);
+        }
+        for (name, index) in [
+            ("untracked_children", event::TRACK_FULL),
+            ("unmatched_exits", event::UNMATCHED_EXIT),
+            ("stale_exits", event::STALE_EXIT),
+            ("stack_full", event::STACK_FULL),
+            ("gate_misuse", event::GATE_MISUSE),
+            ("stack_samples_dropped", event::SAMPLES_FULL),
+        ] {
+            let (n, rate) = per_op(index);
+            if n > 0 {
+                events_per_op.insert(name.into(), rate);
+            }
+        }
+        events_per_op
+    }
+
+    /// One path's row from its tallies in each sample.
+    fn row(&self, kind: PathKind, name: &str, per_sample: &[&Tally]) -> AttributionRow {
+        let total = per_sample
+            .iter()
+            .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
+        let calls_per_op = total.calls as f64 / self.total_ops.max(1) as f64;
+        let ns_per_op = calls_per_op * ns_per_call(&total);
+        let clean_share = if self.clean_ns_per_op > 0.0 {
+            ns_per_op / self.clean_ns_per_op
+        } else {
+            0.0
+        };
+        let samples_ns_per_op = per_sample
+            .iter()
+            .zip(self.samples)
+            .map(|(t, s)| t.calls as f64 / s.ops.max(1) as f64 * ns_per_call(t))
+            .collect();
+        let mut histogram = total.hist.to_vec();
+        while histogram.last() == Some(&0) {
+            histogram.pop();
+        }
+        let corrected_ns_per_call = corrected_ns_per_call(&total, kind, self.correction);
+        AttributionRow {
+            kind,
+            name: name.to_string(),
+            parent: None,
+            lsm: None,
+            calls_per_op,
+            ns_per_call: ns_per_call(&total),
+            ns_per_op,
+            corrected_ns_per_call,
+            corrected_ns_per_op: calls_per_op * corrected_ns_per_call,
+            correction: self
+                .correction
+                .filter(|_| total.timed > 0)
+                .map(|_| CorrectionMethod::Calibrated),
+            dispatch_ns_per_op: None,
+            // Of the clean op until the run's breakdown takes it of its whole (`derive_shares`).
+            share: clean_share,
+            share_of_clean_op: Some(clean_share),
+            untimed_calls: total.calls - total.timed,
+            histogram,
+            samples_ns_per_op,
+            off_cpu_ns_per_op: None,
+        }
     }
 }
 
@@ -200,58 +262,6 @@ fn corrected_ns_per_call(t: &Tally, kind: PathKind, correction: Option<Correctio
     };
     let probes_ns = t.timed as f64 * own + t.nested as f64 * c.pair_ns;
     ((t.total_ns as f64 - probes_ns) / t.timed as f64).max(0.0)
-}
-
-fn row(
-    kind: PathKind,
-    name: &str,
-    per_sample: &[&Tally],
-    samples: &[ProbedSample],
-    total_ops: u64,
-    clean_ns_per_op: f64,
-    correction: Option<Correction>,
-) -> AttributionRow {
-    let total = per_sample
-        .iter()
-        .fold(Tally::ZERO, |acc, t| tally_sum(&acc, t));
-    let calls_per_op = total.calls as f64 / total_ops.max(1) as f64;
-    let ns_per_op = calls_per_op * ns_per_call(&total);
-    let clean_share = if clean_ns_per_op > 0.0 {
-        ns_per_op / clean_ns_per_op
-    } else {
-        0.0
-    };
-    let samples_ns_per_op = per_sample
-        .iter()
-        .zip(samples)
-        .map(|(t, s)| t.calls as f64 / s.ops.max(1) as f64 * ns_per_call(t))
-        .collect();
-    let mut histogram = total.hist.to_vec();
-    while histogram.last() == Some(&0) {
-        histogram.pop();
-    }
-    AttributionRow {
-        kind,
-        name: name.to_string(),
-        parent: None,
-        lsm: None,
-        calls_per_op,
-        ns_per_call: ns_per_call(&total),
-        ns_per_op,
-        corrected_ns_per_call: corrected_ns_per_call(&total, kind, correction),
-        corrected_ns_per_op: calls_per_op * corrected_ns_per_call(&total, kind, correction),
-        correction: correction
-            .filter(|_| total.timed > 0)
-            .map(|_| CorrectionMethod::Calibrated),
-        dispatch_ns_per_op: None,
-        // Of the clean op until the run's breakdown takes it of its whole (`derive_shares`).
-        share: clean_share,
-        share_of_clean_op: Some(clean_share),
-        untimed_calls: total.calls - total.timed,
-        histogram,
-        samples_ns_per_op,
-        off_cpu_ns_per_op: None,
-    }
 }
 
 #[cfg(test)]
