@@ -20,151 +20,27 @@ pub fn compare(
     criteria: &Criteria,
 ) -> anyhow::Result<Comparison> {
     let (old_pool, new_pool) = (pool(old)?, pool(new)?);
-    let paired = paired_variants(old, new);
-    // Imported summaries: one file a side whose samples are each a run of the benchmark.
-    let samples_are_runs = old.iter().chain(new).all(Results::samples_are_runs);
+    let replicated = Replicated {
+        paired: paired_variants(old, new),
+        // Imported summaries: one file a side whose samples are each a run of the benchmark.
+        samples_are_runs: old.iter().chain(new).all(Results::samples_are_runs),
+    };
     let mut workloads = Vec::new();
     let mut tests = Vec::new();
     for (name, o) in &old_pool {
         let Some((_, n)) = new_pool.iter().find(|(m, _)| m == name) else {
             continue;
         };
-        let replication = match replication::level(&o.clean).max(replication::level(&n.clean)) {
-            _ if paired => Replication::Pair,
-            Replication::Round if samples_are_runs => Replication::Run,
-            level => level,
-        };
-        let (Some(old_o), Some(new_o)) = (
-            observe(&o.clean, replication),
-            observe(&n.clean, replication),
-        ) else {
-            continue;
-        };
-        let unit = o.unit.expect("set with the first sample");
-        anyhow::ensure!(
-            Some(unit) == n.unit,
-            "workload {name} is in {} in OLD and {} in NEW",
-            unit.symbol(),
-            n.unit.map_or("?", Unit::symbol)
-        );
-        let extras = o
-            .extras
-            .iter()
-            .filter_map(|(e, eu, ov)| {
-                let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
-                let (old, new) = (observe(ov, replication)?, observe(nv, replication)?);
-                let floors = floors(ov, nv, replication, None);
-                let test = tested(&old, &new, replication, floors);
-                Some(ExtraComparison {
-                    name: e.clone(),
-                    unit: *eu,
-                    change: change_at(&old.summary, &new.summary, test, 1.0 - stats::CONFIDENCE),
-                    old: old.summary,
-                    new: new.summary,
-                })
-            })
-            .collect();
-        let disturbed_run = match replication {
-            Replication::File => disturbed(&o.clean, &n.clean),
-            _ => None,
-        };
-        let floors = floors(&o.clean, &n.clean, replication, disturbed_run);
-        let test = tested(&old_o, &new_o, replication, floors);
-        let (old_s, new_s) = (old_o.summary, new_o.summary);
-        let components = replication::components(&[&o.clean, &n.clean]);
-        tests.push(test);
-        let mut attribution = attribute_change(
-            unit,
-            (&old_s, &new_s),
-            (
-                Rows {
-                    merged: &o.attribution,
-                    rounds: &o.row_rounds,
-                },
-                Rows {
-                    merged: &n.attribution,
-                    rounds: &n.row_rounds,
-                },
-            ),
-            replication,
-        );
-        let mut sampled = sampled::sampled_change(
-            &o.profiles.iter().collect::<Vec<_>>(),
-            &n.profiles.iter().collect::<Vec<_>>(),
-            replication == Replication::File,
-        );
-        if let Some(s) = &mut sampled {
-            s.whole_ns = rows::op_ns(unit, new_s.mean)
-                .zip(rows::op_ns(unit, old_s.mean))
-                .map(|(n, o)| n - o);
-            if let Some(a) = &mut attribution {
-                sampled::cross_check(s, &mut a.paths);
-            }
+        if let Some((workload, test)) = compare_workload(name, o, n, replicated)? {
+            workloads.push(workload);
+            tests.push(test);
         }
-        workloads.push(WorkloadComparison {
-            name: name.clone(),
-            unit,
-            replication,
-            test: test.map(|t| t.kind),
-            change: change_at(&old_s, &new_s, test, 1.0 - stats::CONFIDENCE),
-            attribution,
-            sampled,
-            machine_state: machine_state(name, &components),
-            machine_speed_changed: false,
-            disturbed_run,
-            components,
-            minimum_detectable_effect: None,
-            floor_over_rounds: None,
-            old: old_s,
-            new: new_s,
-            adjusted_p: None,
-            verdict: Verdict::Inconclusive,
-            extras,
-            option_note: None,
-            load_note: None,
-            paths: Vec::new(),
-        });
     }
     anyhow::ensure!(
         !workloads.is_empty(),
         "OLD and NEW have no workload with samples in common"
     );
-    // Holm across the family of workloads that have a test; each interval at the level its
-    // step tested it at, so interval and adjusted p agree.
-    let tested_at: Vec<usize> = (0..workloads.len())
-        .filter(|&i| tests[i].is_some())
-        .collect();
-    let p_values: Vec<f64> = tested_at
-        .iter()
-        .filter_map(|&i| tests[i].map(|t| t.ratio.p_value))
-        .collect();
-    let levels = stats::holm_levels(&p_values, criteria.alpha);
-    for ((&i, adjusted), level) in tested_at.iter().zip(stats::holm(&p_values)).zip(levels) {
-        let w = &mut workloads[i];
-        w.adjusted_p = Some(adjusted);
-        w.change = change_at(&w.old, &w.new, tests[i], level);
-    }
-    // A single regression among m workloads faces Holm's strictest step, alpha / m.
-    let family = tested_at.len().max(1) as f64;
-    for (w, test) in workloads.iter_mut().zip(&tests) {
-        w.minimum_detectable_effect = test
-            .and_then(|t| {
-                replication::minimum_detectable(
-                    t.ratio.log_std_error,
-                    t.ratio.df,
-                    criteria.alpha / family,
-                )
-            })
-            .map(|m| m.exp_m1().max(criteria.threshold));
-        w.floor_over_rounds = floor_over_rounds(w).map(|f| f.max(criteria.threshold));
-        w.verdict = verdict(w, criteria);
-    }
-    let names = |pool: &[(String, Pooled)], other: &[(String, Pooled)]| -> Vec<String> {
-        pool.iter()
-            .filter(|(n, _)| !other.iter().any(|(m, _)| m == n))
-            .map(|(n, _)| n.clone())
-            .collect()
-    };
+    decide_family(&mut workloads, &tests, criteria);
     let options = option_differences(old, new);
     let mut environment = environment_differences(old, new);
     environment.extend(speed::check(&mut workloads));
@@ -185,8 +61,8 @@ pub fn compare(
         options,
         environment,
         call_counts: facts::call_counts(old, new),
-        only_in_old: names(&old_pool, &new_pool),
-        only_in_new: names(&new_pool, &old_pool),
+        only_in_old: only_in(&old_pool, &new_pool),
+        only_in_new: only_in(&new_pool, &old_pool),
         stacks: super::stacks::changes(old, new, &|name| {
             workloads
                 .iter()
@@ -196,6 +72,183 @@ pub fn compare(
         }),
         workloads,
     })
+}
+
+/// How the two sides were repeated, as far as every workload shares it.
+#[derive(Clone, Copy)]
+struct Replicated {
+    /// The two sides are the variants of one paired run (`--versus`).
+    paired: bool,
+    samples_are_runs: bool,
+}
+
+/// One workload's comparison before the family's tests adjust it, and its own test; None
+/// where a side has no observation at the level tested.
+fn compare_workload(
+    name: &str,
+    o: &Pooled,
+    n: &Pooled,
+    replicated: Replicated,
+) -> anyhow::Result<Option<(WorkloadComparison, Option<replication::Test>)>> {
+    let replication = match replication::level(&o.clean).max(replication::level(&n.clean)) {
+        _ if replicated.paired => Replication::Pair,
+        Replication::Round if replicated.samples_are_runs => Replication::Run,
+        level => level,
+    };
+    let (Some(old_o), Some(new_o)) = (
+        observe(&o.clean, replication),
+        observe(&n.clean, replication),
+    ) else {
+        return Ok(None);
+    };
+    let unit = o.unit.expect("set with the first sample");
+    anyhow::ensure!(
+        Some(unit) == n.unit,
+        "workload {name} is in {} in OLD and {} in NEW",
+        unit.symbol(),
+        n.unit.map_or("?", Unit::symbol)
+    );
+    let disturbed_run = match replication {
+        Replication::File => disturbed(&o.clean, &n.clean),
+        _ => None,
+    };
+    let floors = floors(&o.clean, &n.clean, replication, disturbed_run);
+    let test = tested(&old_o, &new_o, replication, floors);
+    let (old_s, new_s) = (old_o.summary, new_o.summary);
+    let components = replication::components(&[&o.clean, &n.clean]);
+    let (attribution, sampled) = attributed(o, n, unit, (&old_s, &new_s), replication);
+    let workload = WorkloadComparison {
+        name: name.to_string(),
+        unit,
+        replication,
+        test: test.map(|t| t.kind),
+        change: change_at(&old_s, &new_s, test, 1.0 - stats::CONFIDENCE),
+        attribution,
+        sampled,
+        machine_state: machine_state(name, &components),
+        machine_speed_changed: false,
+        disturbed_run,
+        components,
+        minimum_detectable_effect: None,
+        floor_over_rounds: None,
+        old: old_s,
+        new: new_s,
+        adjusted_p: None,
+        verdict: Verdict::Inconclusive,
+        extras: extras(o, n, replication),
+        option_note: None,
+        load_note: None,
+        paths: Vec::new(),
+    };
+    Ok(Some((workload, test)))
+}
+
+/// The extra metrics both sides recorded, each compared at the workload's level.
+fn extras(o: &Pooled, n: &Pooled, replication: Replication) -> Vec<ExtraComparison> {
+    o.extras
+        .iter()
+        .filter_map(|(e, eu, ov)| {
+            let (_, _, nv) = n.extras.iter().find(|(m, _, _)| m == e)?;
+            let (old, new) = (observe(ov, replication)?, observe(nv, replication)?);
+            let floors = floors(ov, nv, replication, None);
+            let test = tested(&old, &new, replication, floors);
+            Some(ExtraComparison {
+                name: e.clone(),
+                unit: *eu,
+                change: change_at(&old.summary, &new.summary, test, 1.0 - stats::CONFIDENCE),
+                old: old.summary,
+                new: new.summary,
+            })
+        })
+        .collect()
+}
+
+/// The change split over the timed paths, and over the sampled ones (cross-checked against
+/// the timed where both saw a path).
+fn attributed(
+    o: &Pooled,
+    n: &Pooled,
+    unit: Unit,
+    (old_s, new_s): (&Summary, &Summary),
+    replication: Replication,
+) -> (
+    Option<super::ChangeAttribution>,
+    Option<super::SampledChange>,
+) {
+    let mut attribution = attribute_change(
+        unit,
+        (old_s, new_s),
+        (
+            Rows {
+                merged: &o.attribution,
+                rounds: &o.row_rounds,
+            },
+            Rows {
+                merged: &n.attribution,
+                rounds: &n.row_rounds,
+            },
+        ),
+        replication,
+    );
+    let mut sampled = sampled::sampled_change(
+        &o.profiles.iter().collect::<Vec<_>>(),
+        &n.profiles.iter().collect::<Vec<_>>(),
+        replication == Replication::File,
+    );
+    if let Some(s) = &mut sampled {
+        s.whole_ns = rows::op_ns(unit, new_s.mean)
+            .zip(rows::op_ns(unit, old_s.mean))
+            .map(|(n, o)| n - o);
+        if let Some(a) = &mut attribution {
+            sampled::cross_check(s, &mut a.paths);
+        }
+    }
+    (attribution, sampled)
+}
+
+/// Holm across the family of workloads that have a test; each interval at the level its step
+/// tested it at, so interval and adjusted p agree; then what each could have found.
+fn decide_family(
+    workloads: &mut [WorkloadComparison],
+    tests: &[Option<replication::Test>],
+    criteria: &Criteria,
+) {
+    let tested_at: Vec<usize> = (0..workloads.len())
+        .filter(|&i| tests[i].is_some())
+        .collect();
+    let p_values: Vec<f64> = tested_at
+        .iter()
+        .filter_map(|&i| tests[i].map(|t| t.ratio.p_value))
+        .collect();
+    let levels = stats::holm_levels(&p_values, criteria.alpha);
+    for ((&i, adjusted), level) in tested_at.iter().zip(stats::holm(&p_values)).zip(levels) {
+        let w = &mut workloads[i];
+        w.adjusted_p = Some(adjusted);
+        w.change = change_at(&w.old, &w.new, tests[i], level);
+    }
+    // A single regression among m workloads faces Holm's strictest step, alpha / m.
+    let family = tested_at.len().max(1) as f64;
+    for (w, test) in workloads.iter_mut().zip(tests) {
+        w.minimum_detectable_effect = test
+            .and_then(|t| {
+                replication::minimum_detectable(
+                    t.ratio.log_std_error,
+                    t.ratio.df,
+                    criteria.alpha / family,
+                )
+            })
+            .map(|m| m.exp_m1().max(criteria.threshold));
+        w.floor_over_rounds = floor_over_rounds(w).map(|f| f.max(criteria.threshold));
+        w.verdict = verdict(w, criteria);
+    }
+}
+
+/// The workloads of `pool` that `other` does not have.
+fn only_in(pool: &[(String, Pooled)], other: &[(String, Pooled)]) -> Vec<String> {
+    pool.iter()
+        .filter(|(n, _)| !other.iter().any(|(m, _)| m == n))
+        .map(|(n, _)| n.clone())
+        .collect()
 }
 
 /// A workload's verdict from its interval; one whose interval had to make room for the

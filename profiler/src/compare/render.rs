@@ -608,6 +608,34 @@ pub fn render_markdown(c: &Comparison) -> String {
     if let Some(load) = &c.load {
         let _ = writeln!(out, "**{}**\n", super::load::sentence(load));
     }
+    out.push_str(&markdown_differences(c));
+    out.push_str(&super::facts::markdown(&c.call_counts));
+    out.push_str(&markdown_verdicts(c));
+    for w in c.workloads.iter() {
+        for note in notes(w) {
+            let _ = writeln!(out, "\n_{}: {note}_", w.name);
+        }
+    }
+    out.push_str(&markdown_floors(c));
+    out.push_str(&markdown_where_the_time_went(c));
+    let _ = write!(
+        out,
+        "\n{}\n\n{}",
+        path_text::family_sentence(c),
+        path_text::markdown_table(c)
+    );
+    if let Some(largest) = path_text::largest_sentence(&c.path_family) {
+        let _ = writeln!(out, "\n{largest}");
+    }
+    if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Markdown) {
+        let _ = write!(out, "\n{table}");
+    }
+    out
+}
+
+/// The sides' differences in options and environment, a bold heading a section.
+fn markdown_differences(c: &Comparison) -> String {
+    let mut out = String::new();
     match differences(c).as_slice() {
         [] => {
             let _ = writeln!(out, "{}.\n", no_differences());
@@ -623,7 +651,12 @@ pub fn render_markdown(c: &Comparison) -> String {
             }
         }
     }
-    out.push_str(&super::facts::markdown(&c.call_counts));
+    out
+}
+
+/// The summary, the family's sentences and the table of the workloads' verdicts.
+fn markdown_verdicts(c: &Comparison) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "**{}** (Holm-adjusted p < {}, |change| > {}%)\n",
@@ -666,24 +699,29 @@ pub fn render_markdown(c: &Comparison) -> String {
             w.new.n,
         );
     }
-    for w in c.workloads.iter() {
-        for note in notes(w) {
-            let _ = writeln!(out, "\n_{}: {note}_", w.name);
-        }
-    }
+    out
+}
+
+/// The least each workload could detect with any number of rounds a run, where the runs' own
+/// spread sets it.
+fn markdown_floors(c: &Comparison) -> String {
     let floors: Vec<String> = c
         .workloads
         .iter()
         .filter_map(|w| Some(format!("{} {}", w.name, percent(w.floor_over_rounds?))))
         .collect();
-    if !floors.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n_With any number of rounds a run, the runs' own spread leaves these as the least \
-             each could detect: {}. Below that, compare variants of one run (`run --versus`)._",
-            floors.join(", ")
-        );
+    if floors.is_empty() {
+        return String::new();
     }
+    format!(
+        "\n_With any number of rounds a run, the runs' own spread leaves these as the least \
+         each could detect: {}. Below that, compare variants of one run (`run --versus`)._\n",
+        floors.join(", ")
+    )
+}
+
+/// Each workload's change split over its timed and sampled paths, an item a workload.
+fn markdown_where_the_time_went(c: &Comparison) -> String {
     let attributed: Vec<String> = c
         .workloads
         .iter()
@@ -704,23 +742,12 @@ pub fn render_markdown(c: &Comparison) -> String {
         })
         .map(|lines| format!("- {}", lines.join("\n ")))
         .collect();
-    if !attributed.is_empty() {
-        out.push_str("\n**Where the time went**\n\n");
-        for a in attributed {
-            let _ = writeln!(out, "{a}");
-        }
+    if attributed.is_empty() {
+        return String::new();
     }
-    let _ = write!(
-        out,
-        "\n{}\n\n{}",
-        path_text::family_sentence(c),
-        path_text::markdown_table(c)
-    );
-    if let Some(largest) = path_text::largest_sentence(&c.path_family) {
-        let _ = writeln!(out, "\n{largest}");
-    }
-    if let Some(table) = super::suite_security::table(c, crate::report::markup::Markup::Markdown) {
-        let _ = write!(out, "\n{table}");
+    let mut out = "\n**Where the time went**\n\n".to_string();
+    for a in attributed {
+        let _ = writeln!(out, "{a}");
     }
     out
 }
