@@ -264,82 +264,10 @@ pub fn analyse(
             .entry(n)
             .or_insert_with(|| edivisive::detectable_step(n, alpha_per_metric, PERMUTATIONS))
     };
-    let mut metrics = Vec::new();
-    for name in chosen {
-        let (workload, extra) = match name.split_once('.') {
-            Some((w, e)) => (w, Some(e)),
-            None => (name.as_str(), None),
-        };
-        let values: Vec<Option<(PointValue, Unit)>> = files
-            .iter()
-            .map(|(_, r)| value(r, workload, extra))
-            .collect();
-        let Some(unit) = values.iter().flatten().map(|(_, u)| *u).next() else {
-            continue;
-        };
-        // The series skips points without the metric; indices map back to the points.
-        let present: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_some()).collect();
-        let points: Vec<PointValue> = present
-            .iter()
-            .map(|&i| values[i].expect("present").0)
-            .collect();
-        let series: Vec<f64> = points.iter().map(|p| p.value).collect();
-        let found = edivisive::change_points(&series, alpha_per_metric, PERMUTATIONS);
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(found.iter().map(|c| c.index))
-            .chain(std::iter::once(series.len()))
-            .collect();
-        let steps = found
-            .iter()
-            .enumerate()
-            .map(|(s, c)| {
-                let (lo, at, hi) = (bounds[s], bounds[s + 1], bounds[s + 2]);
-                // Each value divided first: a sum of values near f64::MAX overflows.
-                let mean = |part: &[f64]| part.iter().map(|v| v / part.len() as f64).sum::<f64>();
-                let (before, after) = (mean(&series[lo..at]), mean(&series[at..hi]));
-                let side = |range: std::ops::Range<usize>| -> Vec<Results> {
-                    range
-                        .map(|i| only_workload(&files[present[i]].1, workload))
-                        .collect()
-                };
-                let (attribution, sampled) = match extra {
-                    None => moved_paths(&side(lo..at), &side(at..hi), workload),
-                    Some(_) => (None, None),
-                };
-                Step {
-                    at: present[at],
-                    before,
-                    after,
-                    relative: if before == 0.0 {
-                        0.0
-                    } else {
-                        after / before - 1.0
-                    },
-                    p_value: c.p_value,
-                    attribution,
-                    sampled,
-                }
-            })
-            .collect();
-        let noise = noise::noise(&points, &bounds);
-        let level = series.iter().sum::<f64>() / series.len() as f64;
-        metrics.push(MetricHistory {
-            metric: name,
-            unit,
-            values: values.iter().map(|v| v.map(|(p, _)| p.value)).collect(),
-            replicate: Some(points[0].replicate)
-                .filter(|r| points.iter().all(|p| p.replicate == *r)),
-            sensitivity: sensitivity(
-                series.len(),
-                noise.as_ref(),
-                level,
-                alpha_per_metric,
-                &mut detectable,
-            ),
-            noise,
-            steps,
-        });
-    }
+    let metrics = chosen
+        .into_iter()
+        .filter_map(|name| metric_history(files, name, alpha_per_metric, &mut detectable))
+        .collect();
     Ok(History {
         method: "E-Divisive means (Matteson & James 2014) on each file's value (the mean of \
                  its rounds' medians, or its samples' median), permutation test",
@@ -355,6 +283,109 @@ pub fn analyse(
         permutations: PERMUTATIONS,
         metrics,
     })
+}
+
+/// One metric's series over the files, its change points and what it could have found; None
+/// where no file has it.
+fn metric_history(
+    files: &[(PathBuf, Results)],
+    name: String,
+    alpha_per_metric: f64,
+    detectable: &mut impl FnMut(usize) -> Detectable,
+) -> Option<MetricHistory> {
+    let (workload, extra) = match name.split_once('.') {
+        Some((w, e)) => (w, Some(e)),
+        None => (name.as_str(), None),
+    };
+    let values: Vec<Option<(PointValue, Unit)>> = files
+        .iter()
+        .map(|(_, r)| value(r, workload, extra))
+        .collect();
+    let unit = values.iter().flatten().map(|(_, u)| *u).next()?;
+    // The series skips points without the metric; indices map back to the points.
+    let present: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_some()).collect();
+    let points: Vec<PointValue> = present
+        .iter()
+        .map(|&i| values[i].expect("present").0)
+        .collect();
+    let series: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let found = edivisive::change_points(&series, alpha_per_metric, PERMUTATIONS);
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(found.iter().map(|c| c.index))
+        .chain(std::iter::once(series.len()))
+        .collect();
+    let series_of = Series {
+        files,
+        present: &present,
+        values: &series,
+        workload,
+        extra,
+    };
+    let steps = found
+        .iter()
+        .enumerate()
+        .map(|(s, c)| series_of.step(&bounds[s..s + 3], c.p_value))
+        .collect();
+    let noise = noise::noise(&points, &bounds);
+    let level = series.iter().sum::<f64>() / series.len() as f64;
+    Some(MetricHistory {
+        unit,
+        values: values.iter().map(|v| v.map(|(p, _)| p.value)).collect(),
+        replicate: Some(points[0].replicate).filter(|r| points.iter().all(|p| p.replicate == *r)),
+        sensitivity: sensitivity(
+            series.len(),
+            noise.as_ref(),
+            level,
+            alpha_per_metric,
+            detectable,
+        ),
+        noise,
+        steps,
+        metric: name,
+    })
+}
+
+/// A metric's values over the files that have it.
+struct Series<'a> {
+    files: &'a [(PathBuf, Results)],
+    /// The index of the file each value is from.
+    present: &'a [usize],
+    values: &'a [f64],
+    workload: &'a str,
+    extra: Option<&'a str>,
+}
+
+impl Series<'_> {
+    /// The step at `bounds[1]` between the segments `bounds[0]..bounds[1]` and
+    /// `bounds[1]..bounds[2]`, with the paths that moved where the metric is the workload's own.
+    fn step(&self, bounds: &[usize], p_value: f64) -> Step {
+        let (lo, at, hi) = (bounds[0], bounds[1], bounds[2]);
+        // Each value divided first: a sum of values near f64::MAX overflows.
+        let mean = |part: &[f64]| part.iter().map(|v| v / part.len() as f64).sum::<f64>();
+        let (before, after) = (mean(&self.values[lo..at]), mean(&self.values[at..hi]));
+        let side = |range: std::ops::Range<usize>| -> Vec<Results> {
+            range
+                .map(|i| only_workload(&self.files[self.present[i]].1, self.workload))
+                .collect()
+        };
+        let (attribution, sampled) = match self.extra {
+            None => moved_paths(&side(lo..at), &side(at..hi), self.workload),
+            Some(_) => (None, None),
+        };
+        Step {
+            at: self.present[at],
+            before,
+            after,
+            relative: if before == 0.0 {
+                0.0
+            } else {
+                after / before - 1.0
+            },
+            p_value,
+            attribution,
+            sampled,
+        }
+    }
 }
 
 /// `r` with `workload` its only workload: all that a step's attribution compares (a copy of

@@ -79,84 +79,26 @@ pub fn read(
     is_title: impl Fn(&str) -> bool,
     mut on_row: impl FnMut(Row),
 ) -> Table {
-    let mut seen = Seen::default();
-    let mut body = Vec::new();
-    let mut i = start;
-    let mut prose_at = None;
-    // Token counts of the rows so far, and whether a blank line has ended the rule's block.
-    let mut shapes = HashSet::new();
-    let mut in_block = true;
-    while i < lines.len() && !is_title(lines[i]) {
-        let line = lines[i];
-        if line.trim().is_empty() {
-            in_block = false;
-        } else {
-            // The line right under the rule is a row by its place, and so is a line of the
-            // block shaped like a row (placed under the rule, or as many cells as a row
-            // before it), whatever its cells hold; past the block, by what they hold.
-            let under_rule = i == start && line.split_whitespace().nth(2).is_some();
-            let shaped = in_block && has_row_shape(line, spans, &shapes);
-            if !under_rule && !shaped && !seen.is_row(line) {
-                prose_at = Some(i);
-                break;
-            }
-            shapes.insert(line.split_whitespace().count());
-            seen.add(line);
-            body.push(i);
-        }
-        i += 1;
-    }
-    let mut faults = Vec::new();
-    // Rows that prose cut off from their table would otherwise be lost without a word.
-    if let Some(end) = prose_at {
-        for (j, line) in lines.iter().enumerate().skip(end + 1) {
-            if is_title(line) || column_rule(line).is_some() || line.contains("is better") {
-                break;
-            }
-            if seen.is_row(line) {
-                faults.push(Fault::new(
-                    j + 1,
-                    1,
-                    format!(
-                        "a row of the table above, below line {} that ended it",
-                        end + 1
-                    ),
-                    "the row is dropped",
-                ));
-            }
-        }
-    }
-    let blocks = blocks_of(lines, &body);
-    body.retain(|&n| !is_statistic_row(lines[n]));
-    // Where a collapsed row's OS ends is certain in some rows (a full row, a release that is
-    // no number): those teach the host's OS and the table's reach to the rows where it is not.
-    let mut hint = OsHint {
-        known: systems,
-        reach: None,
-    };
-    for &n in &body {
-        let tokens = token_spans(lines[n]);
-        if tokens.len() >= 2 && !is_aligned(lines[n], &tokens, spans) {
-            if let [only] = os_splits(lines[n], &tokens, columns).as_slice() {
-                if only.fits {
-                    let host = lines[n][tokens[0].0..tokens[0].1].to_string();
-                    hint.known.0.insert((host, only.os.clone()));
-                    hint.reach = hint.reach.max(Some(only.cells.len()));
-                }
-            }
-        }
-    }
+    let body = Body::find(lines, start, spans, &is_title);
+    let mut faults = body.cut_off_by_prose(lines, &is_title);
+    let blocks = blocks_of(lines, &body.rows);
+    let rows: Vec<usize> = body
+        .rows
+        .into_iter()
+        .filter(|&n| !is_statistic_row(lines[n]))
+        .collect();
+    let hint = learn_os(lines, &rows, spans, columns, systems);
     // A row that stops short of where the table's other rows go is a cut line; blank columns
     // at the end of every row (Guesses, TCP conn never measured) are not. Rows are placed
     // again for that reach alone, so a long table is never held placed in memory.
-    let reach = body
+    let reach = rows
         .iter()
         .filter_map(|&n| place(lines[n], n + 1, spans, columns, &hint, &mut Vec::new()))
         .map(|p| p.reach())
         .max()
         .unwrap_or(0);
     let (by_statistics, unplaced) = place_short_rows(lines, &blocks, spans, columns, &hint, reach);
-    for n in body {
+    for n in rows {
         let line = lines[n];
         let Some(mut p) = place(line, n + 1, spans, columns, &hint, &mut faults) else {
             continue;
@@ -168,61 +110,19 @@ pub fn read(
                 p.values[c] = Some(cell);
             }
         } else if p.reach() < reach {
-            let kept = p.values.iter().filter(|v| v.is_some()).count();
-            let last = |r: usize| match r {
-                0 => "OS".to_string(),
-                r => columns[r + 1].heading(),
+            let short = ShortRow {
+                line,
+                number: n + 1,
+                placed: &p,
+                reach,
+                why: unplaced.get(&n),
             };
-            let why = match unplaced.get(&n) {
-                None => "",
-                Some(Unplaced::NoPlacement) => {
-                    " (no placement of its blank cells reproduces its statistic rows)"
-                }
-                Some(Unplaced::Ambiguous) => {
-                    " (its statistic rows fit more than one placement of its blank cells)"
-                }
-                Some(Unplaced::TooMany) => {
-                    " (too many short rows in its block to place by its statistic rows)"
-                }
-            };
-            let problem = format!(
-                "the row ends at column {} where the table's rows go on to {}: a cut line{why}",
-                last(p.reach()),
-                last(reach)
-            );
-            let at = column_of(line, line.trim_end().len());
+            faults.push(short.fault(columns));
             if !p.aligned {
-                // Collapsed spacing: a blank cell before the end would shift the values left,
-                // so none of them can be placed for sure.
-                let lenient = format!("the row's {kept} values are dropped");
-                faults.push(Fault::new(n + 1, at, problem, lenient));
                 continue;
             }
-            let lenient = format!("its {kept} values are kept and the cells after stay missing");
-            faults.push(Fault::new(n + 1, at, problem, lenient));
         }
-        let values = p
-            .values
-            .iter()
-            .zip(&columns[2..])
-            .map(|(cell, column)| {
-                let &(at, text) = cell.as_ref()?;
-                if column.cell == Cell::Unused {
-                    faults.push(unused_number(line, n + 1, at, text, column));
-                    return None;
-                }
-                read_value(text)
-                    .map_err(|why| {
-                        faults.push(Fault::new(
-                            n + 1,
-                            column_of(line, at),
-                            format!("'{text}' in column {} {why}", column.heading()),
-                            "the cell is dropped",
-                        ))
-                    })
-                    .ok()
-            })
-            .collect();
+        let values = read_cells(line, n + 1, &p, columns, &mut faults);
         on_row(Row {
             host: p.host,
             os: p.os,
@@ -230,7 +130,188 @@ pub fn read(
         });
     }
     faults.sort_by_key(|f| (f.line, f.column));
-    Table { faults, next: i }
+    Table {
+        faults,
+        next: body.next,
+    }
+}
+
+/// The lines of a table under its rule that are rows, and where the table ends.
+struct Body {
+    rows: Vec<usize>,
+    /// The first line of prose that ended the table, if prose did.
+    prose_at: Option<usize>,
+    next: usize,
+    seen: Seen,
+}
+
+impl Body {
+    fn find(
+        lines: &[&str],
+        start: usize,
+        spans: &[(usize, usize)],
+        is_title: &impl Fn(&str) -> bool,
+    ) -> Body {
+        let mut body = Body {
+            rows: Vec::new(),
+            prose_at: None,
+            next: start,
+            seen: Seen::default(),
+        };
+        // Token counts of the rows so far, and whether a blank line has ended the rule's block.
+        let mut shapes = HashSet::new();
+        let mut in_block = true;
+        while body.next < lines.len() && !is_title(lines[body.next]) {
+            let (i, line) = (body.next, lines[body.next]);
+            if line.trim().is_empty() {
+                in_block = false;
+            } else {
+                // The line right under the rule is a row by its place, and so is a line of the
+                // block shaped like a row (placed under the rule, or as many cells as a row
+                // before it), whatever its cells hold; past the block, by what they hold.
+                let under_rule = i == start && line.split_whitespace().nth(2).is_some();
+                let shaped = in_block && has_row_shape(line, spans, &shapes);
+                if !under_rule && !shaped && !body.seen.is_row(line) {
+                    body.prose_at = Some(i);
+                    break;
+                }
+                shapes.insert(line.split_whitespace().count());
+                body.seen.add(line);
+                body.rows.push(i);
+            }
+            body.next += 1;
+        }
+        body
+    }
+
+    /// Rows that prose cut off from their table would otherwise be lost without a word.
+    fn cut_off_by_prose(&self, lines: &[&str], is_title: &impl Fn(&str) -> bool) -> Vec<Fault> {
+        let Some(end) = self.prose_at else {
+            return Vec::new();
+        };
+        let mut faults = Vec::new();
+        for (j, line) in lines.iter().enumerate().skip(end + 1) {
+            if is_title(line) || column_rule(line).is_some() || line.contains("is better") {
+                break;
+            }
+            if self.seen.is_row(line) {
+                faults.push(Fault::new(
+                    j + 1,
+                    1,
+                    format!(
+                        "a row of the table above, below line {} that ended it",
+                        end + 1
+                    ),
+                    "the row is dropped",
+                ));
+            }
+        }
+        faults
+    }
+}
+
+/// Where a collapsed row's OS ends is certain in some rows (a full row, a release that is no
+/// number): those teach the host's OS and the table's reach to the rows where it is not.
+fn learn_os<'a>(
+    lines: &[&str],
+    rows: &[usize],
+    spans: &[(usize, usize)],
+    columns: &[&Column],
+    systems: &'a mut Systems,
+) -> OsHint<'a> {
+    let mut hint = OsHint {
+        known: systems,
+        reach: None,
+    };
+    for &n in rows {
+        let tokens = token_spans(lines[n]);
+        if tokens.len() >= 2 && !is_aligned(lines[n], &tokens, spans) {
+            if let [only] = os_splits(lines[n], &tokens, columns).as_slice() {
+                if only.fits {
+                    let host = lines[n][tokens[0].0..tokens[0].1].to_string();
+                    hint.known.0.insert((host, only.os.clone()));
+                    hint.reach = hint.reach.max(Some(only.cells.len()));
+                }
+            }
+        }
+    }
+    hint
+}
+
+/// A row that stops short of the table's reach, and why its statistic rows could not place it.
+struct ShortRow<'a> {
+    line: &'a str,
+    number: usize,
+    placed: &'a Placed<'a>,
+    reach: usize,
+    why: Option<&'a Unplaced>,
+}
+
+impl ShortRow<'_> {
+    /// The cut line named; with collapsed spacing a blank cell before the end would shift the
+    /// values left, so none of them can be placed for sure and the row is dropped.
+    fn fault(&self, columns: &[&Column]) -> Fault {
+        let kept = self.placed.values.iter().filter(|v| v.is_some()).count();
+        let last = |r: usize| match r {
+            0 => "OS".to_string(),
+            r => columns[r + 1].heading(),
+        };
+        let why = match self.why {
+            None => "",
+            Some(Unplaced::NoPlacement) => {
+                " (no placement of its blank cells reproduces its statistic rows)"
+            }
+            Some(Unplaced::Ambiguous) => {
+                " (its statistic rows fit more than one placement of its blank cells)"
+            }
+            Some(Unplaced::TooMany) => {
+                " (too many short rows in its block to place by its statistic rows)"
+            }
+        };
+        let problem = format!(
+            "the row ends at column {} where the table's rows go on to {}: a cut line{why}",
+            last(self.placed.reach()),
+            last(self.reach)
+        );
+        let at = column_of(self.line, self.line.trim_end().len());
+        let lenient = if self.placed.aligned {
+            format!("its {kept} values are kept and the cells after stay missing")
+        } else {
+            format!("the row's {kept} values are dropped")
+        };
+        Fault::new(self.number, at, problem, lenient)
+    }
+}
+
+/// The values of a placed row, each read in its column or named in a fault.
+fn read_cells(
+    line: &str,
+    number: usize,
+    p: &Placed,
+    columns: &[&Column],
+    faults: &mut Vec<Fault>,
+) -> Vec<Option<f64>> {
+    p.values
+        .iter()
+        .zip(&columns[2..])
+        .map(|(cell, column)| {
+            let &(at, text) = cell.as_ref()?;
+            if column.cell == Cell::Unused {
+                faults.push(unused_number(line, number, at, text, column));
+                return None;
+            }
+            read_value(text)
+                .map_err(|why| {
+                    faults.push(Fault::new(
+                        number,
+                        column_of(line, at),
+                        format!("'{text}' in column {} {why}", column.heading()),
+                        "the cell is dropped",
+                    ))
+                })
+                .ok()
+        })
+        .collect()
 }
 
 /// A configuration's runs as they stand in the table, and the statistic rows a poster added
