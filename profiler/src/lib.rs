@@ -29,7 +29,7 @@ pub mod store;
 pub mod sweep;
 pub mod text;
 pub mod top;
-pub mod versus;
+pub mod variant;
 pub mod workloads;
 
 /// The eBPF object built by build.rs, aligned for aya's ELF parser.

@@ -11,7 +11,7 @@ use crate::{
     policy::Policy,
     probes::injection::Injection,
     results::RunOptions,
-    versus::VersusOptions,
+    run::shape::VersusOptions,
     workloads::{Suite, WorkloadSetup},
 };
 

@@ -10,20 +10,16 @@ use indicatif::ProgressBar;
 use super::{
     args::ProbeChoice,
     probe_setup::{probe_kinds, Kinds},
+    shape::RunShape,
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    compare::Comparison,
     environment,
-    output::Document,
     probes::injection,
     probes::kallsyms,
     results::{Destination, Environment, Refusal},
     runner::{Credentials, Supervisor},
-    safety::scratch::Scratch,
     store::baseline,
-    sweep::report::Sweep,
-    versus::{self, Variant},
 };
 
 /// What the checks found, for the stages after them.
@@ -42,16 +38,8 @@ pub(super) struct Checked {
     pub lsm_inject: Vec<(String, u64)>,
     /// `--user`'s credentials.
     pub user: Option<Credentials>,
-    /// What the runners run under: the run's own options, with `--versus` the variant too,
-    /// with `--sweep` one per value.
-    pub variants: Vec<Variant>,
-    /// Where `-o` writes the results of each variant after the first.
-    pub more_destinations: Vec<Destination>,
-    /// The AppArmor profiles a sweep loaded, unloaded when the run ends (before the
-    /// directory their files are in goes).
-    pub _profiles: crate::sweep::LoadedProfiles,
-    /// The directories a Landlock rule sweep's rules are on, removed when the run ends.
-    pub _rule_dirs: Option<crate::safety::scratch::Scratch>,
+    /// The run's variants and where their results go.
+    pub shape: RunShape,
 }
 
 pub(super) fn check(
@@ -123,9 +111,7 @@ pub(super) fn check(
         );
     }
     let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    let mut profiles = crate::sweep::LoadedProfiles::default();
-    let (variants, more_destinations, rule_dirs) =
-        variants(session, args, &destination, &baseline, user, &mut profiles)?;
+    let shape = RunShape::build(session, args, (&destination, &baseline), user)?;
     Ok(Checked {
         destination,
         baseline,
@@ -134,10 +120,7 @@ pub(super) fn check(
         refused,
         lsm_inject,
         user,
-        variants,
-        more_destinations,
-        _profiles: profiles,
-        _rule_dirs: rule_dirs,
+        shape,
     })
 }
 
@@ -212,77 +195,6 @@ fn check_executable(program: &str) -> Result<()> {
     Ok(())
 }
 
-/// The run's variants (its own options; `--versus`'s; or one per `--sweep` value), where `-o`
-/// writes the results of each after the first, and the directories a rule sweep made.
-fn variants(
-    session: &SessionArgs,
-    args: &CommonMeasureArgs,
-    destination: &Option<Destination>,
-    baseline: &Option<baseline::Pending>,
-    user: Option<Credentials>,
-    profiles: &mut crate::sweep::LoadedProfiles,
-) -> Result<(Vec<Variant>, Vec<Destination>, Option<Scratch>)> {
-    let own = &session.policy.policy;
-    let (variants, paths, rule_dirs, option, printed) = match (&session.versus, &session.sweep) {
-        (Some(versus), _) => {
-            let variants = versus::variants(own, &args.inject, versus)?.to_vec();
-            let path = session.output.as_deref().map(versus::output_path);
-            (
-                variants,
-                Vec::from_iter(path),
-                None,
-                "--versus",
-                Comparison::FORMATS,
-            )
-        }
-        (None, Some(sweep)) => {
-            let dirs = sweep
-                .makes_files()
-                .then(|| crate::safety::scratch::create("sweep-rules", user))
-                .transpose()?;
-            let at = dirs
-                .as_ref()
-                .map_or(std::path::Path::new("/"), Scratch::path);
-            let variants = sweep.variants(own, &args.inject, at, profiles)?;
-            let paths = match session.output.as_deref() {
-                Some(base) => sweep.values[1..]
-                    .iter()
-                    .map(|&v| sweep.output_path(base, v))
-                    .collect(),
-                None => Vec::new(),
-            };
-            (variants, paths, dirs, "--sweep", Sweep::FORMATS)
-        }
-        (None, None) => return Ok((vec![Variant::of_run(own, &args.inject)], Vec::new(), None)),
-    };
-    if baseline.is_some() {
-        bail!("{option} keeps no baseline: its variants are compared with each other");
-    }
-    // Each variant's policies travel on its runners' command lines: one the kernel would
-    // refuse fails now, not when its turn comes.
-    for variant in &variants {
-        let line = crate::runner::serve::RunnerArgs::command_line(0, user, &variant.policies);
-        crate::safety::limits::ensure_arguments_fit(&format!("{option} {}", variant.name), &line)?;
-    }
-    if !printed.contains(&session.format) {
-        bail!(
-            "{option} prints what its variants came to, which has no {} format",
-            format!("{:?}", session.format).to_lowercase()
-        );
-    }
-    let more = match destination {
-        Some(d) if d.is_stdout() => {
-            bail!("{option} writes a results file per variant: give -o FILE, not -o -")
-        }
-        Some(_) => paths
-            .iter()
-            .map(|p| Destination::prepare(p))
-            .collect::<Result<_>>()?,
-        None => Vec::new(),
-    };
-    Ok((variants, more, rule_dirs))
-}
-
 /// The supervisor, set up before anything is loaded so an interrupt at any point ends the run
 /// the same way, and the environment it runs in, whose LSMs the policies are checked against.
 pub(super) fn supervise(
@@ -298,12 +210,13 @@ pub(super) fn supervise(
     crate::safety::scratch::remove_stale();
     environment::ensure_securityfs();
     let environment = environment::detect();
-    for policy in checked.variants.iter().flat_map(|v| &v.policies) {
+    for policy in checked.shape.variants.iter().flat_map(|v| &v.policies) {
         policy.check(&environment.active_lsms)?;
     }
     // The discovery pass runs under the variant with the most policies, so it finds the LSM
     // functions the policies make the kernel call.
     let discovery = checked
+        .shape
         .variants
         .iter()
         .rev()

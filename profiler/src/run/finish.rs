@@ -1,8 +1,7 @@
 //! The run's results, begun before the rounds (label, environment, options, probes) and
 //! finished after them: written to `-o`, printed, kept as a baseline when complete, recorded
 //! in the results store, and turned into the exit code (130 interrupted, 2 a workload failed
-//! or nothing measured). A `--versus` run finishes two results, one per variant, and prints
-//! their paired comparison.
+//! or nothing measured). A run of many variants (`shape`) finishes a results a variant.
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -10,22 +9,18 @@ use anyhow::{bail, Result};
 use super::{
     engine::{Engine, Overhead},
     rounds::Rounds,
+    shape::RunShape,
     CommonMeasureArgs, Plan, SessionArgs,
 };
 use crate::{
-    compare,
     output::{self, Format},
     peak_rss,
     policy::Policy,
     probes::{calibration::Calibration, Probes},
     results::{
-        write::print_or_keep, Destination, Environment, PolicyRecord, Results, RunOptions,
-        SCHEMA_VERSION,
+        write::print_or_keep, Destination, Environment, Results, RunOptions, SCHEMA_VERSION,
     },
-    stats::Criteria,
     store::baseline,
-    sweep::{report::Sweep, SweepSpec},
-    versus::{self, Variant},
 };
 
 /// Where the run measures: the machine's environment, the probes loaded and what their
@@ -69,63 +64,11 @@ pub(super) fn begin(
     }
 }
 
-/// Each variant's results: the run's own alone; with `--versus` the base and the versus
-/// variant; with `--sweep` one per value: each recording its own policies and injections and
-/// its place in the run (`pairing`), so `compare` pairs any two of them round by round.
-pub(super) fn variants_of(
-    base: Results,
-    variants: &[Variant],
-    session: &SessionArgs,
-    run: u64,
-) -> Vec<Results> {
-    let given = match (&session.versus, &session.sweep) {
-        (Some(versus), _) => versus.text().to_string(),
-        (None, Some(sweep)) => format!(
-            "--sweep {}={}",
-            sweep.name(),
-            sweep
-                .values
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        (None, None) => return vec![base],
-    };
-    let base_options = versus::base_options(&session.policy.policy, &variants[0].inject);
-    variants
-        .iter()
-        .map(|v| {
-            let mut r = base.clone();
-            r.options.policy = policy_records(&v.policies);
-            r.options.inject = v.inject.iter().map(ToString::to_string).collect();
-            if let Some(copies) = v.copies {
-                r.options.parallel = Some(copies as u64);
-            }
-            r.options.scratch_depth = v.scratch_depth.map(|d| d as u64);
-            r.pairing = Some(versus::pairing(
-                &format!("{run:016x}"),
-                v,
-                &base_options,
-                &given,
-            ));
-            match (&session.sweep, v.name.as_str()) {
-                (Some(_), name) => r.label = format!("{} {name}", r.label),
-                (None, "versus") => r.label = format!("{} versus {given}", r.label),
-                (None, _) => {}
-            }
-            r
-        })
-        .collect()
-}
-
 /// Where the finished results go.
 pub(super) struct Outputs {
     pub destination: Option<Destination>,
-    /// The files of the variants after the first (`--versus`, `--sweep`).
-    pub more_destinations: Vec<Destination>,
-    /// `--sweep`: what the variants are the values of.
-    pub sweep: Option<SweepSpec>,
+    /// The run's variants, with the files of those after the first (`--versus`, `--sweep`).
+    pub shape: RunShape,
     pub baseline: Option<baseline::Pending>,
     pub store: Option<crate::store::Pending>,
     pub format: Format,
@@ -135,7 +78,7 @@ pub(super) struct Outputs {
 /// and says how the run ended: `interrupted`, or with workloads of the `asked` that failed.
 pub(super) fn finish(
     mut variants: Vec<Results>,
-    outputs: Outputs,
+    mut outputs: Outputs,
     interrupted: bool,
     asked: usize,
 ) -> Result<ExitCode> {
@@ -155,8 +98,8 @@ pub(super) fn finish(
     // (a full disk, a reader gone, a hung-up terminal) loses nothing. A file that cannot be
     // written is kept elsewhere, and its error waits for the store.
     let mut written = Ok(());
-    let destinations =
-        std::iter::once(outputs.destination).chain(outputs.more_destinations.into_iter().map(Some));
+    let more = std::mem::take(&mut outputs.shape.more_destinations);
+    let destinations = std::iter::once(outputs.destination).chain(more.into_iter().map(Some));
     for (results, destination) in variants.iter().zip(destinations) {
         if let Some(destination) = destination {
             let w = destination.write((results.to_json() + "\n").as_bytes());
@@ -180,13 +123,8 @@ pub(super) fn finish(
     }
     // With no file and no store, what is printed is the run's only copy.
     let only_copy = !in_file && !in_store;
-    match (&outputs.sweep, &variants[..]) {
-        (Some(sweep), _) => {
-            let swept = Sweep::of(sweep, &variants);
-            crate::stdio::print(output::render(&swept, outputs.format)?)?;
-        }
-        (None, [base, versus]) => print_comparison(base, versus, outputs.format)?,
-        _ => print_results(&variants[0], outputs.format, report_to_stderr, only_copy)?,
+    if !outputs.shape.print(&variants, outputs.format)? {
+        print_results(&variants[0], outputs.format, report_to_stderr, only_copy)?;
     }
     if interrupted {
         eprintln!("hookprof: interrupted; results hold the samples taken so far");
@@ -218,21 +156,6 @@ pub(super) fn finish(
     }
     recorded?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The paired comparison of a `--versus` run's variants (base as old, versus as new).
-fn print_comparison(base: &Results, versus: &Results, format: Format) -> Result<()> {
-    let comparison = compare::compare(
-        std::slice::from_ref(base),
-        std::slice::from_ref(versus),
-        &Criteria::default(),
-    )?;
-    crate::stdio::print(output::render(&comparison, format)?)?;
-    Ok(())
-}
-
-fn policy_records(policies: &[Policy]) -> Vec<PolicyRecord> {
-    policies.iter().map(Policy::record).collect()
 }
 
 /// Prints the report; if it was the results' `only_copy` and cannot be printed, the results
@@ -283,7 +206,7 @@ fn recorded_options(
         // Where the workloads' files are made: its depth is in every path walk they time.
         tmpdir: Some(std::env::temp_dir().display().to_string()),
         timeout_per_workload: Some(args.timeout_per_workload),
-        policy: policy_records(policies),
+        policy: policies.iter().map(Policy::record).collect(),
         clock_overhead_ns: Some(clock.as_nanos() as u64),
         loop_overhead_ns: Some(loop_ns),
         ..plan.recorded.clone()

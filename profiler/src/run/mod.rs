@@ -15,6 +15,7 @@ mod probed_pass;
 mod progress;
 mod rounds;
 mod session;
+mod shape;
 pub mod stat;
 
 use std::{process::ExitCode, time::Duration};
@@ -108,7 +109,12 @@ pub fn measure_plan(
     let probe_setup = ProbeSetup {
         hooks: &args.hooks,
         inject: &checked.lsm_inject,
-        injections: checked.variants.iter().map(|v| v.inject.clone()).collect(),
+        injections: checked
+            .shape
+            .variants
+            .iter()
+            .map(|v| v.inject.clone())
+            .collect(),
         stack_noop: args.stack_noop,
         specs: &plan.specs,
         setup: &setup,
@@ -145,11 +151,12 @@ pub fn measure_plan(
         probes: probes.probes.as_ref(),
     };
     let results = finish::begin(session, args, plan, setting, &engine, rounds);
-    let variants = &checked.variants;
-    let mut results = finish::variants_of(results, variants, session, rounds.seed);
+    let mut results = checked
+        .shape
+        .results_of(results, &session.policy.policy, rounds.seed);
     let work = Work {
         specs: &plan.specs,
-        variants,
+        variants: &checked.shape.variants,
     };
     // Another tool's programs on the paths measured are in every time: said before the
     // workloads run, and again for any that come between them.
@@ -178,8 +185,7 @@ pub fn measure_plan(
     probes.unload_into(&mut results)?;
     let outputs = Outputs {
         destination: checked.destination,
-        more_destinations: checked.more_destinations,
-        sweep: session.sweep.clone(),
+        shape: checked.shape,
         baseline: checked.baseline,
         store: checked.store,
         format: session.format,

@@ -17,7 +17,7 @@ use crate::{
     peak_rss,
     results::WorkloadResult,
     runner::Supervisor,
-    versus::Variant,
+    variant::Variant,
     workloads::{WorkloadSetup, WorkloadSpec},
 };
 

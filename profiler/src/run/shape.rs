@@ -1,19 +1,228 @@
-//! `run --versus OPTIONS`: two variants of the measured kernel in one run. The base variant is
-//! the run's own `--policy` and `--inject`; the versus variant replaces the kinds OPTIONS gives.
-//! Both are measured in every round, back to back for each workload in a random order, each
-//! with a fresh runner, so round i of one and round i of the other share the machine's state
-//! and `compare` pairs them (`replication::paired_test`): the cost of a policy or an injected
-//! delay is measured against the noise inside one run, not between runs.
+//! The shape of a run, built once where its arguments are checked: one variant (the run's own
+//! options), two that alternate (`--versus`), or one per swept value (`--sweep`); with the
+//! variants, where `-o` writes each after the first, the formats the shape prints, what a
+//! sweep made for its variants, and how each variant's results are labelled and printed.
 //!
-//! Only what can change between two runners of one run alternates: the policies a runner takes
-//! on, and syscall injections (a map value the injection program reads). Probes, BPF LSM
-//! injections and `--stack-noop` are loaded once for the run.
+//! `run --versus OPTIONS`: the base variant is the run's own `--policy` and `--inject`; the
+//! versus variant replaces the kinds OPTIONS gives. Both are measured in every round, back to
+//! back for each workload in a random order, each with a fresh runner, so round i of one and
+//! round i of the other share the machine's state and `compare` pairs them
+//! (`replication::paired_test`): the cost of a policy or an injected delay is measured against
+//! the noise inside one run, not between runs. Only what can change between two runners of one
+//! run alternates: the policies a runner takes on, and syscall injections (a map value the
+//! injection program reads). Probes, BPF LSM injections and `--stack-noop` are loaded once.
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Parser;
 
-use crate::{policy::Policy, probes::injection::Injection, results::Pairing};
+use super::{CommonMeasureArgs, SessionArgs};
+use crate::{
+    compare::{self, Comparison},
+    output::{self, Document, Format},
+    policy::Policy,
+    probes::injection::Injection,
+    results::{Destination, PolicyRecord, Results},
+    runner::Credentials,
+    safety::scratch::Scratch,
+    stats::Criteria,
+    store::baseline,
+    sweep::{report::Sweep, LoadedProfiles, SweepSpec},
+    variant::{self, Variant},
+};
+
+/// What made a run's variants.
+pub(super) enum Kind {
+    /// The run's own options alone.
+    Single,
+    Versus(VersusOptions),
+    Sweep(SweepSpec),
+}
+
+/// A run's variants and where their results go.
+pub(super) struct RunShape {
+    pub kind: Kind,
+    /// What the runners run under, in the order their results are written and printed.
+    pub variants: Vec<Variant>,
+    /// Where `-o` writes the results of each variant after the first.
+    pub more_destinations: Vec<Destination>,
+    /// The AppArmor profiles a sweep loaded, unloaded when the run ends (before the
+    /// directory their files are in goes).
+    _profiles: LoadedProfiles,
+    /// The directories a Landlock rule sweep's rules are on, removed when the run ends.
+    _rule_dirs: Option<Scratch>,
+}
+
+impl RunShape {
+    /// The shape `session` asks for, checked against the rest of the run: a baseline (only a
+    /// run of one variant keeps one), `-o` (a file per variant), the format (what the shape
+    /// prints has it), and each variant's command line against the kernel's limits.
+    pub fn build(
+        session: &SessionArgs,
+        args: &CommonMeasureArgs,
+        outputs: (&Option<Destination>, &Option<baseline::Pending>),
+        user: Option<Credentials>,
+    ) -> Result<RunShape> {
+        let own = &session.policy.policy;
+        let mut shape = RunShape {
+            kind: Kind::Single,
+            variants: vec![Variant::of_run(own, &args.inject)],
+            more_destinations: Vec::new(),
+            _profiles: LoadedProfiles::default(),
+            _rule_dirs: None,
+        };
+        let paths = match (&session.versus, &session.sweep) {
+            (Some(versus), _) => {
+                shape.kind = Kind::Versus(versus.clone());
+                shape.variants = variants(own, &args.inject, versus)?.to_vec();
+                Vec::from_iter(session.output.as_deref().map(output_path))
+            }
+            (None, Some(sweep)) => {
+                shape.kind = Kind::Sweep(sweep.clone());
+                shape._rule_dirs = sweep
+                    .makes_files()
+                    .then(|| crate::safety::scratch::create("sweep-rules", user))
+                    .transpose()?;
+                let at = shape
+                    ._rule_dirs
+                    .as_ref()
+                    .map_or(Path::new("/"), Scratch::path);
+                shape.variants = sweep.variants(own, &args.inject, at, &mut shape._profiles)?;
+                let base = session.output.as_deref();
+                base.map(|base| {
+                    sweep.values[1..]
+                        .iter()
+                        .map(|&v| sweep.output_path(base, v))
+                        .collect()
+                })
+                .unwrap_or_default()
+            }
+            (None, None) => return Ok(shape),
+        };
+        shape.more_destinations = shape.check(session, outputs, user, &paths)?;
+        Ok(shape)
+    }
+
+    /// The option that made the variants, as the errors name it, and the formats it prints.
+    fn option(&self) -> (&'static str, &'static [Format]) {
+        match self.kind {
+            Kind::Versus(_) => ("--versus", Comparison::FORMATS),
+            _ => ("--sweep", Sweep::FORMATS),
+        }
+    }
+
+    /// A shape of many variants against the rest of the run; the files `-o` writes past the
+    /// first, prepared.
+    fn check(
+        &self,
+        session: &SessionArgs,
+        (destination, baseline): (&Option<Destination>, &Option<baseline::Pending>),
+        user: Option<Credentials>,
+        paths: &[PathBuf],
+    ) -> Result<Vec<Destination>> {
+        let (option, printed) = self.option();
+        if baseline.is_some() {
+            bail!("{option} keeps no baseline: its variants are compared with each other");
+        }
+        // Each variant's policies travel on its runners' command lines: one the kernel would
+        // refuse fails now, not when its turn comes.
+        for variant in &self.variants {
+            let line = crate::runner::serve::RunnerArgs::command_line(0, user, &variant.policies);
+            crate::safety::limits::ensure_arguments_fit(
+                &format!("{option} {}", variant.name),
+                &line,
+            )?;
+        }
+        if !printed.contains(&session.format) {
+            bail!(
+                "{option} prints what its variants came to, which has no {} format",
+                format!("{:?}", session.format).to_lowercase()
+            );
+        }
+        match destination {
+            Some(d) if d.is_stdout() => {
+                bail!("{option} writes a results file per variant: give -o FILE, not -o -")
+            }
+            Some(_) => paths.iter().map(|p| Destination::prepare(p)).collect(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The options that made the variants, as given; None for a run of one.
+    fn given(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Single => None,
+            Kind::Versus(versus) => Some(versus.text().to_string()),
+            Kind::Sweep(sweep) => Some(format!(
+                "--sweep {}={}",
+                sweep.name(),
+                sweep
+                    .values
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        }
+    }
+
+    /// Each variant's results, begun from `base`: each recording its own policies and
+    /// injections and its place in run `run` (`pairing`), so `compare` pairs any two of them
+    /// round by round; a run of one keeps `base` as it is.
+    pub fn results_of(&self, base: Results, own: &[Policy], run: u64) -> Vec<Results> {
+        let Some(given) = self.given() else {
+            return vec![base];
+        };
+        let base_options = variant::base_options(own, &self.variants[0].inject);
+        self.variants
+            .iter()
+            .map(|v| {
+                let mut r = base.clone();
+                r.options.policy = v
+                    .policies
+                    .iter()
+                    .map(Policy::record)
+                    .collect::<Vec<PolicyRecord>>();
+                r.options.inject = v.inject.iter().map(ToString::to_string).collect();
+                if let Some(copies) = v.copies {
+                    r.options.parallel = Some(copies as u64);
+                }
+                r.options.scratch_depth = v.scratch_depth.map(|d| d as u64);
+                r.pairing = Some(variant::pairing(
+                    &format!("{run:016x}"),
+                    v,
+                    &base_options,
+                    &given,
+                ));
+                match (&self.kind, v.name.as_str()) {
+                    (Kind::Sweep(_), name) => r.label = format!("{} {name}", r.label),
+                    (_, "versus") => r.label = format!("{} versus {given}", r.label),
+                    _ => {}
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// Prints what a shape of many variants came to (a sweep's fit, a versus's paired
+    /// comparison, base as old); false for a run of one, whose results print themselves.
+    pub fn print(&self, variants: &[Results], format: Format) -> Result<bool> {
+        let text = match (&self.kind, variants) {
+            (Kind::Sweep(sweep), _) => output::render(&Sweep::of(sweep, variants), format)?,
+            (Kind::Versus(_), [base, versus]) => {
+                let comparison = compare::compare(
+                    std::slice::from_ref(base),
+                    std::slice::from_ref(versus),
+                    &Criteria::default(),
+                )?;
+                output::render(&comparison, format)?
+            }
+            _ => return Ok(false),
+        };
+        crate::stdio::print(text)?;
+        Ok(true)
+    }
+}
 
 /// What `--versus` may set.
 #[derive(Parser, Debug, Clone, PartialEq)]
@@ -67,38 +276,9 @@ impl VersusOptions {
     }
 }
 
-/// One variant of a paired run: what its runners run under.
-#[derive(Debug, Clone)]
-pub struct Variant {
-    /// "base" or "versus", or a sweep value's `PARAMETER=VALUE` (the name in
-    /// `Pairing::variant`).
-    pub name: String,
-    pub policies: Vec<Policy>,
-    pub inject: Vec<Injection>,
-    /// Copies of each workload at once, where the variant sets its own (`--sweep copies`);
-    /// None: the run's `--parallel`.
-    pub copies: Option<usize>,
-    /// Directories between the scratch directory and the workloads' files, where the variant
-    /// sets them (`--sweep landlock-depth`).
-    pub scratch_depth: Option<usize>,
-}
-
-impl Variant {
-    /// A run's one variant (no `--versus`).
-    pub fn of_run(policies: &[Policy], inject: &[Injection]) -> Variant {
-        Variant {
-            name: "base".into(),
-            policies: policies.to_vec(),
-            inject: inject.to_vec(),
-            copies: None,
-            scratch_depth: None,
-        }
-    }
-}
-
 /// Where `-o FILE` puts the versus variant: FILE's name with `.versus` before its extension
 /// (`run.json` -> `run.versus.json`).
-pub fn output_path(base: &Path) -> PathBuf {
+fn output_path(base: &Path) -> PathBuf {
     let stem = base.file_stem().unwrap_or_default().to_string_lossy();
     let name = match base.extension() {
         Some(ext) => format!("{stem}.versus.{}", ext.to_string_lossy()),
@@ -110,7 +290,7 @@ pub fn output_path(base: &Path) -> PathBuf {
 /// The base variant (the run's own options) and the versus variant (the same, with the kinds
 /// `versus` gives replaced). Refuses a versus that changes nothing, and base LSM injections
 /// that would be in force in both.
-pub fn variants(
+fn variants(
     policies: &[Policy],
     inject: &[Injection],
     versus: &VersusOptions,
@@ -144,25 +324,6 @@ pub fn variants(
         );
     }
     Ok([base, other])
-}
-
-/// The pairing record of each variant's results.
-pub fn pairing(run: &str, variant: &Variant, base: &[String], given: &str) -> Pairing {
-    Pairing {
-        run: run.to_string(),
-        variant: variant.name.clone(),
-        base_options: base.join(" "),
-        versus_options: given.to_string(),
-    }
-}
-
-/// The base options as they would be given on the command line, for the record.
-pub fn base_options(policies: &[Policy], inject: &[Injection]) -> Vec<String> {
-    policies
-        .iter()
-        .map(|p| format!("--policy {p}"))
-        .chain(inject.iter().map(|i| format!("--inject {i}")))
-        .collect()
 }
 
 #[cfg(test)]

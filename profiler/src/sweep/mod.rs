@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use crate::{
     policy::Policy,
     probes::injection::{Injection, MAX_SYSCALL_NS},
-    versus::Variant,
+    variant::Variant,
 };
 
 /// `hookprof report --sweep FILES`: the sweep the files are the values of, as the run printed it.
