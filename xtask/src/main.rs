@@ -188,14 +188,30 @@ fn test_parts(no_vm: bool, phases: &Phases) -> Result<()> {
     let kernels = kernels.map(|k| joined(k, "preparing the guest kernels"));
     built?;
     phases.time("host tests", test_host)?;
-    phases.time("fuzz", fuzz::run_all)?;
-    root.context("the package test's clean root")?;
-    phases.time("dist-test", dist_test::run)?;
-    if let Some(kernels) = kernels {
-        kernels.context("the guests' kernels")?;
-        test_guests(phases)?;
-    }
-    Ok(())
+    // The fuzzers and the package test want the second CPU the guests leave (a TCG guest keeps
+    // about one busy); both build in target dirs of their own or wait on cargo's lock.
+    let package = beside_guests(phases, root);
+    let guests = match kernels {
+        Some(kernels) => kernels
+            .context("the guests' kernels")
+            .and_then(|()| test_guests(phases)),
+        None => Ok(()),
+    };
+    let package = joined(package, "the fuzzers and the package test");
+    guests.and(package)
+}
+
+/// The fuzzers, then the package test in its clean root, on a thread of their own.
+fn beside_guests(
+    phases: &Phases,
+    root: Result<std::path::PathBuf>,
+) -> std::thread::JoinHandle<Result<()>> {
+    let phases = phases.clone();
+    std::thread::spawn(move || {
+        phases.time("fuzz (beside the guests)", fuzz::run_all)?;
+        root.context("the package test's clean root")?;
+        phases.time("dist-test (beside the guests)", dist_test::run)
+    })
 }
 
 /// `part` on a thread of its own, timed as `name`.
