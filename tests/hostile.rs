@@ -1290,14 +1290,18 @@ mod namespaces {
             initial[2] != Some(true) && initial[4] != Some(true),
             "{initial:?}"
         );
-        // Other tools' programs are looked for through /proc: the one note says what it misses.
+        // Other tools' programs are looked for through /proc: one note says what that misses.
         let notes: Vec<&str> = std::str::from_utf8(&out.stderr)
             .unwrap()
             .lines()
             .filter(|l| l.contains("this run is in a pid namespace (pid:["))
             .collect();
         assert_eq!(notes.len(), 1, "{}", stderr(&out));
-        assert!(notes[0].contains("not looked for"), "{}", notes[0]);
+        assert!(
+            notes[0].contains("held outside it is listed"),
+            "{}",
+            notes[0]
+        );
         // Only the network namespace: the host's pid namespace, so the rest are told apart.
         let (_, net, names) = unshared_run(dir.path(), &["--net"], "net.json");
         let (inodes, initial) = recorded(&net);

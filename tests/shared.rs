@@ -8,6 +8,7 @@
 //! metrics endpoint stays one thread under idle and slow clients. Each test is one case of the
 //! manual's safety page.
 use std::{
+    collections::BTreeSet,
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
     os::unix::{
@@ -685,6 +686,62 @@ fn another_tools_probes_on_the_measured_paths_are_said_and_recorded() {
         text.contains("other BPF programs: none -> ") && text.contains("of hookprof"),
         "{text}"
     );
+}
+
+/// In a pid namespace /proc lists its own processes only: `top` on the host is found by the
+/// kernel's list of links, its programs listed as held outside the namespace, the same ones a
+/// run on the host names by top's pid, and the run says once what it cannot see.
+#[test]
+fn another_tools_probes_held_outside_a_pid_namespace_are_listed_unnamed() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (top, _) = start_top(&["--interval", "1", "--hooks", "none", "--sample-hz", "0"]);
+    let top_pid = top.id();
+    let run = [
+        &["run", "--probes", "syscalls", "-o", "host.json"],
+        TINY_RUN,
+    ]
+    .concat();
+    let host = hookprof(dir.path(), &run)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let run = [&["run", "--probes", "syscalls", "-o", "ns.json"], TINY_RUN].concat();
+    let ns = unshared(dir.path(), &["-p", "-f", "--mount-proc"], &run)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    stop(top);
+    succeeded("run on the host beside top", &host);
+    succeeded("run in a pid namespace beside top", &ns);
+    let programs = |file: &str, holder: &dyn Fn(&str) -> bool| -> BTreeSet<(String, u32)> {
+        let r = Results::load(&dir.path().join(file)).unwrap();
+        r.environment
+            .other_bpf_programs
+            .unwrap()
+            .into_iter()
+            .filter(|p| holder(&p.holder))
+            .map(|p| (p.attach, p.program_id))
+            .collect()
+    };
+    let tops = programs("host.json", &|h| h == format!("hookprof (pid {top_pid})"));
+    assert!(
+        tops.iter()
+            .any(|(attach, _)| attach == "raw_tracepoint sys_enter"),
+        "{tops:?}"
+    );
+    let outside = programs("ns.json", &|h| h.starts_with("a process outside pid:["));
+    assert!(
+        tops.is_subset(&outside),
+        "top's {tops:?}, outside: {outside:?}"
+    );
+    let err = stderr(&ns);
+    let notes = err
+        .lines()
+        .filter(|l| l.contains("this run is in a pid namespace (pid:["))
+        .count();
+    assert_eq!(notes, 1, "{err}");
 }
 
 /// A mount namespace where /proc/kallsyms lists every address as 0 (a file over the kernel's,

@@ -4,7 +4,8 @@
 //!
 //! - pid: the probes translate pids with the namespace's device and inode (`PidNamespace`);
 //!   /proc must be this namespace's (`check_proc`); other tools' BPF programs are found through
-//!   /proc, so only those its processes hold (`other_programs_unseen`).
+//!   /proc, which lists only its processes: links held outside it are listed unnamed, and
+//!   the rest is said once (`other_programs_unseen`).
 //! - user: BPF, perf events and kallsyms answer to capabilities in the initial user namespace:
 //!   refused (`refuse_user_namespace`), and named where kallsyms hides addresses.
 //! - mount: sysfs (the kernel's BTF) and /proc/kallsyms may be missing or covered in a
@@ -340,16 +341,22 @@ pub fn kallsyms_hidden(path: &str) -> (String, String) {
     (cause, fix.into())
 }
 
+/// hookprof's pid namespace by name (`pid:[4026532175]`) where it is not the host's: other
+/// tools' BPF links no process of it holds are listed as held outside it.
+pub fn nested_pid_namespace() -> Option<String> {
+    let pid = Namespaces::detected().pid;
+    pid.nested().then(|| pid.name(Kind::Pid))
+}
+
 /// The one note a run in a nested pid namespace gives about other tools' BPF programs: they
 /// are found through /proc, which lists this namespace's processes only.
 pub fn other_programs_unseen() -> Option<String> {
-    let pid = Namespaces::detected().pid;
-    pid.nested().then(|| {
+    nested_pid_namespace().map(|pid| {
         format!(
-            "this run is in a pid namespace ({}), and /proc lists its processes only: another \
-             BPF program on the measured paths held outside it (by the host or another \
-             container) is not looked for, so its cost would go unsaid",
-            pid.name(Kind::Pid)
+            "this run is in a pid namespace ({pid}), whose /proc lists its own processes only: \
+             another tool's BPF link on the measured paths held outside it is listed as held \
+             by 'a process outside {pid}, or a pin', and a program attached to a perf event \
+             without a link there is not seen"
         )
     })
 }
