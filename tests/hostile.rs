@@ -1224,13 +1224,117 @@ mod urls {
     }
 }
 
-/// Containers and namespaces: a cgroup path outside the hierarchy is no scope, and a user
-/// namespace is named first.
+/// Containers and namespaces (real ones, made by `unshare`): each is detected and recorded in
+/// the results, a compare across network namespaces states it, and what a namespace takes
+/// away (the user namespace's capabilities, the mount namespace's sysfs) is refused in one line
+/// naming it; a cgroup path outside the hierarchy is no scope.
 mod namespaces {
     use super::*;
 
+    /// A tiny clean run in `dir` through `unshare ARGS`, its results in `file`, and the
+    /// namespaces it ran in, as /proc/self/ns named them there (`net:[4026532174]`) just before.
+    fn unshared_run(dir: &Path, unshare: &[&str], file: &str) -> (Output, Results, String) {
+        let script = "readlink /proc/self/ns/pid /proc/self/ns/user /proc/self/ns/mnt \
+                      /proc/self/ns/cgroup /proc/self/ns/net > ns.txt && exec \"$0\" \"$@\"";
+        let out = Command::new("unshare")
+            .args(unshare)
+            .args(["sh", "-c", script])
+            .arg(hookprof_bin())
+            .args([&["run", "--probes", "none", "-o", file], TINY].concat())
+            .current_dir(dir)
+            .env(hookprof_tests::STORE_ENV, "off")
+            .env("TMPDIR", dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "unshare {unshare:?}: {}",
+            stderr(&out)
+        );
+        let names = std::fs::read_to_string(dir.join("ns.txt")).unwrap();
+        (out, Results::load(&dir.join(file)).unwrap(), names)
+    }
+
+    /// The recorded namespaces as /proc/self/ns names them, and which the run called the
+    /// host's (Some(true)), another (Some(false)) or could not tell.
+    fn recorded(r: &Results) -> (String, Vec<Option<bool>>) {
+        let ns = r.environment.namespaces.expect("namespaces recorded");
+        let all = [
+            ("pid", ns.pid),
+            ("user", ns.user),
+            ("mnt", ns.mount),
+            ("cgroup", ns.cgroup),
+            ("net", ns.network),
+        ];
+        let names = all
+            .iter()
+            .map(|(kind, n)| format!("{kind}:[{}]\n", n.inode))
+            .collect();
+        (names, all.iter().map(|(_, n)| n.initial).collect())
+    }
+
     #[test]
-    fn a_user_namespace_is_named_in_the_first_error_line() {
+    fn each_namespace_is_recorded_and_a_compare_across_network_namespaces_says_so() {
+        require_root();
+        let _serial = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        // The host: each namespace the host's (none entered: unshare with no flag).
+        let (_, host, names) = unshared_run(dir.path(), &[], "host.json");
+        assert_eq!(recorded(&host), (names, vec![Some(true); 5]));
+        // A container's: its own pid, mount, cgroup and network namespaces.
+        let flags = ["--pid", "--fork", "--mount-proc", "--cgroup", "--net"];
+        let (out, nested, names) = unshared_run(dir.path(), &flags, "nested.json");
+        let (inodes, initial) = recorded(&nested);
+        assert_eq!(inodes, names);
+        assert_eq!(initial[..2], [Some(false), Some(true)], "pid, user");
+        assert_eq!(initial[3], Some(false), "cgroup");
+        // Before Linux 6.18 a container cannot tell the host's mount and network namespaces.
+        assert!(
+            initial[2] != Some(true) && initial[4] != Some(true),
+            "{initial:?}"
+        );
+        // Other tools' programs are looked for through /proc: one note says what that misses.
+        let notes: Vec<&str> = std::str::from_utf8(&out.stderr)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("this run is in a pid namespace (pid:["))
+            .collect();
+        assert_eq!(notes.len(), 1, "{}", stderr(&out));
+        assert!(
+            notes[0].contains("held outside it is listed"),
+            "{}",
+            notes[0]
+        );
+        // Only the network namespace: the host's pid namespace, so the rest are told apart.
+        let (_, net, names) = unshared_run(dir.path(), &["--net"], "net.json");
+        let (inodes, initial) = recorded(&net);
+        assert_eq!(inodes, names);
+        assert_eq!(initial, [true, true, true, true, false].map(Some));
+        let out = hookprof(dir.path(), &["compare", "host.json", "net.json"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let shown = format!(
+            "network namespace: the host's -> net:[{}]",
+            net.environment.namespaces.unwrap().network.inode
+        );
+        assert!(text.contains(&shown), "{text}");
+        assert!(!text.contains("pid namespace:"), "{text}");
+        // Two runs on the host: no namespace differs.
+        let out = hookprof(dir.path(), &["compare", "host.json", "host.json"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("namespace:"),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+
+    #[test]
+    fn a_user_namespace_is_refused_in_one_line_naming_it() {
         require_root();
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("unshare")
@@ -1242,17 +1346,51 @@ mod namespaces {
             .env("TMPDIR", dir.path())
             .output()
             .unwrap();
+        assert_one_line(
+            "a user namespace",
+            &out,
+            2,
+            "runs in a user namespace (user:[",
+        );
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        let first = err.lines().next().unwrap_or_default();
         assert!(
-            first.contains("runs in a user namespace (uid 0 here is uid 0 outside)"),
+            err.contains("where uid 0 is uid 0 outside")
+                && err.contains("run it in the host's user namespace"),
             "{err}"
         );
-        assert!(
-            !err.contains("kptr_restrict") && !err.contains("bpf_map_create"),
-            "{err}"
-        );
+        assert!(!dir.path().join("r.json").exists());
+    }
+
+    #[test]
+    fn sysfs_missing_from_a_mount_namespace_is_named_not_blamed_on_the_kernel() {
+        require_root();
+        let dir = tempfile::tempdir().unwrap();
+        for (what, mount) in [
+            ("no sysfs", "umount -l /sys"),
+            (
+                "a tmpfs over the BTF",
+                "mount -t tmpfs none /sys/kernel/btf",
+            ),
+        ] {
+            let out = Command::new("unshare")
+                .args(["--mount", "sh", "-c"])
+                .arg(format!("{mount} && exec \"$0\" \"$@\""))
+                .arg(hookprof_bin())
+                .args([&["run", "-o", "r.json"], TINY].concat())
+                .current_dir(dir.path())
+                .env(hookprof_tests::STORE_ENV, "off")
+                .env("TMPDIR", dir.path())
+                .output()
+                .unwrap();
+            assert_one_line(what, &out, 2, "in this mount namespace (mnt:[");
+            let err = stderr(&out);
+            assert!(
+                err.contains("/sys/kernel/btf/vmlinux is missing")
+                    && err.contains("mount -t sysfs")
+                    && !err.contains("this kernel"),
+                "{what}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! metrics endpoint stays one thread under idle and slow clients. Each test is one case of the
 //! manual's safety page.
 use std::{
+    collections::BTreeSet,
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
     os::unix::{
@@ -687,8 +688,64 @@ fn another_tools_probes_on_the_measured_paths_are_said_and_recorded() {
     );
 }
 
-/// A mount namespace where /proc/kallsyms lists every address as 0, as kptr_restrict=2 makes
-/// it list them to root; the machine's own sysctl is left alone.
+/// In a pid namespace /proc lists its own processes only: `top` on the host is found by the
+/// kernel's list of links, its programs listed as held outside the namespace, the same ones a
+/// run on the host names by top's pid, and the run says once what it cannot see.
+#[test]
+fn another_tools_probes_held_outside_a_pid_namespace_are_listed_unnamed() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (top, _) = start_top(&["--interval", "1", "--hooks", "none", "--sample-hz", "0"]);
+    let top_pid = top.id();
+    let run = [
+        &["run", "--probes", "syscalls", "-o", "host.json"],
+        TINY_RUN,
+    ]
+    .concat();
+    let host = hookprof(dir.path(), &run)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let run = [&["run", "--probes", "syscalls", "-o", "ns.json"], TINY_RUN].concat();
+    let ns = unshared(dir.path(), &["-p", "-f", "--mount-proc"], &run)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    stop(top);
+    succeeded("run on the host beside top", &host);
+    succeeded("run in a pid namespace beside top", &ns);
+    let programs = |file: &str, holder: &dyn Fn(&str) -> bool| -> BTreeSet<(String, u32)> {
+        let r = Results::load(&dir.path().join(file)).unwrap();
+        r.environment
+            .other_bpf_programs
+            .unwrap()
+            .into_iter()
+            .filter(|p| holder(&p.holder))
+            .map(|p| (p.attach, p.program_id))
+            .collect()
+    };
+    let tops = programs("host.json", &|h| h == format!("hookprof (pid {top_pid})"));
+    assert!(
+        tops.iter()
+            .any(|(attach, _)| attach == "raw_tracepoint sys_enter"),
+        "{tops:?}"
+    );
+    let outside = programs("ns.json", &|h| h.starts_with("a process outside pid:["));
+    assert!(
+        tops.is_subset(&outside),
+        "top's {tops:?}, outside: {outside:?}"
+    );
+    let err = stderr(&ns);
+    let notes = err
+        .lines()
+        .filter(|l| l.contains("this run is in a pid namespace (pid:["))
+        .count();
+    assert_eq!(notes, 1, "{err}");
+}
+
+/// A mount namespace where /proc/kallsyms lists every address as 0 (a file over the kernel's,
+/// as kptr_restrict=2 would list it to root); the machine's own sysctl is left alone.
 fn with_hidden_kallsyms(dir: &Path, args: &[&str]) -> Output {
     let hidden: String = std::fs::read_to_string("/proc/kallsyms")
         .unwrap()
@@ -725,13 +782,13 @@ fn hidden_kernel_addresses_refuse_the_profile_not_misname_it() {
         ]
         .concat(),
     );
-    assert_one_line("--probes stacks", &out, 2, "kptr_restrict");
+    assert_one_line("--probes stacks", &out, 2, "in this mount namespace (mnt:[");
     let out = with_hidden_kallsyms(dir.path(), &[&["run", "-o", "a.json"], TINY_RUN].concat());
     succeeded("--probes auto", &out);
     assert_eq!(
         stderr(&out)
             .lines()
-            .filter(|l| l.contains("kptr_restrict"))
+            .filter(|l| l.contains("lists every address as 0"))
             .count(),
         1,
         "{}",
@@ -743,7 +800,7 @@ fn hidden_kernel_addresses_refuse_the_profile_not_misname_it() {
         r.probes
             .refused
             .iter()
-            .any(|f| f.kind.name() == "perf_event" && f.reason.contains("kptr_restrict")),
+            .any(|f| f.kind.name() == "perf_event" && f.reason.contains("mount namespace")),
         "{:?}",
         r.probes.refused
     );
@@ -768,6 +825,57 @@ fn hidden_kernel_addresses_refuse_the_profile_not_misname_it() {
         .unwrap();
     assert_one_line("folded of hidden names", &out, 2, "kptr_restrict");
     assert!(out.stdout.is_empty());
+}
+
+/// Without CAP_SYSLOG (dropped from the bounding set, as a container's default set drops it)
+/// kallsyms hides addresses unless kptr_restrict is 0 and perf_event_paranoid 1 or less: the
+/// profile is refused in one line naming the missing capability, or runs.
+#[test]
+fn kallsyms_hidden_from_a_process_without_cap_syslog_names_it() {
+    require_root();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .unwrap()
+            .trim()
+            .parse::<i32>()
+            .unwrap()
+    };
+    let shown_to_all = sysctl("kptr_restrict") == 0 && sysctl("perf_event_paranoid") <= 1;
+    let out = Command::new("setpriv")
+        .args(["--bounding-set=-syslog", "--inh-caps=-syslog"])
+        .arg(hookprof_bin())
+        .args(
+            [
+                &["run", "--probes", "syscalls,stacks", "-o", "s.json"],
+                TINY_RUN,
+            ]
+            .concat(),
+        )
+        .current_dir(dir.path())
+        .env(STORE_ENV, "off")
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    if shown_to_all {
+        succeeded("without CAP_SYSLOG, addresses shown to all", &out);
+    } else if sysctl("kptr_restrict") >= 2 {
+        assert_one_line("kptr_restrict=2", &out, 2, "kernel.kptr_restrict is 2");
+    } else {
+        assert_one_line(
+            "without CAP_SYSLOG",
+            &out,
+            2,
+            "this process lacks CAP_SYSLOG",
+        );
+        assert!(
+            stderr(&out).contains("--cap-add SYSLOG"),
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 /// hookprof ARGS under an open-file limit of `soft` (hard `hard`).

@@ -30,6 +30,7 @@ pub fn detect() -> Environment {
         profiler_peak_rss_by_phase: Vec::new(),
         machine_load: None,
         other_bpf_programs: None,
+        namespaces: Some(*crate::machine::namespaces::Namespaces::detected()),
     }
 }
 

@@ -1,8 +1,8 @@
 //! What differs between the sides, as facts listed before any verdict: first the run options
 //! that change what ran (an injected delay, a policy, the probes, where the workloads' files
 //! live), then the machine and kernel (kernel, CPU, CPUs, LSMs, lockdown, the machine's
-//! load, other tools' BPF programs on the measured paths). Each is a field of the results read
-//! as one line per side; a new one is a line in its table.
+//! load, other tools' BPF programs on the measured paths, the network and pid namespaces).
+//! Each is a field of the results read as one line per side; a new one is a line in its table.
 use super::EnvironmentDifference;
 use crate::results::Results;
 
@@ -93,6 +93,25 @@ const ENVIRONMENT: &[Field] = &[
     }),
 ];
 
+/// The namespaces the runs ran in, compared where both sides record them (a file from before
+/// they were recorded says nothing of them).
+const NAMESPACES: &[Field] = &[
+    // The network workloads ran on this namespace's stack (its devices, rules, routes).
+    ("network namespace", |r| {
+        r.environment
+            .namespaces
+            .map(|n| n.network_shown())
+            .unwrap_or_default()
+    }),
+    // In a nested one every probe translates the pids it sees.
+    ("pid namespace", |r| {
+        r.environment
+            .namespaces
+            .map(|n| n.pid_shown())
+            .unwrap_or_default()
+    }),
+];
+
 /// `value` for a hookprof run, "" for a file that records no run options.
 fn recorded(r: &Results, value: impl FnOnce() -> String) -> String {
     if r.records_run_options() {
@@ -108,7 +127,16 @@ fn joined(values: &[String]) -> String {
 
 /// The run options that differ, where both sides record them.
 pub(super) fn option_differences(old: &[Results], new: &[Results]) -> Vec<EnvironmentDifference> {
-    differences(RUN_OPTIONS, old, new)
+    recorded_differences(RUN_OPTIONS, old, new)
+}
+
+/// The `fields` that differ where both sides record them.
+fn recorded_differences(
+    fields: &[Field],
+    old: &[Results],
+    new: &[Results],
+) -> Vec<EnvironmentDifference> {
+    differences(fields, old, new)
         .into_iter()
         .filter(|d| !d.old.is_empty() && !d.new.is_empty())
         .collect()
@@ -119,7 +147,9 @@ pub(super) fn environment_differences(
     old: &[Results],
     new: &[Results],
 ) -> Vec<EnvironmentDifference> {
-    differences(ENVIRONMENT, old, new)
+    let mut found = differences(ENVIRONMENT, old, new);
+    found.extend(recorded_differences(NAMESPACES, old, new));
+    found
 }
 
 /// Every compared fact's name, options first, for the line that says none differ.
@@ -127,6 +157,7 @@ pub(super) fn compared() -> Vec<&'static str> {
     RUN_OPTIONS
         .iter()
         .chain(ENVIRONMENT)
+        .chain(NAMESPACES)
         .map(|(name, _)| *name)
         .collect()
 }

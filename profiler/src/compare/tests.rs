@@ -301,6 +301,42 @@ fn fewer_cpus_to_run_on_is_an_environment_difference() {
 }
 
 #[test]
+fn another_network_namespace_is_an_environment_difference_where_both_sides_record_one() {
+    use crate::machine::namespaces::{Namespace, Namespaces};
+    let host = Namespace {
+        inode: 0xEFFF_FFF9,
+        initial: Some(true),
+    };
+    let on = |network: Namespace| {
+        let mut r = sample_results();
+        r.environment.namespaces = Some(Namespaces {
+            network,
+            pid: host,
+            ..Namespaces::default()
+        });
+        r
+    };
+    let container = Namespace {
+        inode: 4026532174,
+        initial: Some(false),
+    };
+    let c = compare(&[on(host)], &[on(container)], &Criteria::default()).unwrap();
+    let text = render_text(&c);
+    assert!(
+        text.contains("network namespace: the host's -> net:[4026532174]"),
+        "{text}"
+    );
+    assert!(!text.contains("pid namespace:"), "{text}");
+    // A file from before namespaces were recorded says nothing of them.
+    let c = compare(&[sample_results()], &[on(container)], &Criteria::default()).unwrap();
+    assert!(
+        !render_text(&c).contains("namespace:"),
+        "{}",
+        render_text(&c)
+    );
+}
+
+#[test]
 fn another_build_tree_size_is_an_environment_difference() {
     // sample_results runs open_close and build.
     let with_units = |units: Option<u64>, build: bool| {

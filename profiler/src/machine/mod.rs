@@ -2,5 +2,5 @@
 //! pid namespace hookprof runs in, and the other BPF programs attached where hookprof measures.
 pub mod clock;
 pub mod load;
+pub mod namespaces;
 pub mod other_probes;
-pub mod pid_namespace;

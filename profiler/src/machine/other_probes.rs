@@ -48,6 +48,9 @@ pub fn find() -> Vec<OtherProgram> {
     let own = std::process::id().to_string();
     let mut found = BTreeSet::new();
     let mut names = FunctionNames::default();
+    // The links some process here holds, hookprof's own too: in a nested pid namespace the
+    // kernel's other links are held outside it.
+    let mut held = BTreeSet::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -59,9 +62,6 @@ pub fn find() -> Vec<OtherProgram> {
         else {
             continue;
         };
-        if pid == own {
-            continue;
-        }
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
             continue;
         };
@@ -73,10 +73,16 @@ pub fn find() -> Vec<OtherProgram> {
             let attach = match target.as_os_str().as_bytes() {
                 b"anon_inode:bpf_link" => {
                     let info =
-                        std::fs::read_to_string(entry.path().join("fdinfo").join(fd.file_name()));
-                    link_attach(&info.unwrap_or_default(), &mut names)
+                        std::fs::read_to_string(entry.path().join("fdinfo").join(fd.file_name()))
+                            .unwrap_or_default();
+                    held.extend(
+                        fdinfo_field(&info, "link_id").and_then(|id| id.parse::<u32>().ok()),
+                    );
+                    (pid != own)
+                        .then(|| link_attach(&info, &mut names))
+                        .flatten()
                 }
-                b"anon_inode:[perf_event]" => fd
+                b"anon_inode:[perf_event]" if pid != own => fd
                     .file_name()
                     .to_str()
                     .and_then(|fd| fd.parse().ok())
@@ -98,18 +104,79 @@ pub fn find() -> Vec<OtherProgram> {
             });
         }
     }
+    if let Some(pidns) = crate::machine::namespaces::nested_pid_namespace() {
+        found.extend(held_outside(&held, &mut names, &pidns));
+    }
     found.into_iter().collect()
+}
+
+/// A field of a BPF object's fdinfo (`prog_id:\t7`).
+fn fdinfo_field<'a>(fdinfo: &'a str, name: &str) -> Option<&'a str> {
+    fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// The links on the paths hookprof measures that no process of its pid namespace holds
+/// (`held`), by the kernel's list of every link (BPF_LINK_GET_NEXT_ID, CAP_SYS_ADMIN): held
+/// by a process outside the namespace `pidns`, which its /proc does not list, or pinned.
+fn held_outside(held: &BTreeSet<u32>, names: &mut FunctionNames, pidns: &str) -> Vec<OtherProgram> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // The id commands' bpf_attr: an id (start, or the link's), the next id, open flags.
+    #[repr(C)]
+    #[derive(Default)]
+    struct IdAttr {
+        id: u32,
+        next_id: u32,
+        open_flags: u32,
+    }
+    const BPF_LINK_GET_FD_BY_ID: libc::c_long = 30;
+    const BPF_LINK_GET_NEXT_ID: libc::c_long = 31;
+    let bpf = |cmd: libc::c_long, attr: &mut IdAttr| {
+        // SAFETY: bpf(cmd) with an attr of the id commands' layout and its size.
+        unsafe { libc::syscall(libc::SYS_bpf, cmd, attr, size_of::<IdAttr>()) }
+    };
+    let holder = format!("a process outside {pidns}, or a pin");
+    let mut found = Vec::new();
+    let mut next = IdAttr::default();
+    // Ends with ENOENT after the last link (or EPERM without CAP_SYS_ADMIN: none listed).
+    while bpf(BPF_LINK_GET_NEXT_ID, &mut next) == 0 {
+        next.id = next.next_id;
+        if held.contains(&next.id) {
+            continue;
+        }
+        let fd = bpf(
+            BPF_LINK_GET_FD_BY_ID,
+            &mut IdAttr {
+                id: next.id,
+                ..IdAttr::default()
+            },
+        );
+        let Ok(fd) = i32::try_from(fd) else {
+            continue;
+        };
+        if fd < 0 {
+            continue; // gone since it was listed
+        }
+        // SAFETY: a descriptor the kernel just opened for this process, owned here alone.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()));
+        if let Some((attach, program_id)) = link_attach(&info.unwrap_or_default(), names) {
+            found.push(OtherProgram {
+                holder: holder.clone(),
+                attach,
+                program_id,
+            });
+        }
+    }
+    found
 }
 
 /// Where a BPF link (its fdinfo) attaches, and its program, when that is on a path hookprof
 /// measures.
 fn link_attach(fdinfo: &str, names: &mut FunctionNames) -> Option<(String, u32)> {
-    let field = |name: &str| {
-        fdinfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .map(str::trim)
-    };
+    let field = |name: &str| fdinfo_field(fdinfo, name);
     let number = |name: &str| field(name).and_then(|v| v.parse::<u32>().ok());
     let program = number("prog_id").unwrap_or(0);
     let attach = match field("link_type")? {

@@ -111,15 +111,22 @@ pub fn check_kernel() -> Result<()> {
 
 /// The kernel's BTF, which every probe is loaded against.
 pub fn require_btf() -> Result<()> {
-    if !std::path::Path::new(VMLINUX_BTF).exists() {
+    if std::path::Path::new(VMLINUX_BTF).exists() {
+        return Ok(());
+    }
+    if let Some(why) = crate::machine::namespaces::sysfs_hidden("/sys/kernel/btf") {
         bail!(
-            "this kernel ({}) has no BTF ({VMLINUX_BTF} is missing): hookprof's probes need a \
-             kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's have it from 5.10); use \
-             --probes none for clean timings",
-            kernel_release()
+            "{VMLINUX_BTF} is missing: {why}; hookprof's probes load against the kernel's BTF: \
+             mount the kernel's sysfs (mount -t sysfs sysfs /sys), or run where the host's \
+             /sys is seen; use --probes none for clean timings"
         );
     }
-    Ok(())
+    bail!(
+        "this kernel ({}) has no BTF ({VMLINUX_BTF} is missing): hookprof's probes need a \
+         kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's have it from 5.10); use \
+         --probes none for clean timings",
+        kernel_release()
+    )
 }
 
 fn kernel_release() -> String {

@@ -18,15 +18,13 @@ pub struct Symbol {
     pub offset: u64,
 }
 
-/// Why kallsyms names nothing when it lists every address as 0: kernel.kptr_restrict hides
-/// them (from readers without CAP_SYSLOG at 1, from everyone, root too, at 2).
+/// Why kallsyms names nothing when it lists every address as 0, in one line naming the cause
+/// (a namespace's, or kernel.kptr_restrict's) and its fix.
 pub fn hidden_reason() -> String {
-    let level = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
-        .map_or_else(|_| "unknown".into(), |l| l.trim().to_string());
+    let (cause, fix) = crate::machine::namespaces::kallsyms_hidden(KALLSYMS);
     format!(
-        "{KALLSYMS} lists every address as 0 (hidden; kernel.kptr_restrict is {level}): sampled \
-         kernel stacks cannot be named; set kernel.kptr_restrict=1, which shows them to root \
-         (CAP_SYSLOG), or leave the stacks out"
+        "{KALLSYMS} lists every address as 0 ({cause}): sampled kernel stacks cannot be \
+         named; {fix}, or leave the stacks out"
     )
 }
 

@@ -44,7 +44,7 @@ pub(super) struct Globals {
 
 impl Globals {
     pub(super) fn new(scope: &Scope, by: GroupBy) -> Globals {
-        let pidns = crate::machine::pid_namespace::PidNamespace::own_if_nested();
+        let pidns = crate::machine::namespaces::PidNamespace::own_if_nested();
         let mut g = Globals {
             mode: scope::GATE,
             pidns_dev: pidns.map_or(0, |ns| ns.dev),

@@ -262,6 +262,10 @@ pub struct Environment {
     /// time. Empty when there were none; absent when not looked for (imports, older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_bpf_programs: Option<Vec<crate::machine::other_probes::OtherProgram>>,
+    /// The pid, user, mount, cgroup and network namespaces the run ran in (absent in imports
+    /// and older files): the network workloads ran in its network namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<crate::machine::namespaces::Namespaces>,
 }
 
 /// The profiler's peak resident set at the end of a phase of the run.

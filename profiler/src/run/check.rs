@@ -48,7 +48,7 @@ pub(super) fn check(
     plan: &Plan,
 ) -> Result<Checked> {
     // The runners' status and children are read there, probes or not.
-    crate::machine::pid_namespace::check_proc()?;
+    crate::machine::namespaces::check_proc()?;
     let destination = session
         .output
         .as_deref()

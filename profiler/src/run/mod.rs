@@ -161,6 +161,9 @@ pub fn measure_plan(
     // Another tool's programs on the paths measured are in every time: said before the
     // workloads run, and again for any that come between them.
     let mut others = other_probes::Watch::default();
+    if let Some(note) = crate::machine::namespaces::other_programs_unseen() {
+        supervisor.warn(&format!("note: {note}"));
+    }
     if let Some(note) = others.look() {
         supervisor.warn(&format!("note: {note}"));
     }

@@ -498,8 +498,8 @@ pub(crate) fn require_bpf_privileges() -> Result<()> {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_BPF: u32 = 39;
     const CAP_PERFMON: u32 = 38;
-    crate::machine::pid_namespace::check_proc()?;
-    crate::safety::credentials::refuse_user_namespace()?;
+    crate::machine::namespaces::check_proc()?;
+    crate::machine::namespaces::refuse_user_namespace()?;
     let caps = crate::safety::credentials::Capabilities::of_this_thread()?;
     let has = |cap: u32| caps.has_effective(cap);
     if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {

@@ -216,40 +216,6 @@ fn check_became(user: Credentials) -> Result<()> {
     Ok(())
 }
 
-/// The inode of the initial user namespace (the kernel's `PROC_USER_INIT_INO`).
-const INITIAL_USER_NAMESPACE: u64 = 0xEFFF_FFFD;
-
-/// Refuses a user namespace other than the initial one, named first: root there has every
-/// capability in its own namespace, and none over the kernel's BPF, perf events and
-/// kallsyms, which belong to the initial one (the probes would fail later, blaming
-/// kptr_restrict or a map's EPERM).
-pub fn refuse_user_namespace() -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(ns) = std::fs::metadata("/proc/self/ns/user") else {
-        return Ok(()); // no /proc: check_proc has said so
-    };
-    if ns.ino() == INITIAL_USER_NAMESPACE {
-        return Ok(());
-    }
-    // The map's first line: an id here, the id it is outside, how many.
-    let map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
-    let ids: Vec<&str> = map
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
-    let outside = match ids[..] {
-        [here, there, _] => format!(" (uid {here} here is uid {there} outside)"),
-        _ => String::new(),
-    };
-    bail!(
-        "hookprof runs in a user namespace{outside}: its capabilities there do not reach the \
-         kernel's BPF, perf events and kallsyms, which the initial user namespace owns; run it \
-         on the host, or in a container that shares the host's user namespace"
-    )
-}
-
 /// The calling thread's capability sets, as masks of capability numbers (from the kernel,
 /// not /proc, which may be missing or out of file descriptors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

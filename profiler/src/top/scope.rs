@@ -11,7 +11,7 @@ use profiler_common::{AggregateKey, COMM_LEN};
 
 use super::interval::Names;
 use crate::{
-    machine::pid_namespace::PidNamespace,
+    machine::namespaces::PidNamespace,
     probes::{GroupBy, Scope},
 };
 
