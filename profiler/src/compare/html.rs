@@ -7,6 +7,7 @@ use super::{render::attribution_lines, ChangeAttribution, Comparison, PathDelta}
 use crate::{
     attribution::Part,
     report::{
+        chart::{BarRow, Bars, Values},
         figures::Scale,
         flame::{
             self,
@@ -14,7 +15,7 @@ use crate::{
         },
         html::page,
     },
-    results::PathKind,
+    results::{PathKind, Unit},
     stats::Verdict,
     text::esc,
 };
@@ -148,7 +149,7 @@ fn anchor(name: &str) -> String {
 /// shrank, each in its kind's colour as on the report page, LSM functions indented under
 /// their hooks.
 pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
-    let mut rows: Vec<(String, &str, f64)> = Vec::new();
+    let mut rows: Vec<(String, &'static str, f64)> = Vec::new();
     let mut top: Vec<&PathDelta> = a.paths.iter().filter(|p| p.top_level).collect();
     top.sort_by(|x, y| y.delta_ns_per_op.abs().total_cmp(&x.delta_ns_per_op.abs()));
     for p in top.iter().take(12) {
@@ -163,7 +164,7 @@ pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
             .filter(|l| l.kind == PathKind::Lsm && l.parent.as_ref() == Some(&p.name))
         {
             rows.push((
-                format!("  └ {}", l.name),
+                format!("└ {}", l.name),
                 kind_colour(PathKind::Lsm),
                 l.delta_ns_per_op,
             ));
@@ -183,37 +184,33 @@ pub(crate) fn delta_chart(name: &str, a: &ChangeAttribution) -> String {
         .map(|(_, _, d)| d.abs())
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE);
-    let (label_w, half, row_h) = (260.0, 220.0, 18.0);
-    let zero = label_w + half;
-    let height = row_h * rows.len() as f64 + 8.0;
-    let mut svg = format!(
-        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\" \
-         aria-label=\"change attribution of {}\">",
-        label_w + 2.0 * half + 90.0,
-        esc(name)
-    );
-    for (i, (label, colour, delta)) in rows.iter().enumerate() {
-        let y = 4.0 + i as f64 * row_h;
-        let w = delta.abs() / reach * half;
-        let x = if *delta >= 0.0 { zero } else { zero - w };
-        let _ = write!(
-            svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" xml:space=\"preserve\">{}</text>\
-             <rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\">\
-             <title>{} {delta:+.1} ns/op</title></rect>\
-             <text x=\"{}\" y=\"{}\">{delta:+.0} ns</text>",
-            label_w - 6.0,
-            y + 12.0,
-            esc(label),
-            row_h - 4.0,
-            esc(label.trim()),
-            zero + half + 6.0,
-            y + 12.0,
-        );
+    let label = format!("change attribution of {name}");
+    Bars {
+        label: &label,
+        columns: (260, 440, 90),
+        row_height: 18,
+        values: Values::Change(Unit::Nanoseconds),
+        range: (-reach, reach),
+        rule: Some((0.0, String::new())),
+        legend: Vec::new(),
+        legend_columns: 1,
+        rows: rows
+            .into_iter()
+            .map(|(label, colour, delta)| BarRow {
+                segments: vec![(
+                    delta.min(0.0),
+                    delta.max(0.0),
+                    colour,
+                    false,
+                    format!("{} {delta:+.1} ns/op", label.trim()),
+                )],
+                name: label,
+                whisker: None,
+                note: format!("{delta:+.0} ns"),
+                failed: false,
+            })
+            .collect(),
     }
-    let _ = writeln!(
-        svg,
-        "<path d=\"M{zero} 0V{height}\" stroke=\"#000\"/></svg>"
-    );
-    svg
+    .svg()
+        + "\n"
 }

@@ -7,7 +7,11 @@ use super::{could_find, format_alpha, format_p, noise_line, History, MetricHisto
 use crate::{
     compare::{attribution_lines, html::delta_chart, sampled_lines},
     export::rfc3339,
-    report::{figures::Scale, html::page},
+    report::{
+        chart::{Mark, Plot, Values},
+        figures::Scale,
+        html::page,
+    },
     text::esc,
 };
 
@@ -122,125 +126,68 @@ fn metric_section(h: &History, m: &MetricHistory) -> String {
 }
 
 /// The metric's value at each point, the level of each stretch between change points, and a
-/// dashed line where each step starts.
+/// dashed line where each step starts; the value axis from 0, as every chart's.
 fn chart(h: &History, m: &MetricHistory) -> String {
-    let (left, top, plot_w, plot_h, bottom) = (90.0, 30.0, 760.0, 160.0, 22.0);
-    let n = h.points.len().max(1);
-    let slot = plot_w / n as f64;
-    let x = |i: usize| left + (i as f64 + 0.5) * slot;
-    let values: Vec<f64> = m.values.iter().flatten().copied().collect();
-    let levels = levels(m, h.points.len());
-    let all = values.iter().chain(levels.iter().map(|l| &l.2));
-    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(*v), hi.max(*v))
-    });
-    // A flat series still gets an axis a few percent wide, its labels apart.
-    let pad = ((hi - lo) * 0.1)
-        .max(hi.abs().max(lo.abs()) * 0.01)
-        .max(f64::MIN_POSITIVE);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let y = |v: f64| top + (hi - v) / (hi - lo) * plot_h;
     let scale = Scale::of(m.unit, m.sensitivity.level);
-    let mut svg = format!(
-        "<figure><svg class=\"chart\" width=\"{}\" height=\"{}\" role=\"img\" \
-         aria-label=\"history of {}\">",
-        left + plot_w + 10.0,
-        top + plot_h + bottom,
-        esc(&m.metric)
-    );
-    // The value axis: its ends and middle, in the unit the metric's size calls for.
-    for v in [hi, (hi + lo) / 2.0, lo] {
-        let _ = write!(
-            svg,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
-             <path d=\"M{left} {:.1}h{plot_w}\" stroke=\"#eee\"/>",
-            left - 6.0,
-            y(v) + 4.0,
-            esc(&scale.show(v)),
-            y(v)
-        );
-    }
-    // The point axis: numbers as in the table, thinned so they stay apart.
-    let every = (28.0 / slot).ceil().max(1.0) as usize;
-    for i in (0..h.points.len()).filter(|i| i % every == 0) {
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            x(i),
-            top + plot_h + 16.0,
-            i + 1
-        );
-    }
-    for &(from, to, level) in &levels {
-        let _ = write!(
-            svg,
-            "<path d=\"M{:.1} {:.1}H{:.1}\" stroke=\"{LEVEL_COLOUR}\" stroke-width=\"3\">\
-             <title>level {}</title></path>",
-            x(from) - slot / 2.0,
-            y(level),
-            x(to - 1) + slot / 2.0,
-            esc(&scale.show(level))
-        );
-    }
-    for (k, s) in m.steps.iter().enumerate() {
-        let at = left + s.at as f64 * slot;
-        // Labels of steps close together are set on different lines.
-        let (anchor, dx) = if at > left + plot_w * 0.8 {
-            ("end", -4.0)
-        } else {
-            ("start", 4.0)
-        };
-        let _ = write!(
-            svg,
-            "<path d=\"M{at:.1} {top}v{plot_h}\" stroke=\"{STEP_COLOUR}\" stroke-width=\"2\" \
-             stroke-dasharray=\"6 3\"/><text x=\"{:.1}\" y=\"{}\" text-anchor=\"{anchor}\" \
-             class=\"step\">step {}: {:+.1}%</text>",
-            at + dx,
-            12.0 + (k % 2) as f64 * 13.0,
-            k + 1,
-            s.relative * 100.0
-        );
-    }
+    // Point i (from 1, as in the table) at x = i; a step between two points.
+    let n = h.points.len().max(1);
+    let every = (28.0 * n as f64 / 760.0).ceil().max(1.0) as usize;
+    let mut marks: Vec<Mark> = levels(m, h.points.len())
+        .into_iter()
+        .map(|(from, to, level)| Mark::Line {
+            from: (from as f64 + 0.5, level),
+            to: (to as f64 + 0.5, level),
+            colour: LEVEL_COLOUR,
+            dashed: false,
+            width: 3,
+        })
+        .collect();
+    marks.extend(m.steps.iter().enumerate().map(|(k, s)| Mark::Marker {
+        x: s.at as f64 + 0.5,
+        colour: STEP_COLOUR,
+        label: format!("step {}: {:+.1}%", k + 1, s.relative * 100.0),
+        row: (k % 2) as u32,
+    }));
     // The values, joined where the points follow each other.
-    let mut path = String::new();
-    let mut joined = false;
+    let mut run: Vec<(f64, f64)> = Vec::new();
     for (i, v) in m.values.iter().enumerate() {
         match v {
-            Some(v) => {
-                let _ = write!(
-                    path,
-                    "{}{:.1} {:.1}",
-                    if joined { "L" } else { "M" },
-                    x(i),
-                    y(*v)
-                );
-                joined = true;
-            }
-            None => joined = false,
+            Some(v) => run.push(((i + 1) as f64, *v)),
+            None => marks.push(Mark::Path {
+                points: std::mem::take(&mut run),
+                colour: POINT_COLOUR,
+            }),
         }
     }
-    let _ = write!(
-        svg,
-        "<path d=\"{path}\" fill=\"none\" stroke=\"{POINT_COLOUR}\" stroke-width=\"1.5\"/>"
-    );
-    for (i, v) in m.values.iter().enumerate() {
-        if let Some(v) = v {
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{POINT_COLOUR}\">\
-                 <title>{} {}: {}</title></circle>",
-                x(i),
-                y(*v),
-                i + 1,
-                esc(&h.points[i].label),
-                esc(&scale.show(*v))
-            );
-        }
-    }
-    svg.push_str("</svg>");
-    let _ = writeln!(
-        svg,
-        "<figcaption>{} per point ({}) and its level{} (orange){}.</figcaption></figure>",
+    marks.push(Mark::Path {
+        points: run,
+        colour: POINT_COLOUR,
+    });
+    marks.extend(m.values.iter().enumerate().filter_map(|(i, v)| {
+        v.map(|v| Mark::Point {
+            at: ((i + 1) as f64, v),
+            interval: None,
+            colour: POINT_COLOUR,
+            tip: format!("{} {}: {}", i + 1, h.points[i].label, scale.show(v)),
+        })
+    }));
+    let label = format!("history of {}", m.metric);
+    let plot = Plot {
+        label: &label,
+        size: (860, 240),
+        x_name: "point",
+        x_range: (0.5, n as f64 + 0.5),
+        x_ticks: (1..=n)
+            .filter(|i| (i - 1) % every == 0)
+            .map(|i| (i as f64, i.to_string()))
+            .collect(),
+        y_name: &m.metric,
+        values: Values::Of(m.unit),
+        marks,
+    };
+    format!(
+        "<figure>{}<figcaption>{} per point ({}) and its level{} (orange){}.</figcaption></figure>\n",
+        plot.svg(),
         esc(&m.metric),
         match m.values.iter().flatten().count() {
             1 => "1 point".to_string(),
@@ -256,8 +203,7 @@ fn chart(h: &History, m: &MetricHistory) -> String {
         } else {
             ", where each step starts (dashed red)"
         }
-    );
-    svg
+    )
 }
 
 /// Each stretch of points between change points, `[from, to)` in the points' order, with its

@@ -24,6 +24,12 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
+/// A round figure as it is, without trailing zeros (`0.5`, `200`): an axis' ticks.
+pub(crate) fn round_figure(v: f64) -> String {
+    let s = format!("{:.6}", if v == 0.0 { 0.0 } else { v });
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// `v` with the digits the half-width `half` of its 95% interval allows: rounded at the
 /// half-width's first significant digit (its second where that is a 1), never finer than
 /// `num`'s four significant digits; `num`'s digits without an interval.
@@ -93,6 +99,11 @@ impl Scale {
     /// The figure in this scale's unit with the digits its interval allows (`num_within`).
     pub fn number_within(self, v: f64, half: Option<f64>) -> String {
         num_within(v * self.factor, half.map(|h| h * self.factor))
+    }
+
+    /// An axis tick's round figure with its unit, without trailing zeros: `1.5 us`, `200 ns`.
+    pub fn tick(self, v: f64) -> String {
+        format!("{} {}", round_figure(v * self.factor), self.symbol)
     }
 
     /// The figure with its unit: `612.3 us`.

@@ -9,6 +9,7 @@ use crate::{
     results::Results,
 };
 
+pub(crate) mod chart;
 pub mod figures;
 pub mod flame;
 pub mod folded;

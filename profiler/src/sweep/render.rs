@@ -12,8 +12,13 @@ use super::{
 };
 use crate::{
     output::{self, Document, Format},
-    report::{figures::num, html::page, markup::Markup},
-    results::PathKind,
+    report::{
+        chart::{self, Mark, Plot, Values},
+        figures::{num, round_figure},
+        html::page,
+        markup::Markup,
+    },
+    results::{PathKind, Unit},
     text::esc,
 };
 
@@ -262,11 +267,11 @@ fn render_html(s: &Sweep) -> String {
         if let Some(split) = split_line(s, w) {
             let _ = writeln!(body, "<p>{}</p>", esc(&split));
         }
-        let op_axis = format!("op ({})", w.unit);
         body.push_str(&plot(
             &format!("{} op ({})", w.name, w.unit),
             &[(&w.op, "#4e79a7")],
-            (&s.parameter, &op_axis),
+            (&s.parameter, "op"),
+            values(&w.unit),
         ));
         let hooks: Vec<(&str, &Curve)> = w
             .paths
@@ -278,10 +283,10 @@ fn render_html(s: &Sweep) -> String {
             body.push_str(&stacked(
                 &format!("{}: security hooks stacked (ns/op)", w.name),
                 &hooks,
-                (&s.parameter, "ns/op"),
+                &s.parameter,
             ));
         }
-        let shown: Vec<(&Curve, &str)> = w
+        let shown: Vec<(&Curve, &'static str)> = w
             .paths
             .iter()
             .filter(|p| p.curve.line.is_some())
@@ -293,7 +298,8 @@ fn render_html(s: &Sweep) -> String {
             body.push_str(&plot(
                 &format!("{}: paths (ns/op)", w.name),
                 &shown,
-                (&s.parameter, "ns/op"),
+                (&s.parameter, "path per op"),
+                Values::Of(Unit::Nanoseconds),
             ));
             body.push_str("<table><tr><th>path</th><th>from</th><th>slope</th><th>95%</th></tr>\n");
             for (p, colour) in w
@@ -325,75 +331,89 @@ const PATH_COLOURS: &[&str] = &[
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
 ];
 
-/// One chart: each curve's points (with their intervals as whiskers) and its fitted line, on
-/// a linear x axis of the sweep's values.
-fn plot(caption: &str, curves: &[(&Curve, &str)], axes: (&str, &str)) -> String {
-    let xs: Vec<u64> = curves
-        .iter()
-        .flat_map(|(c, _)| c.points.iter().map(|p| p.x))
-        .collect();
-    let ys: Vec<f64> = curves
-        .iter()
-        .flat_map(|(c, _)| {
-            c.points
-                .iter()
-                .flat_map(|p| [Some(p.value), p.low, p.high])
-                .flatten()
-        })
-        .collect();
-    let (_, y_hi) = bounds(&ys);
-    // Times and rates from 0: a fitted line that would cross it is drawn down to it.
-    let frame = Frame::new(&xs, y_hi.max(0.0));
-    let (sx, sy) = (|x: f64| frame.x(x), |y: f64| frame.y(y));
-    let (x_lo, x_hi) = (frame.x_lo, frame.x_hi);
-    let mut svg = frame.open(caption, &xs, axes);
-    for (curve, colour) in curves {
-        if let Some(line) = &curve.line {
-            let at = |x: f64| line.intercept + line.slope * x;
-            let _ = writeln!(
-                svg,
-                "<line class=\"fit\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
-                 stroke=\"{colour}\" stroke-dasharray=\"4 3\"/>",
-                sx(x_lo),
-                sy(at(x_lo).max(0.0)),
-                sx(x_hi),
-                sy(at(x_hi).max(0.0))
-            );
-        }
-        for p in &curve.points {
-            let x = sx(p.x as f64);
-            if let (Some(lo), Some(hi)) = (p.low, p.high) {
-                let _ = writeln!(
-                    svg,
-                    "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{colour}\"/>",
-                    sy(lo),
-                    sy(hi)
-                );
-            }
-            let _ = writeln!(
-                svg,
-                "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\">\
-                 <title>{}: {}</title></circle>",
-                sy(p.value),
-                p.x,
-                num(p.value)
-            );
-        }
-    }
-    let _ = writeln!(
-        svg,
-        "</svg><figcaption>{}</figcaption></figure>",
-        esc(caption)
-    );
-    svg
+/// What a sweep curve's figures are: times in ns (each op's and each path's), or the op's
+/// own unit where it is not a time.
+fn values(unit: &str) -> Values {
+    [
+        Unit::Nanoseconds,
+        Unit::Microseconds,
+        Unit::Seconds,
+        Unit::MegabytesPerSecond,
+        Unit::Percent,
+    ]
+    .into_iter()
+    .find(|u| u.symbol() == unit)
+    .map_or(Values::Count, Values::Of)
 }
 
-/// The hooks' ns/op at each value stacked one on the next (each a band of its colour, the
-/// largest slope at the bottom), so their sum, what the security stack costs the op, reads at
-/// the top; a legend under it.
-fn stacked(caption: &str, hooks: &[(&str, &Curve)], axes: (&str, &str)) -> String {
+/// The sweep's values on a linear x axis: its span, and the values with room for a label.
+fn x_axis(xs: impl Iterator<Item = u64>) -> ((f64, f64), Vec<(f64, String)>) {
+    let mut xs: Vec<f64> = xs.map(|x| x as f64).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let range = (
+        xs.first().copied().unwrap_or(0.0),
+        xs.last().copied().unwrap_or(0.0),
+    );
+    let ticks = chart::spaced(&xs, range, f64::from(SIZE.0 - 100));
+    (
+        range,
+        ticks.into_iter().map(|x| (x, round_figure(x))).collect(),
+    )
+}
+
+const SIZE: (u32, u32) = (560, 240);
+
+/// One chart: each curve's points (with their intervals as whiskers) and its fitted line, on
+/// a linear x axis of the sweep's values; a line that would go below 0 is cut there.
+fn plot(caption: &str, curves: &[(&Curve, &'static str)], axes: (&str, &str), y: Values) -> String {
+    let (x_range, x_ticks) = x_axis(
+        curves
+            .iter()
+            .flat_map(|(c, _)| c.points.iter().map(|p| p.x)),
+    );
+    let mut marks = Vec::new();
+    for &(curve, colour) in curves {
+        if let Some(line) = &curve.line {
+            let at = |x: f64| (x, line.intercept + line.slope * x);
+            marks.push(Mark::Line {
+                from: at(x_range.0),
+                to: at(x_range.1),
+                colour,
+                dashed: true,
+                width: 1,
+            });
+        }
+        marks.extend(curve.points.iter().map(|p| Mark::Point {
+            at: (p.x as f64, p.value),
+            interval: p.low.zip(p.high),
+            colour,
+            tip: format!("{}: {}", p.x, num(p.value)),
+        }));
+    }
+    let plot = Plot {
+        label: caption,
+        size: SIZE,
+        x_name: axes.0,
+        x_range,
+        x_ticks,
+        y_name: axes.1,
+        values: y,
+        marks,
+    };
+    format!(
+        "<figure>{}<figcaption>{}</figcaption></figure>\n",
+        plot.svg(),
+        esc(caption)
+    )
+}
+
+/// The hooks' ns/op at each value stacked one on the next (each a band of its colour, in the
+/// order given), so their sum, what the security stack costs the op, reads at the top; a
+/// legend under it.
+fn stacked(caption: &str, hooks: &[(&str, &Curve)], x_name: &str) -> String {
     let xs: Vec<u64> = hooks[0].1.points.iter().map(|p| p.x).collect();
-    // Each hook's value at each x (0 where it has no point there), and the running sums.
+    // Each hook's value at each x (0 where it has no point there), on the running sums.
     let value = |c: &Curve, x: u64| {
         c.points
             .iter()
@@ -401,31 +421,35 @@ fn stacked(caption: &str, hooks: &[(&str, &Curve)], axes: (&str, &str)) -> Strin
             .map_or(0.0, |p| p.value.max(0.0))
     };
     let mut below = vec![0.0; xs.len()];
-    let mut bands: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
-    for (_, c) in hooks {
+    let mut marks = Vec::new();
+    for ((name, c), colour) in hooks.iter().zip(PATH_COLOURS.iter().cycle()) {
         let top: Vec<f64> = xs
             .iter()
             .zip(&below)
             .map(|(&x, b)| b + value(c, x))
             .collect();
-        bands.push((below.clone(), top.clone()));
+        let at = |ys: &[f64]| -> Vec<(f64, f64)> {
+            xs.iter().zip(ys).map(|(&x, &y)| (x as f64, y)).collect()
+        };
+        marks.push(Mark::Band {
+            top: at(&top),
+            bottom: at(&below),
+            colour,
+            tip: (*name).to_string(),
+        });
         below = top;
     }
-    let frame = Frame::new(&xs, below.iter().copied().fold(0.0, f64::max));
-    let mut svg = frame.open(caption, &xs, axes);
-    let at = |x: u64, y: f64| format!("{:.1},{:.1}", frame.x(x as f64), frame.y(y));
-    for (((bottom, top), (name, _)), colour) in
-        bands.iter().zip(hooks).zip(PATH_COLOURS.iter().cycle())
-    {
-        let mut points: Vec<String> = xs.iter().zip(top).map(|(&x, y)| at(x, *y)).collect();
-        points.extend(xs.iter().zip(bottom).rev().map(|(&x, y)| at(x, *y)));
-        let _ = writeln!(
-            svg,
-            "<polygon class=\"band\" points=\"{}\" fill=\"{colour}\"><title>{}</title></polygon>",
-            points.join(" "),
-            esc(name)
-        );
-    }
+    let (x_range, x_ticks) = x_axis(xs.iter().copied());
+    let plot = Plot {
+        label: caption,
+        size: SIZE,
+        x_name,
+        x_range,
+        x_ticks,
+        y_name: "hooks per op",
+        values: Values::Of(Unit::Nanoseconds),
+        marks,
+    };
     let legend: Vec<String> = hooks
         .iter()
         .zip(PATH_COLOURS.iter().cycle())
@@ -436,147 +460,10 @@ fn stacked(caption: &str, hooks: &[(&str, &Curve)], axes: (&str, &str)) -> Strin
             )
         })
         .collect();
-    let _ = writeln!(
-        svg,
-        "</svg><figcaption>{}: {}</figcaption></figure>",
+    format!(
+        "<figure>{}<figcaption>{}: {}</figcaption></figure>\n",
+        plot.svg(),
         esc(caption),
         legend.join(" ")
-    );
-    svg
-}
-
-/// A chart's scales: a linear x axis over the sweep's values and a y axis from 0 to a round
-/// figure at or above the largest value, ticked at round steps, in an SVG of the same size
-/// for every chart.
-struct Frame {
-    x_lo: f64,
-    x_hi: f64,
-    y_lo: f64,
-    y_hi: f64,
-    y_step: f64,
-}
-
-/// A round step (1, 2 or 5 times a power of ten) that cuts 0..`top` into four to eight.
-fn round_step(top: f64) -> f64 {
-    if top <= 0.0 || !top.is_finite() {
-        return 1.0;
-    }
-    let raw = top / 5.0;
-    let power = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|step| top / step <= 8.0)
-        .unwrap_or(10.0 * power)
-}
-
-impl Frame {
-    const W: f64 = 560.0;
-    const H: f64 = 240.0;
-    const LEFT: f64 = 64.0;
-    const RIGHT: f64 = 40.0;
-    const BOTTOM: f64 = 30.0;
-
-    fn new(xs: &[u64], top: f64) -> Frame {
-        let (x_lo, x_hi) = bounds(&xs.iter().map(|&x| x as f64).collect::<Vec<_>>());
-        let y_step = round_step(top);
-        // The first round figure at or above the top (a flat zero line still gets a scale).
-        let y_hi = ((top / y_step).ceil() * y_step).max(y_step);
-        Frame {
-            x_lo,
-            x_hi,
-            y_lo: 0.0,
-            y_hi,
-            y_step,
-        }
-    }
-
-    fn x(&self, x: f64) -> f64 {
-        let span = (self.x_hi - self.x_lo).max(1e-9);
-        Self::LEFT + (x - self.x_lo) / span * (Self::W - Self::LEFT - Self::RIGHT)
-    }
-
-    fn y(&self, y: f64) -> f64 {
-        10.0 + (self.y_hi - y) / (self.y_hi - self.y_lo) * (Self::H - Self::BOTTOM - 10.0)
-    }
-
-    /// The chart's opening: the SVG element, its axes, three y labels, the x values that have
-    /// room for a label, and the x axis' name.
-    fn open(&self, caption: &str, xs: &[u64], (x_name, y_name): (&str, &str)) -> String {
-        let (w, h, left, bottom) = (Self::W, Self::H, Self::LEFT, Self::H - Self::BOTTOM);
-        let mut svg = format!(
-            "<figure><svg class=\"chart\" width=\"{w}\" height=\"{h}\" role=\"img\" \
-             aria-label=\"{}\">\n",
-            esc(caption)
-        );
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{left}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\" stroke=\"#888\"/>\
-             <line x1=\"{left}\" y1=\"10\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"#888\"/>",
-            w - Self::RIGHT
-        );
-        let ticks = (self.y_hi / self.y_step).round() as usize;
-        for y in (0..=ticks).map(|i| i as f64 * self.y_step) {
-            let _ = writeln!(
-                svg,
-                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                left - 8.0,
-                self.y(y) + 4.0,
-                round_figure(y)
-            );
-        }
-        let _ = writeln!(
-            svg,
-            "<text x=\"12\" y=\"{:.1}\" text-anchor=\"middle\" \
-             transform=\"rotate(-90 12 {:.1})\">{}</text>",
-            (10.0 + bottom) / 2.0,
-            (10.0 + bottom) / 2.0,
-            esc(y_name)
-        );
-        let mut ticks = xs.to_vec();
-        ticks.sort_unstable();
-        ticks.dedup();
-        for (at, x) in spaced(&ticks, |x| self.x(x as f64)) {
-            let _ = writeln!(
-                svg,
-                "<text x=\"{at:.1}\" y=\"{}\" text-anchor=\"middle\">{x}</text>",
-                bottom + 14.0
-            );
-        }
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            (left + w) / 2.0,
-            h - 2.0,
-            esc(x_name)
-        );
-        svg
-    }
-}
-
-/// The x ticks to label and where: values closer to the last labelled one than a label's
-/// width (0, 1 and 10 on an axis to 1,000) are left unlabelled; their points still show.
-fn spaced(xs: &[u64], at: impl Fn(u64) -> f64) -> Vec<(f64, u64)> {
-    const GAP: f64 = 28.0;
-    let mut out: Vec<(f64, u64)> = Vec::new();
-    for &x in xs {
-        let position = at(x);
-        if out.last().is_none_or(|(last, _)| position - last >= GAP) {
-            out.push((position, x));
-        }
-    }
-    out
-}
-
-/// A tick's figure: a round number as it is, without trailing zeros.
-fn round_figure(v: f64) -> String {
-    let s = format!("{v:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn bounds(v: &[f64]) -> (f64, f64) {
-    v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        })
+    )
 }
