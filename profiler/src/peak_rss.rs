@@ -32,9 +32,18 @@ pub fn phase_peaks() -> Vec<PhasePeak> {
 /// loop's blocking thread and the discovery pass on the main one; with glibc's arena per
 /// thread, what one thread frees the other cannot reuse, and a run kept both arenas' peaks
 /// resident (10 MB more at the "hooks chosen" phase). The runners start afresh (exec).
+///
+/// Blocks of 1 MiB and more get mappings of their own, at a threshold glibc keeps: by default
+/// it raises the threshold to each such block freed, after which the kernel BTF's vectors
+/// (9 MB of types, 5.5 MB of file read) grow on the heap, each doubling copies its old half
+/// beside the new, and what they free stays resident until trimmed (4.4 MB of the peak).
+/// In a mapping of its own a vector grows by mremap, and a free returns it at once.
 pub fn one_heap() {
-    // SAFETY: mallopt only sets an allocator parameter.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    // SAFETY: mallopt only sets allocator parameters.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
 }
 
 /// Returns the heap's free pages to the kernel, so a large structure just dropped (a parsed
