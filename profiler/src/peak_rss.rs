@@ -1,15 +1,25 @@
 //! The process's own memory: its peak resident set (VmHWM), that peak noted at each phase of a
 //! run (so growth is pinned on the phase that caused it), and freed heap handed back.
-use std::sync::Mutex;
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Mutex,
+};
 
 use crate::results::PhasePeak;
 
 /// The peaks noted so far, in order. Process-wide, like the VmHWM they read.
 static PHASES: Mutex<Vec<PhasePeak>> = Mutex::new(Vec::new());
 
-/// The peak resident set of this process so far, KiB.
+/// The highest peak read so far.
+static HIGHEST: AtomicU64 = AtomicU64::new(0);
+
+/// The peak resident set of this process so far, KiB: VmHWM, or the highest read before where
+/// it reads lower. The kernel brings its high-water mark up to date only at some frees, not
+/// all (VmHWM is that mark or the resident set now, whichever is higher): once the run frees
+/// aya's BTF after its set-up, a later read can miss the peak an earlier read saw.
 pub fn peak_rss_kib() -> Option<u64> {
-    crate::environment::status_kib("VmHWM")
+    let now = crate::environment::status_kib("VmHWM")?;
+    Some(HIGHEST.fetch_max(now, Ordering::Relaxed).max(now))
 }
 
 /// Notes the peak so far as that of the phase just ended.
