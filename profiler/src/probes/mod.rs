@@ -335,12 +335,15 @@ impl Probes {
                 && matches!(a.kind, Kind::FEntry | Kind::FExit)
                 && chosen(a)
         });
-        // Where a trampoline must be loaded anew to attach again, with the BTF it loads with.
-        let reload = match reattached {
-            true => Some(self.kernel_btf()?),
-            false => None,
-        }
-        .filter(|aya| !self.trampolines_reattach(aya));
+        // Where a trampoline must be loaded anew to attach again, the BTF it loads with. None
+        // held means none is needed: `release_kernel_btf` keeps it where pairs reload, and a
+        // pair loaded after the release reads it anew.
+        let reload = match (reattached, &self.aya) {
+            (true, Some(aya)) => {
+                Some(Arc::clone(aya)).filter(|aya| !self.trampolines_reattach(aya))
+            }
+            _ => None,
+        };
         let mut unattachable: Vec<Refusal> = Vec::new();
         let mut timed_attached = false;
         let mut sampling_refused: Option<Refusal> = None;
