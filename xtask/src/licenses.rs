@@ -34,6 +34,8 @@ const REVIEWED: &[&str] = &[
     "Apache-2.0 OR BSL-1.0",
     "Apache-2.0 OR BSL-1.0 OR MIT",
     "Apache-2.0 OR BSD-3-Clause",
+    // self_cell: taken under Apache-2.0
+    "Apache-2.0 OR GPL-2.0-only",
     "BSD-2-Clause",
     "BSD-3-Clause",
     "ISC",

@@ -11,7 +11,7 @@ use crate::{
         kallsyms::FunctionNames,
         refusal,
         selection::{self, Selection},
-        KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
+        AyaKernel, KernelBtf, ProbePlan, Probes, Target, USER_SLOTS,
     },
     results::{HookLookup, Missing, ProbeKind, ProbeReport},
     run::probe_setup::require_bpf_privileges,
@@ -35,6 +35,8 @@ pub fn hooks(args: &HooksArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
+    // One read of aya's BTF for every batch (each batch's probes would read it anew).
+    let _aya = AyaKernel::hold()?;
     let kernel = KernelBtf::load_in_child()?;
     let functions = match args.hooks.as_slice() {
         [one] if one == "all" => selection::catalog(&kernel, &active_lsms),

@@ -14,9 +14,12 @@ pub const LOAD_COMMAND: &str = "__kernel-btf";
 /// functions a few, and aya parses the BTF again when it loads the probes.
 #[derive(Serialize, Deserialize)]
 pub struct KernelBtf {
-    /// Every function name with its parameter count (None if its prototype is unreadable),
-    /// sorted by name.
-    functions: Vec<(String, Option<usize>)>,
+    /// Every function name, sorted, each ended by a newline: one allocation for the ~56,000
+    /// names (a `String` each took 3.6 MB, held at the run's peak; this is 1.5 MB).
+    names: String,
+    /// Where each name starts in `names`, with its parameter count (None if its prototype is
+    /// unreadable), in the names' order.
+    functions: Vec<(u32, Option<u16>)>,
     layout: TaskLayout,
 }
 
@@ -68,11 +71,31 @@ impl KernelBtf {
         }
         functions.sort_unstable();
         functions.dedup_by(|a, b| a.0 == b.0);
-        functions.shrink_to_fit();
+        KernelBtf::from_sorted(&functions, TaskLayout::from_btf(btf))
+    }
+
+    /// The table of `functions` (sorted by name, each once).
+    fn from_sorted(functions: &[(String, Option<usize>)], layout: TaskLayout) -> KernelBtf {
+        let mut names = String::with_capacity(functions.iter().map(|(f, _)| f.len() + 1).sum());
+        let functions = functions
+            .iter()
+            .map(|(name, args)| {
+                let at = u32::try_from(names.len()).expect("under 4 GB of names");
+                names.push_str(name);
+                names.push('\n');
+                (at, args.and_then(|a| u16::try_from(a).ok()))
+            })
+            .collect();
         KernelBtf {
+            names,
             functions,
-            layout: TaskLayout::from_btf(btf),
+            layout,
         }
+    }
+
+    /// The name of the `i`th function.
+    fn name(&self, i: usize) -> &str {
+        name_at(&self.names, self.functions[i].0)
     }
 
     /// Where the programs find a task's thread id and state, and what sched_switch passes.
@@ -80,11 +103,10 @@ impl KernelBtf {
         self.layout
     }
 
-    fn find(&self, name: &str) -> Option<&(String, Option<usize>)> {
+    fn find(&self, name: &str) -> Option<usize> {
         self.functions
-            .binary_search_by(|(f, _)| f.as_str().cmp(name))
+            .binary_search_by(|&(at, _)| name_at(&self.names, at).cmp(name))
             .ok()
-            .map(|i| &self.functions[i])
     }
 
     /// True if the kernel has a traceable (BTF-described) function of this name.
@@ -94,13 +116,19 @@ impl KernelBtf {
 
     /// The number of parameters of a function.
     pub fn function_arg_count(&self, name: &str) -> Option<usize> {
-        self.find(name)?.1
+        self.functions[self.find(name)?].1.map(usize::from)
     }
 
     /// Every function name, sorted (for the hook catalog).
     pub fn function_names(&self) -> impl Iterator<Item = &str> {
-        self.functions.iter().map(|(f, _)| f.as_str())
+        (0..self.functions.len()).map(|i| self.name(i))
     }
+}
+
+/// The name that starts at `at` in `names` (names each ended by a newline).
+fn name_at(names: &str, at: u32) -> &str {
+    let rest = &names[at as usize..];
+    rest.split_once('\n').map_or(rest, |(name, _)| name)
 }
 
 impl TaskLayout {
@@ -139,6 +167,37 @@ impl TaskLayout {
             pid_offset: offset(&["pid"]),
             state_offset: offset(&["__state", "state"]),
             switch_prev_state: switch_args.is_some_and(|n| n >= 5),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_function_table_finds_each_name_with_its_arguments_and_nothing_else() {
+        let functions = [
+            ("bpf_lsm_file_open".to_string(), Some(1)),
+            ("security_file_open".to_string(), Some(1)),
+            ("security_inode_getattr".to_string(), None),
+            ("x".to_string(), Some(70_000)),
+        ];
+        let kernel = KernelBtf::from_sorted(&functions, TaskLayout::default());
+        // As the child sends it to the profiler.
+        let json = serde_json::to_string(&kernel).unwrap();
+        let kernel: KernelBtf = serde_json::from_str(&json).unwrap();
+        let names: Vec<&str> = kernel.function_names().collect();
+        assert_eq!(
+            names,
+            functions.iter().map(|f| f.0.as_str()).collect::<Vec<_>>()
+        );
+        assert_eq!(kernel.function_arg_count("security_file_open"), Some(1));
+        assert_eq!(kernel.function_arg_count("security_inode_getattr"), None);
+        assert!(kernel.has_function("security_inode_getattr"));
+        assert!(kernel.has_function("x"));
+        for absent in ["", "security_file", "security_file_open_", "y", "a"] {
+            assert!(!kernel.has_function(absent), "{absent}");
         }
     }
 }

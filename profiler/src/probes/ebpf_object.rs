@@ -1,15 +1,17 @@
-//! One loader of hookprof's eBPF object, and one copy of the kernel's BTF as aya needs it, for
-//! the whole process. aya's `EbpfLoader::new` parses the kernel's BTF even when the caller then
-//! gives it one (aya issue #1172): ~9 MB held and ~15 MB while parsing, under emulation slowly.
-//! A loader made for each load, beside the process's own copy, held two at the profiler's peak;
-//! this one is made once, and its own parse is dropped before the process's copy is made.
+//! One loader of hookprof's eBPF object, and one copy of the kernel's BTF as aya needs it,
+//! shared by whatever loads while any holder keeps them (`AyaKernel`). aya's `EbpfLoader::new`
+//! parses the kernel's BTF even when the caller then gives it one (aya issue #1172): ~13 MB
+//! held and ~19 MB while parsing, under emulation slowly. A loader made for each load, beside
+//! the process's own copy, held two at the profiler's peak; this one is made once a holding,
+//! and its own parse is dropped before the process's copy is made. Once the last holder lets
+//! go (a run, after its set-up), both are freed; a later load reads them anew.
 //!
 //! Each load is fitted to the kernel (`Features`, `TaskLayout`): read-only globals say which
 //! way the programs keep per-task state and read a task's fields, so the verifier prunes the
 //! other way; where the kernel has no task storage, the object is loaded from a copy whose
 //! `TASK_STATE` is a hash map by thread id (`HASH_STATE_PATCH`, found by build.rs).
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Once, Weak};
 
 use anyhow::{Context, Result};
 use aya::{Ebpf, EbpfLoader};
@@ -64,45 +66,68 @@ fn patched(object: &[u8], patch: &[(usize, u32)]) -> Vec<u8> {
     copy
 }
 
-struct Shared {
-    loader: Mutex<EbpfLoader<'static>>,
-    btf: &'static aya::Btf,
+self_cell::self_cell!(
+    /// aya's loader beside the BTF it borrows.
+    struct LoaderCell {
+        owner: Arc<aya::Btf>,
+        #[covariant]
+        dependent: EbpfLoader,
+    }
+);
+
+/// The kernel's BTF as aya needs it (to load fentry, fexit, tp_btf and LSM programs), and the
+/// loader that loads hookprof's object with it.
+pub struct AyaKernel {
+    btf: Arc<aya::Btf>,
+    loader: Mutex<LoaderCell>,
 }
 
-fn shared() -> Result<&'static Shared> {
-    static SHARED: Mutex<Option<&'static Shared>> = Mutex::new(None);
+impl AyaKernel {
+    /// The shared one, read first if no holder keeps one; kept for as long as the result is.
+    pub fn hold() -> Result<Arc<AyaKernel>> {
+        shared()
+    }
+
+    pub(super) fn btf(&self) -> &aya::Btf {
+        &self.btf
+    }
+}
+
+/// The shared `AyaKernel`, read first if no holder keeps one.
+pub fn shared() -> Result<Arc<AyaKernel>> {
+    static SHARED: Mutex<Weak<AyaKernel>> = Mutex::new(Weak::new());
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = *shared {
+    if let Some(s) = shared.upgrade() {
         return Ok(s);
     }
     features::check_kernel()?;
-    for note in Features::get()?.notes() {
-        crate::eprintln!("hookprof: note: {note}");
-    }
+    let features = Features::get()?;
+    static NOTED: Once = Once::new();
+    NOTED.call_once(|| {
+        for note in features.notes() {
+            crate::eprintln!("hookprof: note: {note}");
+        }
+    });
     let mut loader = EbpfLoader::new();
     loader.btf(None); // its own parse, gone before ours is made
     crate::peak_rss::release_free_heap();
-    let btf: &'static aya::Btf = Box::leak(Box::new(
-        aya::Btf::from_sys_fs().context("read the kernel BTF for aya")?,
-    ));
-    loader
-        .btf(Some(btf))
-        // The per-task state map is task storage, which only the programs use.
-        .allow_unsupported_maps();
-    if !Features::get()?.task_storage {
+    let btf = Arc::new(aya::Btf::from_sys_fs().context("read the kernel BTF for aya")?);
+    // The per-task state map is task storage, which only the programs use.
+    loader.allow_unsupported_maps();
+    if !features.task_storage {
         loader.map_max_entries("TASK_STATE", HASH_STATE_TASKS);
     }
-    let s: &'static Shared = Box::leak(Box::new(Shared {
-        loader: Mutex::new(loader),
+    let cell = LoaderCell::new(Arc::clone(&btf), move |btf| {
+        let mut loader: EbpfLoader<'_> = loader;
+        loader.btf(Some(btf));
+        loader
+    });
+    let s = Arc::new(AyaKernel {
         btf,
-    }));
-    *shared = Some(s);
+        loader: Mutex::new(cell),
+    });
+    *shared = Arc::downgrade(&s);
     Ok(s)
-}
-
-/// The kernel's BTF as aya needs it (to load fentry, fexit and tp_btf programs).
-pub(super) fn aya_btf() -> Result<&'static aya::Btf> {
-    Ok(shared()?.btf)
 }
 
 /// The read-only globals that fit the programs to the kernel (see `Features`).
@@ -159,19 +184,21 @@ pub(super) fn load_object(
     let features = Features::get()?;
     let kernel = KernelGlobals::new(&features, layout)?;
     let bytes = object.for_kernel(&features);
-    let mut loader = shared.loader.lock().unwrap_or_else(|e| e.into_inner());
-    // The loader lives as long as the process and keeps what its globals point at: each
-    // load's few dozen bytes of globals stay with it (every load sets the same names anew).
+    let mut cell = shared.loader.lock().unwrap_or_else(|e| e.into_inner());
+    // The loader keeps what its globals point at: each load's few dozen bytes of globals stay
+    // for as long as the process (every load sets the same names anew).
     let globals: &'static Globals = Box::leak(Box::new(globals));
-    globals.set(&mut loader);
     let kernel: &'static KernelGlobals = Box::leak(Box::new(kernel));
-    kernel.set(&mut loader);
-    loader.override_global(
-        "ENTRIES_ONLY",
-        if entries_only { &1u32 } else { &0u32 },
-        true,
-    );
-    loader.load(&bytes).context("load hookprof's eBPF object")
+    cell.with_dependent_mut(|_, loader| {
+        globals.set(loader);
+        kernel.set(loader);
+        loader.override_global(
+            "ENTRIES_ONLY",
+            if entries_only { &1u32 } else { &0u32 },
+            true,
+        );
+        loader.load(&bytes).context("load hookprof's eBPF object")
+    })
 }
 
 #[cfg(test)]

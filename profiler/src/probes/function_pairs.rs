@@ -98,21 +98,23 @@ impl Probes {
         program: &str,
         function: &str,
     ) -> Result<(), ProgramError> {
+        let aya = self.kernel_btf_to_load()?;
         let p: &mut FEntry = self
             .ebpf
             .program_mut(program)
             .ok_or(ProgramError::NotLoaded)?
             .try_into()?;
-        p.load(function, self.btf)
+        p.load(function, aya.btf())
     }
 
     pub(super) fn load_fexit(&mut self, program: &str, function: &str) -> Result<(), ProgramError> {
+        let aya = self.kernel_btf_to_load()?;
         let p: &mut FExit = self
             .ebpf
             .program_mut(program)
             .ok_or(ProgramError::NotLoaded)?
             .try_into()?;
-        p.load(function, self.btf)
+        p.load(function, aya.btf())
     }
 
     /// Asks the kernel whether it takes BPF trampolines at all, with one fentry (the

@@ -56,13 +56,14 @@ impl Probes {
         )?;
         config.set(index, LsmSlotConfig { busy_ns }, 0)?;
         let program = format!("lsm_a{args}_{slot}");
+        let aya = self.kernel_btf()?;
         let p: &mut Lsm = self
             .ebpf
             .program_mut(&program)
             .context("no such LSM program")?
             .try_into()?;
         let attached = p
-            .load(hook, self.btf)
+            .load(hook, aya.btf())
             .and_then(|()| p.attach())
             .and_then(|id| p.take_link(id));
         let link = match attached {

@@ -27,6 +27,8 @@ mod syscall_injection;
 mod syscall_tracepoints;
 mod task_tracepoints;
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result};
 use aya::{
     maps::{MapData, PerCpuHashMap},
@@ -42,6 +44,7 @@ pub const LSM_RUNS_EVENT: usize = profiler_common::event::LSM_RUNS as usize;
 pub const USER_SLOTS: usize = HOOK_SLOTS as usize - 1;
 pub(crate) const CALIBRATION_SLOT: usize = USER_SLOTS;
 
+pub use self::ebpf_object::AyaKernel;
 pub use self::{
     btf::{KernelBtf, TaskLayout, LOAD_COMMAND as KERNEL_BTF_COMMAND, VMLINUX_BTF},
     catalog::Target,
@@ -156,8 +159,9 @@ pub struct Probes {
     /// Functions whose pairs `attach` attaches (None: all). Each workload attaches only the
     /// functions it calls, so a sample's attach and detach stay short.
     focus: Option<Vec<String>>,
-    /// The kernel's BTF as aya needs it (see `ebpf_object::aya_btf`).
-    btf: &'static aya::Btf,
+    /// The kernel's BTF as aya needs it, held while programs may be loaded (see
+    /// `release_kernel_btf`); read anew if one is loaded after.
+    aya: Option<Arc<AyaKernel>>,
     /// The probes' own cost, once calibrated.
     correction: Option<Correction>,
     /// The errno with which the kernel refuses every BPF trampoline, once known: later pairs
@@ -198,9 +202,9 @@ impl Probes {
             Object::CalibrationSlotOnly
         };
         let layout = kernel.layout();
+        let aya = ebpf_object::shared()?;
         let ebpf =
             ebpf_object::load_object(object, Globals::new(scope, by), plan.entries_only, &layout)?;
-        let btf = ebpf_object::aya_btf()?;
         let mut probes = Probes {
             ebpf,
             attachments: Vec::new(),
@@ -209,7 +213,7 @@ impl Probes {
             lsm_lookups: Vec::new(),
             lsm_programs: Vec::new(),
             focus: None,
-            btf,
+            aya: Some(aya),
             correction: None,
             trampolines_refused: plan.trampolines_refused,
             sample_period_ns: plan.stacks.unwrap_or(0),
@@ -279,17 +283,67 @@ impl Probes {
         self.attach_where(|a| programs.contains(&a.program.as_str()))
     }
 
+    /// The kernel's BTF as aya needs it: the one held, or read anew.
+    fn kernel_btf(&mut self) -> Result<Arc<AyaKernel>> {
+        if let Some(aya) = &self.aya {
+            return Ok(Arc::clone(aya));
+        }
+        let aya = ebpf_object::shared()?;
+        self.aya = Some(Arc::clone(&aya));
+        Ok(aya)
+    }
+
+    /// `kernel_btf` for a program's load, failing as a program's load does.
+    fn kernel_btf_to_load(&mut self) -> Result<Arc<AyaKernel>, ProgramError> {
+        self.kernel_btf().map_err(|e| {
+            ProgramError::SyscallError(aya::sys::SyscallError {
+                call: "read the kernel BTF",
+                io_error: std::io::Error::other(format!("{e:#}")),
+            })
+        })
+    }
+
+    fn trampolines_reattach(&self, aya: &AyaKernel) -> bool {
+        trampolines_reattach(aya.btf(), &self.layout, self.getppid_function.as_deref())
+    }
+
+    /// Lets go of the kernel's BTF (~13 MB) once no program needs loading: after the set-up,
+    /// unless a timed pair must be loaded anew before each attach (`trampolines_reattach`).
+    /// Whatever does load after reads it anew.
+    pub fn release_kernel_btf(&mut self) {
+        let timed = self
+            .attachments
+            .iter()
+            .any(|a| matches!(a.kind, Kind::FEntry | Kind::FExit));
+        let reloads = match &self.aya {
+            Some(aya) => timed && !self.trampolines_reattach(aya),
+            None => return,
+        };
+        if !reloads {
+            self.aya = None;
+            crate::peak_rss::release_free_heap();
+        }
+    }
+
     fn attach_where(&mut self, chosen: impl Fn(&Attachment) -> bool) -> Result<()> {
         if self.attachments.iter().all(|a| a.link.is_none()) {
             self.start_window()?;
         }
-        let reattach_needs_reload =
-            self.attachments.iter().any(|a| {
-                a.link.is_none()
-                    && a.attached_before
-                    && matches!(a.kind, Kind::FEntry | Kind::FExit)
-                    && chosen(a)
-            }) && !trampolines_reattach(self.btf, &self.layout, self.getppid_function.as_deref());
+        let reattached = self.attachments.iter().any(|a| {
+            a.link.is_none()
+                && a.attached_before
+                && matches!(a.kind, Kind::FEntry | Kind::FExit)
+                && chosen(a)
+        });
+        // Where a trampoline must be loaded anew to attach again, the BTF it loads with. None
+        // held means none is needed: `release_kernel_btf` keeps it where pairs reload, and a
+        // pair loaded after the release reads it anew.
+        let reload = match (reattached, &self.aya) {
+            (true, Some(aya)) => {
+                Some(Arc::clone(aya)).filter(|aya| !self.trampolines_reattach(aya))
+            }
+            _ => None,
+        };
         let mut unattachable: Vec<Refusal> = Vec::new();
         let mut timed_attached = false;
         let mut sampling_refused: Option<Refusal> = None;
@@ -302,12 +356,12 @@ impl Probes {
                 .program_mut(&a.program)
                 .with_context(|| format!("program {} vanished", a.program))?;
             let timed = matches!(a.kind, Kind::FEntry | Kind::FExit);
-            let reload = reattach_needs_reload && a.attached_before;
+            let reload = reload.as_ref().filter(|_| a.attached_before);
             match attach_one(
                 program,
                 a,
                 self.sample_period_ns,
-                reload.then_some(self.btf),
+                reload.map(|aya| aya.btf()),
             ) {
                 Ok(link) => {
                     a.link = Some(link);

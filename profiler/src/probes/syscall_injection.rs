@@ -66,7 +66,7 @@ impl SyscallInjection {
     ) -> Result<(SyscallInjection, GateOwners)> {
         let features = Features::get()?;
         features.check_syscall_injection()?;
-        let btf = ebpf_object::aya_btf()?;
+        let aya = ebpf_object::shared()?;
         // Its own instance of the object (no timed function: the calibration slot only), with
         // the run's gate.
         let mut ebpf = ebpf_object::load_object(
@@ -87,7 +87,7 @@ impl SyscallInjection {
             .program_mut(FORK_PROGRAM)
             .context("no fork tracker")?
             .try_into()?;
-        fork.load("sched_process_fork", btf)
+        fork.load("sched_process_fork", aya.btf())
             .context("the kernel refused the injection's fork tracker (tp_btf)")?;
         let id = fork.attach()?;
         let fork_link = fork.take_link(id)?;

@@ -59,12 +59,13 @@ impl Probes {
 
     pub(super) fn load_tp_btf(&mut self, program: &str, tracepoint: &str) -> bool {
         let result = (|| -> Result<(), ProgramError> {
+            let aya = self.kernel_btf_to_load()?;
             let p: &mut BtfTracePoint = self
                 .ebpf
                 .program_mut(program)
                 .ok_or(ProgramError::NotLoaded)?
                 .try_into()?;
-            p.load(tracepoint, self.btf)
+            p.load(tracepoint, aya.btf())
         })();
         self.record(program, Kind::TpBtf, tracepoint, result)
     }

@@ -19,7 +19,7 @@ use crate::{
         kallsyms::FunctionNames,
         lsm_hook_of, refusal,
         selection::{self, Selection},
-        Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
+        AyaKernel, Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
     },
     results::{LsmProgramRecord, Results},
     runner::{Supervisor, Wait},
@@ -82,6 +82,8 @@ pub(super) struct ProbeSetup<'a> {
 
 struct LoadedProbes {
     probes: Probes,
+    /// The kernel's BTF as aya needs it, held over the set-up so its loads share one read.
+    aya: Arc<AyaKernel>,
     /// The kernel's task layout (from its BTF), which the syscall injection loads with too.
     layout: TaskLayout,
     calibration: Option<Calibration>,
@@ -168,12 +170,17 @@ pub(super) fn set_up(
         return Ok(Wait::Interrupted);
     };
     Ok(Wait::Done(match loaded {
-        Some(l) => RunProbes {
-            probes: Some(l.probes),
-            calibration: l.calibration,
-            focus: l.focus,
-            syscall_injection,
-        },
+        Some(mut l) => {
+            // The last load is done: the BTF goes, unless the probes reload before attaching.
+            drop(l.aya);
+            l.probes.release_kernel_btf();
+            RunProbes {
+                probes: Some(l.probes),
+                calibration: l.calibration,
+                focus: l.focus,
+                syscall_injection,
+            }
+        }
         None => RunProbes {
             probes: None,
             calibration: None,
@@ -252,7 +259,12 @@ fn load_probes(
     require_bpf_privileges()?;
     peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
-    // loop watches for an interrupt.
+    // loop watches for an interrupt. aya's BTF first: its parse is the set-up's peak, and the
+    // function list read next is not resident under it.
+    let Wait::Done(aya) = supervisor.blocking(AyaKernel::hold)? else {
+        return Ok(Wait::Interrupted);
+    };
+    let aya = aya?;
     let Wait::Done(kernel) = supervisor.blocking(KernelBtf::load_in_child)? else {
         return Ok(Wait::Interrupted);
     };
@@ -334,6 +346,7 @@ fn load_probes(
     peak_rss::note_phase("calibration");
     Ok(Wait::Done(LoadedProbes {
         probes,
+        aya,
         layout: kernel.layout(),
         calibration,
         focus,

@@ -40,7 +40,7 @@ use crate::{
     probes::{
         catalog::Target,
         selection::{self, Selection},
-        GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
+        AyaKernel, GroupBy, KernelBtf, ProbePlan, Probes, USER_SLOTS,
     },
     results::destination::Destination,
     run::probe_setup::require_bpf_privileges,
@@ -144,11 +144,16 @@ pub fn top(args: &TopArgs) -> Result<ExitCode> {
     require_bpf_privileges()?;
     environment::ensure_securityfs();
     let active_lsms = environment::active_lsms();
+    // aya's BTF first (its parse is the set-up's peak), held over the set-up's loads, then
+    // let go with the last of them.
+    let aya = AyaKernel::hold()?;
     let kernel = KernelBtf::load_in_child()?;
     let mut probes = load_probes(args, &kernel, &chosen, &active_lsms)?;
     let Wait::Done(cost) = calibrate(&mut probes, &kernel)? else {
         return Ok(ExitCode::from(crate::exit::INTERRUPTED));
     };
+    drop(aya);
+    probes.release_kernel_btf();
     let mut totals = Totals::new(args.by, cost);
     let endpoint = match args.listen {
         Some(addr) => Some(Endpoint::listen(addr, totals.render()?)?),
