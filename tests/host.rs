@@ -355,12 +355,19 @@ fn helper_subcommands_stay_out_of_help_and_the_btf_one_answers() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The names are one newline-ended string; each function's entry, in the same order, holds
+    // where its name starts and its parameter count.
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names = answer["names"].as_str().expect("the function names");
     let functions = answer["functions"].as_array().expect("a function list");
-    let open = functions
-        .iter()
-        .find(|f| f[0] == "security_file_open")
+    assert_eq!(names.lines().count(), functions.len());
+    let at = names
+        .lines()
+        .position(|n| n == "security_file_open")
         .expect("security_file_open among the functions");
+    let open = &functions[at];
+    let start = open[0].as_u64().expect("an offset") as usize;
+    assert!(names[start..].starts_with("security_file_open\n"), "{open}");
     assert_eq!(open[1], 1, "security_file_open(struct file *): {open}");
 }
 

@@ -27,6 +27,28 @@ pub fn render_html(c: &Comparison) -> String {
         c.new_labels.join(", ")
     );
     let mut body = format!("<h1>{}</h1>\n", esc(&title));
+    body.push_str(&differences_html(c));
+    body.push_str(&super::facts::html(&c.call_counts));
+    body.push_str(&verdicts_html(c));
+    body.push_str(&changed_html(c));
+    if !c.stacks.is_empty() {
+        body.push_str("<h2 id=\"stacks\">Sampled kernel stacks, old to new</h2>\n");
+    }
+    for s in &c.stacks {
+        let _ = writeln!(body, "<h3>{}</h3>", esc(&s.workload));
+        body.push_str(&flame::differential_figure(
+            &s.workload,
+            &s.old,
+            &s.new,
+            &s.changed,
+        ));
+    }
+    page(&title, &body)
+}
+
+/// The sides' load, then their differences in options and environment.
+fn differences_html(c: &Comparison) -> String {
+    let mut body = String::new();
     if let Some(load) = &c.load {
         let _ = writeln!(
             body,
@@ -47,15 +69,18 @@ pub fn render_html(c: &Comparison) -> String {
             );
         }
     }
-    body.push_str(&super::facts::html(&c.call_counts));
+    body
+}
+
+/// The family's sentences and the table of the workloads' verdicts.
+fn verdicts_html(c: &Comparison) -> String {
     let tested = c
         .workloads
         .iter()
         .filter(|w| w.adjusted_p.is_some())
         .count();
-    let _ = writeln!(
-        body,
-        "<p>{}. {} {} {}</p>",
+    let mut body = format!(
+        "<p>{}. {} {} {}</p>\n",
         esc(&super::render::summary(c)),
         esc(&super::render::holm_sentence(c, tested)),
         esc(&super::render::replication_sentence(c)),
@@ -93,14 +118,20 @@ pub fn render_html(c: &Comparison) -> String {
         );
     }
     body.push_str("</table>\n");
+    body
+}
+
+/// A section for each workload that changed: where its time went, and the chart of it.
+fn changed_html(c: &Comparison) -> String {
     let changed: Vec<_> = c
         .workloads
         .iter()
         .filter(|w| has_section(w.verdict))
         .collect();
     if changed.is_empty() {
-        body.push_str("<p>No workload changed significantly.</p>\n");
+        return "<p>No workload changed significantly.</p>\n".into();
     }
+    let mut body = String::new();
     for w in changed {
         let _ = writeln!(
             body,
@@ -119,19 +150,7 @@ pub fn render_html(c: &Comparison) -> String {
             None => body.push_str("<p>No attribution: one side was not probed.</p>\n"),
         }
     }
-    if !c.stacks.is_empty() {
-        body.push_str("<h2 id=\"stacks\">Sampled kernel stacks, old to new</h2>\n");
-    }
-    for s in &c.stacks {
-        let _ = writeln!(body, "<h3>{}</h3>", esc(&s.workload));
-        body.push_str(&flame::differential_figure(
-            &s.workload,
-            &s.old,
-            &s.new,
-            &s.changed,
-        ));
-    }
-    page(&title, &body)
+    body
 }
 
 fn has_section(verdict: Verdict) -> bool {

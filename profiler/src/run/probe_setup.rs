@@ -306,21 +306,10 @@ fn load_probes(
     for (hook, ns) in args.inject {
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
-    let (functions, focus) = match selection {
-        Selection::Listed(functions) => {
-            if args.stack_noop {
-                stack_noop(&mut probes, &kernel, &functions, args.inject)?;
-            }
-            (functions, None)
-        }
-        Selection::Discover => {
-            let Wait::Done(found) =
-                discover_functions(kinds, setup, &kernel, &mut probes, supervisor)?
-            else {
-                return Ok(Wait::Interrupted);
-            };
-            (found.union(), Some(found))
-        }
+    let Wait::Done((functions, focus)) =
+        chosen_functions(selection, kinds, setup, &kernel, &mut probes, supervisor)?
+    else {
+        return Ok(Wait::Interrupted);
     };
     peak_rss::note_phase("hooks chosen");
     let shared = Arc::clone(&kernel);
@@ -351,6 +340,28 @@ fn load_probes(
         calibration,
         focus,
     }))
+}
+
+/// The functions to time: those listed (with `--stack-noop`'s programs on them), or those the
+/// discovery pass found each workload to call, with what it found.
+fn chosen_functions(
+    selection: Selection,
+    kinds: Kinds,
+    setup: &ProbeSetup,
+    kernel: &KernelBtf,
+    probes: &mut Probes,
+    supervisor: &mut Supervisor,
+) -> Result<Wait<(Vec<Target>, Option<Found>)>> {
+    Ok(match selection {
+        Selection::Listed(functions) => {
+            if setup.stack_noop {
+                stack_noop(probes, kernel, &functions, setup.inject)?;
+            }
+            Wait::Done((functions, None))
+        }
+        Selection::Discover => discover_functions(kinds, setup, kernel, probes, supervisor)?
+            .map(|found| (found.union(), Some(found))),
+    })
 }
 
 /// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
