@@ -1231,23 +1231,27 @@ mod urls {
 mod namespaces {
     use super::*;
 
+    /// `unshare BEFORE hookprof run RUN_ARGS TINY...` in `dir`, with no store, stdin closed.
+    fn unshare_run(dir: &Path, before: &[&str], run_args: &[&str]) -> Output {
+        Command::new("unshare")
+            .args(before)
+            .arg(hookprof_bin())
+            .args([&["run"], run_args, TINY].concat())
+            .current_dir(dir)
+            .env(hookprof_tests::STORE_ENV, "off")
+            .env("TMPDIR", dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
     /// A tiny clean run in `dir` through `unshare ARGS`, its results in `file`, and the
     /// namespaces it ran in, as /proc/self/ns named them there (`net:[4026532174]`) just before.
     fn unshared_run(dir: &Path, unshare: &[&str], file: &str) -> (Output, Results, String) {
         let script = "readlink /proc/self/ns/pid /proc/self/ns/user /proc/self/ns/mnt \
                       /proc/self/ns/cgroup /proc/self/ns/net > ns.txt && exec \"$0\" \"$@\"";
-        let out = Command::new("unshare")
-            .args(unshare)
-            .args(["sh", "-c", script])
-            .arg(hookprof_bin())
-            .args([&["run", "--probes", "none", "-o", file], TINY].concat())
-            .current_dir(dir)
-            .env(hookprof_tests::STORE_ENV, "off")
-            .env("TMPDIR", dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .output()
-            .unwrap();
+        let before = [unshare, &["sh", "-c", script]].concat();
+        let out = unshare_run(dir, &before, &["--probes", "none", "-o", file]);
         assert!(
             out.status.success(),
             "unshare {unshare:?}: {}",
@@ -1337,15 +1341,11 @@ mod namespaces {
     fn a_user_namespace_is_refused_in_one_line_naming_it() {
         require_root();
         let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("unshare")
-            .args(["--user", "--map-root-user", "--"])
-            .arg(hookprof_bin())
-            .args([&["run", "-o", "r.json"], TINY].concat())
-            .current_dir(dir.path())
-            .env(hookprof_tests::STORE_ENV, "off")
-            .env("TMPDIR", dir.path())
-            .output()
-            .unwrap();
+        let out = unshare_run(
+            dir.path(),
+            &["--user", "--map-root-user", "--"],
+            &["-o", "r.json"],
+        );
         assert_one_line(
             "a user namespace",
             &out,
@@ -1372,16 +1372,12 @@ mod namespaces {
                 "mount -t tmpfs none /sys/kernel/btf",
             ),
         ] {
-            let out = Command::new("unshare")
-                .args(["--mount", "sh", "-c"])
-                .arg(format!("{mount} && exec \"$0\" \"$@\""))
-                .arg(hookprof_bin())
-                .args([&["run", "-o", "r.json"], TINY].concat())
-                .current_dir(dir.path())
-                .env(hookprof_tests::STORE_ENV, "off")
-                .env("TMPDIR", dir.path())
-                .output()
-                .unwrap();
+            let script = format!("{mount} && exec \"$0\" \"$@\"");
+            let out = unshare_run(
+                dir.path(),
+                &["--mount", "sh", "-c", &script],
+                &["-o", "r.json"],
+            );
             assert_one_line(what, &out, 2, "in this mount namespace (mnt:[");
             let err = stderr(&out);
             assert!(
