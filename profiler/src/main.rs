@@ -220,3 +220,82 @@ fn run_only_hint(e: &clap::Error) -> Option<&'static str> {
         "a `run` option: stat runs the command after -- and takes --runs N for its samples",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// Every option that takes a value, as (subcommand path, long name), hidden ones included:
+    /// what a hostile command line can reach.
+    fn options_with_values() -> Vec<(Vec<String>, String)> {
+        fn walk(cmd: &clap::Command, path: &[String], out: &mut Vec<(Vec<String>, String)>) {
+            for arg in cmd.get_arguments() {
+                if let (Some(long), true) = (arg.get_long(), arg.get_action().takes_values()) {
+                    out.push((path.to_vec(), long.to_string()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let mut deeper = path.to_vec();
+                deeper.push(sub.get_name().to_string());
+                walk(sub, &deeper, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&hookprof::cli::command(), &[], &mut out);
+        out
+    }
+
+    /// Values of the kinds the safety classes name: control, bidi and zero-width characters,
+    /// numbers past every bound and below zero, units, paths that climb, empty, huge.
+    fn hostile_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "-?[0-9]{1,30}(\\.[0-9]{0,5})?(ns|us|ms|s|k|M|G|%)?",
+            "[a-z_-]{0,12}[=:,]{0,2}-?[0-9]{0,25}",
+            "[a-z]{0,6}[\u{202a}-\u{202e}\u{2066}-\u{2069}\u{200b}\u{1b}\n\r\t\0][a-z]{0,6}",
+            "(\\.\\./){1,12}[a-z]{0,8}",
+            Just(String::new()),
+            Just("9".repeat(5000)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// Whatever value any option is given, parsing ends in a command or in one line, its
+        /// hidden characters shown escaped: no value parser panics on a bound or a character.
+        #[test]
+        fn any_value_of_any_option_parses_or_is_refused_in_one_escaped_line(
+            which in any::<prop::sample::Index>(),
+            value in hostile_value(),
+        ) {
+            let options = options_with_values();
+            let (path, long) = which.get(&options);
+            let mut argv = vec!["hookprof".to_string()];
+            argv.extend(path.iter().cloned());
+            argv.push(format!("--{long}={value}"));
+            if let Err(e) = hookprof::cli::command().try_get_matches_from(&argv) {
+                let line = super::usage_error_line(&e.render().to_string(), None);
+                let shown = hookprof::text::escaped(&line);
+                prop_assert!(!shown.contains('\n'), "{argv:?}: {shown}");
+                prop_assert!(
+                    !shown.chars().any(hookprof::text::hidden),
+                    "{argv:?}: {shown}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_options_walked_include_every_commands_own() {
+        let options = options_with_values();
+        for (path, long) in [("run", "sweep"), ("stat", "runs"), ("compare", "fail-on")] {
+            assert!(
+                options
+                    .iter()
+                    .any(|(p, l)| p.first().map(String::as_str) == Some(path) && l == long),
+                "{path} --{long} not among {} options",
+                options.len()
+            );
+        }
+    }
+}
