@@ -27,7 +27,7 @@
 //! by at least as much).
 use serde::Serialize;
 
-use super::WorkloadComparison;
+use super::{SampledChange, WorkloadComparison};
 use crate::{
     stats::shares::{self, ShareTest},
     stats::{self, Criteria, DifferenceTest, Verdict},
@@ -71,6 +71,10 @@ pub struct PathVerdict {
     /// Judged against the rest of the op: that rest over the path, on the old side.
     #[serde(skip)]
     rest_per_path: Option<f64>,
+    /// Judged on a sampled share: the rest of the op (its CPU time less the path's), new over
+    /// old, which a ratio takes to move with the machine alone.
+    #[serde(skip)]
+    rest_factor: Option<f64>,
 }
 
 impl PathVerdict {
@@ -216,6 +220,7 @@ struct Candidate {
     test: Test,
     /// Judged against the rest of the op: that rest over the path, on the old side.
     rest_per_path: Option<f64>,
+    rest_factor: Option<f64>,
 }
 
 /// Decides every path of `workloads`, stars the rows called, and says what the family found.
@@ -251,6 +256,7 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
             q_value: q,
             verdict,
             rest_per_path: c.rest_per_path,
+            rest_factor: c.rest_factor,
         };
         workloads[c.workload].paths.push(v);
     }
@@ -260,7 +266,11 @@ pub(super) fn decide(workloads: &mut [WorkloadComparison], criteria: &Criteria) 
         let demoted: Vec<bool> = w
             .paths
             .iter()
-            .map(|v| outweighed(largest, v) || explained_by_another(&largest_movers, v))
+            .map(|v| {
+                outweighed(largest, v)
+                    || explained_by_another(&largest_movers, v)
+                    || the_rest_did_not_hold(v)
+            })
             .collect();
         for (v, demoted) in w.paths.iter_mut().zip(demoted) {
             if demoted {
@@ -324,6 +334,21 @@ fn explained_by_another(largest: &[Option<&PathVerdict>; 2], v: &PathVerdict) ->
             needs(o)
                 .is_some_and(|other| (own - o.change.abs()).abs() <= (other - v.change.abs()).abs())
         })
+}
+
+/// How far the rest of an op may move between the sides and still be the machine's speed: a
+/// loaded runner stretches every op by tens of percent, never by half or twice.
+pub const REST_FACTOR_HELD: f64 = 2.0;
+
+/// Whether `v`, called on its sampled share, stood against a rest of the op that moved by more
+/// than a machine's speed moves it: the share reads a path's growth only while the rest holds
+/// (fs_create_0k's op fell from 1.2 ms to 25 us between two runs of one kernel, and its hooks'
+/// 370 ns, down from 1,200, read as a rise of 2,400 against the old rest).
+fn the_rest_did_not_hold(v: &PathVerdict) -> bool {
+    let held = 1.0 / REST_FACTOR_HELD..=REST_FACTOR_HELD;
+    v.method == PathMethod::Sampled
+        && v.called()
+        && v.rest_factor.is_some_and(|f| !held.contains(&f))
 }
 
 /// The called path judged against the rest with the largest change each way, falls first:
@@ -411,6 +436,7 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
                 parent: p.parent.clone(),
                 test,
                 rest_per_path: rest_per_path.filter(|r| r.is_finite()),
+                rest_factor: None,
             })
         })
         .collect();
@@ -427,6 +453,7 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
             parent: p.parent.clone(),
             test,
             rest_per_path: test.rest_per_path(),
+            rest_factor: rest_factor(s, p.old_share, p.new_share),
         };
         let same = |c: &&mut Candidate| {
             c.kind == sampled.kind && c.name == sampled.name && c.parent == sampled.parent
@@ -442,17 +469,29 @@ fn candidates(workload: usize, w: &WorkloadComparison) -> Vec<Candidate> {
             None => out.push(sampled),
         }
     }
-    out.extend(s.groups.iter().enumerate().map(|(i, g)| Candidate {
-        workload,
-        row: Row::Group(i),
-        kind: "group",
-        name: g.label(),
-        parent: None,
-        test: Test::sampled(g.judged.test, g.old_share, s.old_cpu_ns_per_op),
-        rest_per_path:
-            Test::sampled(g.judged.test, g.old_share, s.old_cpu_ns_per_op).rest_per_path(),
+    out.extend(s.groups.iter().enumerate().map(|(i, g)| {
+        let test = Test::sampled(g.judged.test, g.old_share, s.old_cpu_ns_per_op);
+        Candidate {
+            workload,
+            row: Row::Group(i),
+            kind: "group",
+            name: g.label(),
+            parent: None,
+            test,
+            rest_per_path: test.rest_per_path(),
+            rest_factor: rest_factor(s, g.old_share, g.new_share),
+        }
     }));
     out
+}
+
+/// The rest of the op beside a path of these shares, new over old (None where a side has no
+/// CPU time or no rest).
+fn rest_factor(s: &SampledChange, old_share: f64, new_share: f64) -> Option<f64> {
+    let old = s.old_cpu_ns_per_op * (1.0 - old_share);
+    let new = s.new_cpu_ns_per_op * (1.0 - new_share);
+    let factor = new / old;
+    (old > 0.0 && factor.is_finite() && factor > 0.0).then_some(factor)
 }
 
 fn star(w: &mut WorkloadComparison, row: Row, called: bool) {

@@ -277,7 +277,25 @@ fn share_verdict(name: &str, change: f64) -> PathVerdict {
             Verdict::Improved
         },
         rest_per_path: None,
+        rest_factor: None,
     }
+}
+
+#[test]
+fn a_share_that_rose_against_a_rest_that_collapsed_is_not_called() {
+    // The hooks' share of an op that fell from 1.2 ms to 25 us rose, priced against the old
+    // rest as +2,400 ns; their own time per op fell from 1,200 to 370 ns.
+    let mut v = share_verdict("security hooks", 2400.0);
+    v.method = PathMethod::Sampled;
+    v.rest_factor = Some(25.0 / 1200.0);
+    assert!(the_rest_did_not_hold(&v));
+    // A loaded machine's 30% on the rest: the share's reading stands.
+    v.rest_factor = Some(1.3);
+    assert!(!the_rest_did_not_hold(&v));
+    // Timed, a path is its own time: nothing to hold it against.
+    v.method = PathMethod::Timed;
+    v.rest_factor = Some(25.0 / 1200.0);
+    assert!(!the_rest_did_not_hold(&v));
 }
 
 #[test]
