@@ -6,10 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
-use super::{
-    args::ProbeChoice,
-    discovery::{self, Found},
-};
+use super::discovery::{self, Found};
 use crate::{
     peak_rss,
     probes::injection::{self, Injection},
@@ -21,7 +18,7 @@ use crate::{
         selection::{self, Selection},
         AyaKernel, Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
     },
-    results::{LsmProgramRecord, Results},
+    results::{LsmProgramRecord, Refusal, Results},
     runner::{Supervisor, Wait},
     workloads::{WorkloadSetup, WorkloadSpec},
 };
@@ -36,47 +33,31 @@ pub struct Kinds {
     pub stacks: Option<u64>,
 }
 
-/// `--probes` into kinds (stacks sampled `sample_hz` times a CPU-second); None means clean
-/// only.
-pub fn probe_kinds(chosen: &[ProbeChoice], sample_hz: u64) -> Result<Option<Kinds>> {
-    let alone = [ProbeChoice::Auto, ProbeChoice::CleanOnly];
-    let all = match chosen {
-        [ProbeChoice::CleanOnly] => return Ok(None),
-        [ProbeChoice::Auto] => true,
-        list => {
-            if let Some(p) = list.iter().find(|p| alone.contains(p)) {
-                bail!(
-                    "--probes {}: {} stands alone, not in a list of kinds",
-                    list.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
-                    p.name()
-                );
-            }
-            false
-        }
-    };
-    let has = |kind: ProbeChoice| all || chosen.contains(&kind);
-    Ok(Some(Kinds {
-        tasks: has(ProbeChoice::Tasks),
-        hooks: has(ProbeChoice::Hooks),
-        sched: has(ProbeChoice::Sched),
-        stacks: has(ProbeChoice::Stacks).then(|| 1_000_000_000 / sample_hz.max(1)),
-    }))
+/// What the run's arguments ask of the probes (checked in `check`).
+pub(super) struct ProbeRequest {
+    /// `--probes` (None: clean only).
+    pub kinds: Option<Kinds>,
+    /// Probes left out before loading, with why (the stacks, where kallsyms hides addresses).
+    pub refused: Vec<Refusal>,
+    /// `--hooks`.
+    pub hooks: Vec<String>,
+    /// `--inject`'s LSM hooks and their ns.
+    pub lsm_inject: Vec<(String, u64)>,
+    pub stack_noop: bool,
+    /// `run -v`: print the probes' messages.
+    pub verbose: bool,
 }
 
 /// What loading the probes needs from the run.
 pub(super) struct ProbeSetup<'a> {
-    /// `--hooks`, `--inject`, `--stack-noop`.
-    pub hooks: &'a [String],
-    pub inject: &'a [(String, u64)],
-    pub stack_noop: bool,
+    /// What the run's arguments ask of the probes.
+    pub request: &'a ProbeRequest,
     /// `--inject syscall:NAME=NS` among the others, for each variant of the run.
     pub injections: Vec<Vec<Injection>>,
     pub specs: &'a [&'static WorkloadSpec],
     /// How the discovery pass sets each workload up.
     pub setup: &'a WorkloadSetup,
     pub active_lsms: &'a [String],
-    /// `run -v`: print the probes' messages.
-    pub verbose: bool,
     pub bar: &'a ProgressBar,
 }
 
@@ -133,12 +114,8 @@ impl RunProbes {
     }
 }
 
-/// The probes stage: the probes (with `kinds`), then the syscall injection.
-pub(super) fn set_up(
-    kinds: Option<Kinds>,
-    setup: &ProbeSetup,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<RunProbes>> {
+/// The probes stage: the probes (of the kinds asked for), then the syscall injection.
+pub(super) fn set_up(setup: &ProbeSetup, supervisor: &mut Supervisor) -> Result<Wait<RunProbes>> {
     // What the kernel cannot inject fails now, not after the probes' minutes of set-up.
     if setup
         .injections
@@ -148,12 +125,12 @@ pub(super) fn set_up(
         require_bpf_privileges()?;
         Features::get()?.check_syscall_injection()?;
     }
-    let loaded = match kinds {
+    let loaded = match setup.request.kinds {
         Some(kinds) => {
             let Wait::Done(loaded) = load_probes(kinds, setup, supervisor)? else {
                 return Ok(Wait::Interrupted);
             };
-            if setup.verbose {
+            if setup.request.verbose {
                 match loaded.probes.logging_program_id() {
                     Some(id) => supervisor.follow_kernel_log(id)?,
                     None => supervisor.warn("-v: no probe that logs was loaded"),
@@ -210,14 +187,17 @@ fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
 /// BPF LSM they attach to is active.
 fn check_lsm_programs(kernel: &KernelBtf, setup: &ProbeSetup) -> Result<()> {
     if let Some((hook, _)) = setup
-        .inject
+        .request
+        .lsm_inject
         .iter()
         .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
     {
         bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
     }
     let active_lsms = setup.active_lsms;
-    if (setup.stack_noop || !setup.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
+    if (setup.request.stack_noop || !setup.request.lsm_inject.is_empty())
+        && !active_lsms.iter().any(|l| l == "bpf")
+    {
         bail!(
             "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
              bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
@@ -255,7 +235,6 @@ fn load_probes(
     setup: &ProbeSetup,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<LoadedProbes>> {
-    let args = setup;
     require_bpf_privileges()?;
     peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
@@ -270,7 +249,7 @@ fn load_probes(
     };
     let kernel = Arc::new(kernel?);
     let selection = if kinds.hooks {
-        selection::from_hooks_option(&kernel, args.hooks, setup.active_lsms)?
+        selection::from_hooks_option(&kernel, &setup.request.hooks, setup.active_lsms)?
     } else {
         Selection::Listed(Vec::new())
     };
@@ -303,7 +282,7 @@ fn load_probes(
              every probe to the workload; use --probes none to measure without probes"
         );
     }
-    for (hook, ns) in args.inject {
+    for (hook, ns) in &setup.request.lsm_inject {
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
     let Wait::Done((functions, focus)) =
@@ -354,8 +333,8 @@ fn chosen_functions(
 ) -> Result<Wait<(Vec<Target>, Option<Found>)>> {
     Ok(match selection {
         Selection::Listed(functions) => {
-            if setup.stack_noop {
-                stack_noop(probes, kernel, &functions, setup.inject)?;
+            if setup.request.stack_noop {
+                stack_noop(probes, kernel, &functions, &setup.request.lsm_inject)?;
             }
             Wait::Done((functions, None))
         }
@@ -420,9 +399,9 @@ fn discover_functions(
             return Ok(Wait::Interrupted);
         };
         probes.add_refusals(std::mem::take(&mut found.refused));
-        if setup.stack_noop {
+        if setup.request.stack_noop {
             // No hook was found to stack on: this fails with the kernel's own reason.
-            stack_noop(probes, kernel, &[], setup.inject)?;
+            stack_noop(probes, kernel, &[], &setup.request.lsm_inject)?;
         }
         return Ok(Wait::Done(found));
     }
@@ -430,8 +409,8 @@ fn discover_functions(
         return Ok(Wait::Interrupted);
     };
     let hooks = found.union();
-    if setup.stack_noop {
-        stack_noop(probes, kernel, &hooks, setup.inject)?;
+    if setup.request.stack_noop {
+        stack_noop(probes, kernel, &hooks, &setup.request.lsm_inject)?;
     }
     let Wait::Done(lsms) = discover(&selection::lsm_candidates(
         kernel,
@@ -445,7 +424,7 @@ fn discover_functions(
     probes.add_refusals(std::mem::take(&mut found.refused));
     let symbols = FunctionNames::read()?;
     let lookups = catalog::lsm_lookups(kernel, &symbols, &hooks, setup.active_lsms);
-    if setup.verbose {
+    if setup.request.verbose {
         for l in &lookups {
             supervisor.warn(&l.describe());
         }
