@@ -1,23 +1,27 @@
 //! `hookprof run` and `stat` (`stat.rs`): the orchestrator, three stages, each taking the
 //! plan. `plan` (the arguments checked and parsed once, with `check`, `outputs` and `shape`)
-//! -> `measuring` (the supervisor; `probe_setup`: load, discover, calibrate, inject; then
-//! `rounds`: each workload per round, through the sampling engine: `engine`'s settings,
-//! `session`, `measure`'s loop, `probed_pass`) -> `finish` (write, print, baseline, exit
-//! code). A workload that fails is recorded and the run goes on; the exit code says so.
+//! -> `measuring` (the supervisor; `probe_setup`: load, discover, calibrate (`probe_cost`),
+//! inject (`inject`), into `run_probes`; then `rounds`: each workload per round, through the
+//! sampling engine: `engine`'s settings, `session`, `measure`'s loop, `probed_pass`) ->
+//! `finish` (write, print, baseline, exit code). A workload that fails is recorded and the
+//! run goes on; the exit code says so.
 mod args;
 mod check;
 mod discovery;
 pub mod engine;
 mod finish;
+mod inject;
 mod list;
 pub mod measure;
 mod measuring;
 mod outputs;
 mod plan;
+pub(crate) mod probe_cost;
 pub(crate) mod probe_setup;
 mod probed_pass;
 mod progress;
 mod rounds;
+mod run_probes;
 mod session;
 mod shape;
 pub mod stat;

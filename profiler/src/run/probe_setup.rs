@@ -3,22 +3,26 @@
 //! `--hooks default`), the probes' own cost calibrated, then `--inject syscall:` attached.
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use indicatif::ProgressBar;
 
-use super::discovery::{self, Found};
+use super::{
+    discovery::{self, Found},
+    inject, probe_cost,
+    run_probes::RunProbes,
+};
 use crate::{
     peak_rss,
     probes::injection::{self, Injection},
     probes::{
-        calibration::{self, Calibration},
+        calibration::Calibration,
         catalog,
         kallsyms::FunctionNames,
         lsm_hook_of, refusal,
         selection::{self, Selection},
-        AyaKernel, Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
+        AyaKernel, Features, KernelBtf, ProbePlan, Probes, Target, TaskLayout,
     },
-    results::{LsmProgramRecord, Refusal, Results},
+    results::Refusal,
     runner::{Supervisor, Wait},
     workloads::{WorkloadSetup, WorkloadSpec},
 };
@@ -72,48 +76,6 @@ struct LoadedProbes {
     focus: Option<Found>,
 }
 
-/// Everything a run has in the kernel: the probes (None with `--probes none`) and the syscall
-/// injection. Dropping it unloads them all.
-pub(super) struct RunProbes {
-    pub probes: Option<Probes>,
-    pub calibration: Option<Calibration>,
-    focus: Option<Found>,
-    syscall_injection: Option<SyscallInjection>,
-}
-
-impl RunProbes {
-    /// The probes, attaching only what `workload` calls (all of them without a discovery pass).
-    pub fn focused_on(&mut self, workload: &str) -> Option<&mut Probes> {
-        let probes = self.probes.as_mut()?;
-        if let Some(focus) = &self.focus {
-            probes.focus(Some(focus.functions_of(workload)));
-        }
-        Some(probes)
-    }
-
-    /// Puts variant `v`'s syscall injection in force (`run --versus`).
-    pub fn use_variant(&mut self, v: usize) -> Result<()> {
-        match &mut self.syscall_injection {
-            Some(injection) => injection.use_variant(v),
-            None => Ok(()),
-        }
-    }
-
-    /// Records what the ground-truth programs ran into each variant's `results`, then unloads
-    /// everything.
-    pub fn unload_into(mut self, results: &mut [Results]) -> Result<()> {
-        for (v, r) in results.iter_mut().enumerate() {
-            if let Some(p) = &self.probes {
-                r.lsm_programs = lsm_program_records(p);
-            }
-            if let Some(injection) = &mut self.syscall_injection {
-                r.syscall_injections = injection.records(v)?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The probes stage: the probes (of the kinds asked for), then the syscall injection.
 pub(super) fn set_up(setup: &ProbeSetup, supervisor: &mut Supervisor) -> Result<Wait<RunProbes>> {
     // What the kernel cannot inject fails now, not after the probes' minutes of set-up.
@@ -142,7 +104,8 @@ pub(super) fn set_up(setup: &ProbeSetup, supervisor: &mut Supervisor) -> Result<
     };
     // After calibration and discovery: the injection is part of the measured kernel only.
     let layout = loaded.as_ref().map(|l| l.layout);
-    let Wait::Done(syscall_injection) = inject_syscalls(&setup.injections, layout, supervisor)?
+    let Wait::Done(syscall_injection) =
+        inject::inject_syscalls(&setup.injections, layout, supervisor)?
     else {
         return Ok(Wait::Interrupted);
     };
@@ -151,36 +114,10 @@ pub(super) fn set_up(setup: &ProbeSetup, supervisor: &mut Supervisor) -> Result<
             // The last load is done: the BTF goes, unless the probes reload before attaching.
             drop(l.aya);
             l.probes.release_kernel_btf();
-            RunProbes {
-                probes: Some(l.probes),
-                calibration: l.calibration,
-                focus: l.focus,
-                syscall_injection,
-            }
+            RunProbes::new(Some(l.probes), l.calibration, l.focus, syscall_injection)
         }
-        None => RunProbes {
-            probes: None,
-            calibration: None,
-            focus: None,
-            syscall_injection,
-        },
+        None => RunProbes::new(None, None, None, syscall_injection),
     }))
-}
-
-fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
-    probes
-        .lsm_programs()
-        .iter()
-        .map(|l| {
-            let (runs, mean_run_ns) = probes.lsm_run_stats(l).unwrap_or((0, 0.0));
-            LsmProgramRecord {
-                hook: l.hook.clone(),
-                busy_ns: l.busy_ns,
-                runs,
-                mean_run_ns,
-            }
-        })
-        .collect()
 }
 
 /// `--inject` and `--stack-noop`: every hook injected is an LSM hook of this kernel, and the
@@ -304,7 +241,9 @@ fn load_probes(
         eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        let Wait::Done(calibration) = measure_probe_cost(&mut probes, &kernel, supervisor)? else {
+        let Wait::Done(calibration) =
+            probe_cost::measure_probe_cost(&mut probes, &kernel, supervisor)?
+        else {
             return Ok(Wait::Interrupted);
         };
         Some(calibration)
@@ -341,34 +280,6 @@ fn chosen_functions(
         Selection::Discover => discover_functions(kinds, setup, kernel, probes, supervisor)?
             .map(|found| (found.union(), Some(found))),
     })
-}
-
-/// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
-/// supervisor keeping its gate owners naming the runners (None without such an injection).
-fn inject_syscalls(
-    variants: &[Vec<Injection>],
-    layout: Option<TaskLayout>,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<Option<SyscallInjection>>> {
-    let syscalls: Vec<_> = variants.iter().map(|v| injection::syscalls(v)).collect();
-    if syscalls.iter().all(Vec::is_empty) {
-        return Ok(Wait::Done(None));
-    }
-    require_bpf_privileges()?;
-    let attach = move || -> Result<_> {
-        // With --probes none, the layout has not been read yet.
-        let layout = match layout {
-            Some(l) => l,
-            None => KernelBtf::load_in_child()?.layout(),
-        };
-        SyscallInjection::attach(&syscalls, &layout)
-    };
-    let Wait::Done(attached) = supervisor.blocking(attach)? else {
-        return Ok(Wait::Interrupted);
-    };
-    let (injection, owners) = attached?;
-    supervisor.keep_windows_open(owners)?;
-    Ok(Wait::Done(Some(injection)))
 }
 
 /// The discovery pass in two rounds: the hooks and task paths each workload calls, then the
@@ -431,23 +342,6 @@ fn discover_functions(
     }
     probes.set_lsm_lookups(lookups);
     Ok(Wait::Done(found))
-}
-
-/// The probes' own cost, measured with getppid loops in the runner (the gate owner).
-pub(crate) fn measure_probe_cost(
-    probes: &mut Probes,
-    kernel: &KernelBtf,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<Calibration>> {
-    probes.set_gate_owners(&[supervisor.runner_pid()?])?;
-    supervisor.start_clock();
-    let mut getppid_loop = |calls, tracked| supervisor.getppid_loop(calls, tracked);
-    let calibrated = calibration::calibrate(probes, kernel, &mut getppid_loop);
-    supervisor.stop_runners(); // the first workload starts in a fresh runner too
-    if supervisor.interrupted() {
-        return Ok(Wait::Interrupted);
-    }
-    Ok(Wait::Done(calibrated.context("calibrate the probes")?))
 }
 
 /// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`. A run

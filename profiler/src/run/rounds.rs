@@ -9,7 +9,7 @@ use rand::{seq::SliceRandom, SeedableRng};
 use super::{
     engine::Engine,
     measure::{self, Round, WorkloadRound},
-    probe_setup::RunProbes,
+    run_probes::RunProbes,
 };
 use crate::{
     attribution::Measured,
