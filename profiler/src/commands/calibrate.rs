@@ -12,7 +12,7 @@ use crate::{
         },
         KernelBtf, ProbePlan, Probes,
     },
-    run::probe_setup::{measure_probe_cost, require_bpf_privileges},
+    run::{probe_cost::measure_probe_cost, probe_setup::require_bpf_privileges},
     runner::{Supervisor, Wait},
 };
 

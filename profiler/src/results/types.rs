@@ -124,6 +124,31 @@ pub struct Calibration {
 }
 
 impl Results {
+    /// A run's results before any workload is measured: its label, where it runs, the options
+    /// it was made with, its probes and what their calibration found.
+    pub fn begun(
+        label: String,
+        environment: Environment,
+        options: RunOptions,
+        probes: ProbeReport,
+        calibration: Option<Calibration>,
+    ) -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            label,
+            complete: true,
+            source: Source::Hookprof,
+            environment,
+            options,
+            probes,
+            lsm_programs: Vec::new(),
+            syscall_injections: Vec::new(),
+            pairing: None,
+            calibration,
+            workloads: Vec::new(),
+        }
+    }
+
     pub fn workload(&self, name: &str) -> Option<&WorkloadResult> {
         self.workloads.iter().find(|w| w.name == name)
     }

@@ -11,7 +11,7 @@ use crate::{
     policy::Policy,
     probes::injection::Injection,
     results::RunOptions,
-    run::shape::VersusOptions,
+    variant::VersusOptions,
     workloads::{Suite, WorkloadSetup},
 };
 

@@ -1,97 +1,27 @@
-//! The run's first stage: bad input fails here, in one line, before anything is loaded or
-//! started (the results' destination, the baseline, the store, `--pin`, `--parallel`,
-//! `--probes`, `--inject`, `--user`, the policies), then the supervisor and the environment
-//! are set up.
-use std::time::Duration;
-
+//! The run's arguments checked against each other and this machine, before anything is loaded
+//! or started: `--pin`, the temp directory, `stat`'s command, `--parallel` with `build`, and
+//! what `--probes`, `--inject` and `--stack-noop` ask of the probes. Each fails in one line.
 use anyhow::{bail, Context, Result};
-use indicatif::ProgressBar;
 
 use super::{
     args::ProbeChoice,
-    probe_setup::{probe_kinds, Kinds},
-    shape::RunShape,
-    CommonMeasureArgs, Plan, SessionArgs,
+    probe_setup::{Kinds, ProbeRequest},
+    CommonMeasureArgs,
 };
 use crate::{
-    environment,
-    probes::injection,
-    probes::kallsyms,
-    results::{Destination, Environment, Refusal},
-    runner::{Credentials, Supervisor},
-    store::baseline,
+    environment, probes::injection, probes::kallsyms, results::Refusal, sweep::SweepSpec,
+    workloads::WorkloadSpec,
 };
 
-/// What the checks found, for the stages after them.
-pub(super) struct Checked {
-    /// Where `-o` writes the results.
-    pub destination: Option<Destination>,
-    /// Where `--save-baseline`/`--append-baseline` keeps them.
-    pub baseline: Option<baseline::Pending>,
-    /// The results store that records the run (None: `--no-store`).
-    pub store: Option<crate::store::Pending>,
-    /// `--probes` (None: clean only).
-    pub kinds: Option<Kinds>,
-    /// Probes left out before loading, with why (the stacks, where kallsyms hides addresses).
-    pub refused: Vec<Refusal>,
-    /// `--inject`'s LSM hooks and their ns.
-    pub lsm_inject: Vec<(String, u64)>,
-    /// `--user`'s credentials.
-    pub user: Option<Credentials>,
-    /// The run's variants and where their results go.
-    pub shape: RunShape,
-}
-
-pub(super) fn check(
-    session: &SessionArgs,
+/// `--parallel` (or `--sweep copies`) with the `build` workload, which runs parallel jobs of
+/// its own (`--jobs`), and whose extra metrics are one build's.
+pub(super) fn copies(
     args: &CommonMeasureArgs,
-    plan: &Plan,
-) -> Result<Checked> {
-    // The runners' status and children are read there, probes or not.
-    crate::machine::namespaces::check_proc()?;
-    let destination = session
-        .output
-        .as_deref()
-        .map(Destination::prepare)
-        .transpose()?;
-    let baseline = session.baseline.prepare()?;
-    let command = if plan.setup.command.is_some() {
-        "stat"
-    } else {
-        "run"
-    };
-    let store = session.store.prepare(command, &session.baseline)?;
-    if let Some(store) = store.as_ref().filter(|s| s.keeps_nothing()) {
-        if destination.as_ref().is_none_or(Destination::discards) {
-            bail!(
-                "results store {}: an in-memory database keeps nothing once hookprof exits, and \
-                 no -o file keeps the run: give -o FILE, or a database file",
-                store.shown()
-            );
-        }
-    }
-    if let Some(store) = &store {
-        if let Err(e) = store.writable() {
-            if destination.as_ref().is_none_or(Destination::discards) {
-                bail!(
-                    "results store {}: {e:#}; and no -o file would keep the run: give -o FILE, \
-                     --no-store, or a store that can be written",
-                    store.shown()
-                );
-            }
-        }
-    }
-    check_pin(&args.pin)?;
-    check_temp_dir()?;
-    if let Some(command) = &plan.setup.command {
-        check_executable(&command.argv[0])?;
-    }
-    // build runs parallel jobs of its own (--jobs), and its extra metrics are one build's.
-    let swept_copies = session
-        .sweep
-        .as_ref()
-        .is_some_and(|s| s.parameter == crate::sweep::Parameter::Copies);
-    if (args.parallel > 1 || swept_copies) && plan.specs.iter().any(|s| s.name == "build") {
+    sweep: Option<&SweepSpec>,
+    specs: &[&'static WorkloadSpec],
+) -> Result<()> {
+    let swept_copies = sweep.is_some_and(|s| s.parameter == crate::sweep::Parameter::Copies);
+    if (args.parallel > 1 || swept_copies) && specs.iter().any(|s| s.name == "build") {
         let option = match swept_copies {
             true => "--sweep copies".to_string(),
             false => format!("--parallel {}", args.parallel),
@@ -101,6 +31,13 @@ pub(super) fn check(
              parallel run"
         );
     }
+    Ok(())
+}
+
+/// What `--probes`, `--hooks`, `--inject` and `--stack-noop` ask of the probes, checked: the
+/// kinds this machine lets be sampled (`refused`: those it does not), and ground truth only
+/// where probes are loaded.
+pub(super) fn probes(args: &CommonMeasureArgs, verbose: bool) -> Result<ProbeRequest> {
     let mut kinds = probe_kinds(&args.probes, args.sample_hz)?;
     let refused = hidden_symbols(&args.probes, &mut kinds)?;
     let lsm_inject = injection::lsm_hooks(&args.inject);
@@ -110,18 +47,41 @@ pub(super) fn check(
              --probes none (--inject syscall:NAME=NS can)"
         );
     }
-    let user = args.user.as_deref().map(Credentials::lookup).transpose()?;
-    let shape = RunShape::build(session, args, (&destination, &baseline), user)?;
-    Ok(Checked {
-        destination,
-        baseline,
-        store,
+    Ok(ProbeRequest {
         kinds,
         refused,
+        hooks: args.hooks.clone(),
         lsm_inject,
-        user,
-        shape,
+        stack_noop: args.stack_noop,
+        verbose,
     })
+}
+
+/// `--probes` into kinds (stacks sampled `sample_hz` times a CPU-second); None means clean
+/// only.
+pub(super) fn probe_kinds(chosen: &[ProbeChoice], sample_hz: u64) -> Result<Option<Kinds>> {
+    let alone = [ProbeChoice::Auto, ProbeChoice::CleanOnly];
+    let all = match chosen {
+        [ProbeChoice::CleanOnly] => return Ok(None),
+        [ProbeChoice::Auto] => true,
+        list => {
+            if let Some(p) = list.iter().find(|p| alone.contains(p)) {
+                bail!(
+                    "--probes {}: {} stands alone, not in a list of kinds",
+                    list.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+                    p.name()
+                );
+            }
+            false
+        }
+    };
+    let has = |kind: ProbeChoice| all || chosen.contains(&kind);
+    Ok(Some(Kinds {
+        tasks: has(ProbeChoice::Tasks),
+        hooks: has(ProbeChoice::Hooks),
+        sched: has(ProbeChoice::Sched),
+        stacks: has(ProbeChoice::Stacks).then(|| 1_000_000_000 / sample_hz.max(1)),
+    }))
 }
 
 /// Sampled stacks are named from kallsyms: where it hides every address (kernel.kptr_restrict),
@@ -152,7 +112,7 @@ fn hidden_symbols(asked: &[ProbeChoice], kinds: &mut Option<Kinds>) -> Result<Ve
 
 /// Every workload makes its scratch files in the temp directory: one that cannot be written
 /// fails here, once, not in every workload after the probes load.
-fn check_temp_dir() -> Result<()> {
+pub(super) fn temp_dir() -> Result<()> {
     let dir = std::env::temp_dir();
     let why = match std::fs::metadata(&dir) {
         Err(e) => e.to_string(),
@@ -172,7 +132,7 @@ fn check_temp_dir() -> Result<()> {
 
 /// `stat`'s command exists and may be executed (looked up in PATH as exec does), checked
 /// before the probes load; the runner, running as `--user`, may still be refused later.
-fn check_executable(program: &str) -> Result<()> {
+pub(super) fn executable(program: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |p: &std::path::Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -195,40 +155,9 @@ fn check_executable(program: &str) -> Result<()> {
     Ok(())
 }
 
-/// The supervisor, set up before anything is loaded so an interrupt at any point ends the run
-/// the same way, and the environment it runs in, whose LSMs the policies are checked against.
-pub(super) fn supervise(
-    args: &CommonMeasureArgs,
-    checked: &Checked,
-    bar: &ProgressBar,
-) -> Result<(Supervisor, Environment)> {
-    let mut supervisor = Supervisor::new(
-        checked.user,
-        Duration::from_secs(args.timeout_per_workload),
-        bar.clone(),
-    )?;
-    crate::safety::scratch::remove_stale();
-    environment::ensure_securityfs();
-    let environment = environment::detect();
-    for policy in checked.shape.variants.iter().flat_map(|v| &v.policies) {
-        policy.check(&environment.active_lsms)?;
-    }
-    // The discovery pass runs under the variant with the most policies, so it finds the LSM
-    // functions the policies make the kernel call.
-    let discovery = checked
-        .shape
-        .variants
-        .iter()
-        .rev()
-        .max_by_key(|v| v.policies.len())
-        .expect("a run has a variant");
-    supervisor.confine(discovery.policies.clone());
-    Ok((supervisor, environment))
-}
-
 /// `--pin` names one CPU or two (the second for the other end of two-process workloads), and
 /// only CPUs this process is allowed on (`taskset`, a cpuset), not merely CPUs the machine has.
-fn check_pin(pin: &[usize]) -> Result<()> {
+pub(super) fn pin(pin: &[usize]) -> Result<()> {
     if pin.is_empty() {
         return Ok(());
     }

@@ -1,87 +1,32 @@
-//! The run's results, begun before the rounds (label, environment, options, probes) and
-//! finished after them: written to `-o`, printed, kept as a baseline when complete, recorded
-//! in the results store, and turned into the exit code (130 interrupted, 2 a workload failed
-//! or nothing measured). A run of many variants (`shape`) finishes a results a variant.
+//! The run's finishing stage: the results of each variant written to `-o`, printed, kept as
+//! a baseline when complete, recorded in the results store, and turned into the exit code
+//! (130 interrupted, 2 a workload failed or nothing measured). A run of many variants
+//! (`shape`) finishes a results a variant.
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use super::{
-    engine::{Engine, Overhead},
-    rounds::Rounds,
-    shape::RunShape,
-    CommonMeasureArgs, Plan, SessionArgs,
-};
+use super::{measuring::Ran, plan::RunPlan};
 use crate::{
     output::{self, Format},
     peak_rss,
-    policy::Policy,
-    probes::{calibration::Calibration, Probes},
-    results::{
-        write::print_or_keep, Destination, Environment, Results, RunOptions, SCHEMA_VERSION,
-    },
-    store::baseline,
+    results::{write::print_or_keep, Destination, Results},
+    runner::Wait,
 };
 
-/// Where the run measures: the machine's environment, the probes loaded and what their
-/// calibration found.
-pub(super) struct Setting<'a> {
-    pub environment: Environment,
-    pub probes: Option<&'a Probes>,
-    pub calibration: Option<Calibration>,
-}
-
-/// The results before any workload is measured.
-pub(super) fn begin(
-    session: &SessionArgs,
-    args: &CommonMeasureArgs,
-    plan: &Plan,
-    setting: Setting,
-    engine: &Engine,
-    rounds: Rounds,
-) -> Results {
-    let Setting {
-        environment,
-        probes,
-        calibration,
-    } = setting;
-    Results {
-        schema_version: SCHEMA_VERSION,
-        label: session
-            .label
-            .clone()
-            .unwrap_or_else(|| environment.kernel_release.clone()),
-        complete: true,
-        source: crate::results::Source::Hookprof,
-        environment,
-        options: recorded_options(args, plan, &session.policy.policy, engine, rounds.seed),
-        probes: probes.map(Probes::report).unwrap_or_default(),
-        lsm_programs: Vec::new(),
-        syscall_injections: Vec::new(),
-        pairing: None,
-        calibration,
-        workloads: Vec::new(),
-    }
-}
-
-/// Where the finished results go.
-pub(super) struct Outputs {
-    pub destination: Option<Destination>,
-    /// The run's variants, with the files of those after the first (`--versus`, `--sweep`).
-    pub shape: RunShape,
-    pub baseline: Option<baseline::Pending>,
-    pub store: Option<crate::store::Pending>,
-    pub format: Format,
-}
-
 /// Writes, prints and keeps the results of each variant (with the profiler's peak memory),
-/// and says how the run ended: `interrupted`, or with workloads of the `asked` that failed.
-pub(super) fn finish(
-    mut variants: Vec<Results>,
-    mut outputs: Outputs,
-    interrupted: bool,
-    asked: usize,
-) -> Result<ExitCode> {
+/// and says how the run ended: interrupted, or with workloads of those `plan` asked for that
+/// failed.
+pub(super) fn finish(ran: Wait<Ran>, mut plan: RunPlan) -> Result<ExitCode> {
+    let Wait::Done(Ran {
+        mut variants,
+        interrupted,
+    }) = ran
+    else {
+        return Ok(ExitCode::from(crate::exit::INTERRUPTED));
+    };
+    let outputs = plan.outputs;
+    let asked = plan.work.specs.len();
     for results in &mut variants {
         // The store keeps each row's share as the reports print it.
         results.derive_shares();
@@ -98,7 +43,7 @@ pub(super) fn finish(
     // (a full disk, a reader gone, a hung-up terminal) loses nothing. A file that cannot be
     // written is kept elsewhere, and its error waits for the store.
     let mut written = Ok(());
-    let more = std::mem::take(&mut outputs.shape.more_destinations);
+    let more = std::mem::take(&mut plan.shape.more_destinations);
     let destinations = std::iter::once(outputs.destination).chain(more.into_iter().map(Some));
     for (results, destination) in variants.iter().zip(destinations) {
         if let Some(destination) = destination {
@@ -123,7 +68,7 @@ pub(super) fn finish(
     }
     // With no file and no store, what is printed is the run's only copy.
     let only_copy = !in_file && !in_store;
-    if !outputs.shape.print(&variants, outputs.format)? {
+    if !plan.shape.print(&variants, outputs.format)? {
         print_results(&variants[0], outputs.format, report_to_stderr, only_copy)?;
     }
     if interrupted {
@@ -176,39 +121,4 @@ fn print_results(
         report.as_bytes(),
         json.as_deref().map(str::as_bytes),
     )?)
-}
-
-fn recorded_options(
-    args: &CommonMeasureArgs,
-    plan: &Plan,
-    policies: &[Policy],
-    engine: &Engine,
-    round_seed: u64,
-) -> RunOptions {
-    let Overhead { clock, loop_ns } = engine.overhead;
-    RunOptions {
-        rounds: Some(args.rounds),
-        round_seed: Some(round_seed),
-        hooks: args.hooks.clone(),
-        probes: args.probes.iter().map(|p| p.name().to_string()).collect(),
-        // stat records its `--runs` (all rounds' runs) instead.
-        samples: plan
-            .sampling
-            .total
-            .is_none()
-            .then_some(plan.sampling.samples as u64),
-        pin: args.pin.clone(),
-        parallel: Some(u64::from(args.parallel)),
-        user: args.user.clone(),
-        inject: args.inject.iter().map(ToString::to_string).collect(),
-        stack_noop: args.stack_noop,
-        sample_hz: Some(args.sample_hz),
-        // Where the workloads' files are made: its depth is in every path walk they time.
-        tmpdir: Some(std::env::temp_dir().display().to_string()),
-        timeout_per_workload: Some(args.timeout_per_workload),
-        policy: policies.iter().map(Policy::record).collect(),
-        clock_overhead_ns: Some(clock.as_nanos() as u64),
-        loop_overhead_ns: Some(loop_ns),
-        ..plan.recorded.clone()
-    }
 }

@@ -3,25 +3,26 @@
 //! `--hooks default`), the probes' own cost calibrated, then `--inject syscall:` attached.
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use indicatif::ProgressBar;
 
 use super::{
-    args::ProbeChoice,
     discovery::{self, Found},
+    inject, probe_cost,
+    run_probes::RunProbes,
 };
 use crate::{
     peak_rss,
     probes::injection::{self, Injection},
     probes::{
-        calibration::{self, Calibration},
+        calibration::Calibration,
         catalog,
         kallsyms::FunctionNames,
         lsm_hook_of, refusal,
         selection::{self, Selection},
-        AyaKernel, Features, KernelBtf, ProbePlan, Probes, SyscallInjection, Target, TaskLayout,
+        AyaKernel, Features, KernelBtf, ProbePlan, Probes, Target, TaskLayout,
     },
-    results::{LsmProgramRecord, Results},
+    results::Refusal,
     runner::{Supervisor, Wait},
     workloads::{WorkloadSetup, WorkloadSpec},
 };
@@ -36,47 +37,31 @@ pub struct Kinds {
     pub stacks: Option<u64>,
 }
 
-/// `--probes` into kinds (stacks sampled `sample_hz` times a CPU-second); None means clean
-/// only.
-pub fn probe_kinds(chosen: &[ProbeChoice], sample_hz: u64) -> Result<Option<Kinds>> {
-    let alone = [ProbeChoice::Auto, ProbeChoice::CleanOnly];
-    let all = match chosen {
-        [ProbeChoice::CleanOnly] => return Ok(None),
-        [ProbeChoice::Auto] => true,
-        list => {
-            if let Some(p) = list.iter().find(|p| alone.contains(p)) {
-                bail!(
-                    "--probes {}: {} stands alone, not in a list of kinds",
-                    list.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
-                    p.name()
-                );
-            }
-            false
-        }
-    };
-    let has = |kind: ProbeChoice| all || chosen.contains(&kind);
-    Ok(Some(Kinds {
-        tasks: has(ProbeChoice::Tasks),
-        hooks: has(ProbeChoice::Hooks),
-        sched: has(ProbeChoice::Sched),
-        stacks: has(ProbeChoice::Stacks).then(|| 1_000_000_000 / sample_hz.max(1)),
-    }))
+/// What the run's arguments ask of the probes (checked in `check`).
+pub(super) struct ProbeRequest {
+    /// `--probes` (None: clean only).
+    pub kinds: Option<Kinds>,
+    /// Probes left out before loading, with why (the stacks, where kallsyms hides addresses).
+    pub refused: Vec<Refusal>,
+    /// `--hooks`.
+    pub hooks: Vec<String>,
+    /// `--inject`'s LSM hooks and their ns.
+    pub lsm_inject: Vec<(String, u64)>,
+    pub stack_noop: bool,
+    /// `run -v`: print the probes' messages.
+    pub verbose: bool,
 }
 
 /// What loading the probes needs from the run.
 pub(super) struct ProbeSetup<'a> {
-    /// `--hooks`, `--inject`, `--stack-noop`.
-    pub hooks: &'a [String],
-    pub inject: &'a [(String, u64)],
-    pub stack_noop: bool,
+    /// What the run's arguments ask of the probes.
+    pub request: &'a ProbeRequest,
     /// `--inject syscall:NAME=NS` among the others, for each variant of the run.
     pub injections: Vec<Vec<Injection>>,
     pub specs: &'a [&'static WorkloadSpec],
     /// How the discovery pass sets each workload up.
     pub setup: &'a WorkloadSetup,
     pub active_lsms: &'a [String],
-    /// `run -v`: print the probes' messages.
-    pub verbose: bool,
     pub bar: &'a ProgressBar,
 }
 
@@ -91,54 +76,8 @@ struct LoadedProbes {
     focus: Option<Found>,
 }
 
-/// Everything a run has in the kernel: the probes (None with `--probes none`) and the syscall
-/// injection. Dropping it unloads them all.
-pub(super) struct RunProbes {
-    pub probes: Option<Probes>,
-    pub calibration: Option<Calibration>,
-    focus: Option<Found>,
-    syscall_injection: Option<SyscallInjection>,
-}
-
-impl RunProbes {
-    /// The probes, attaching only what `workload` calls (all of them without a discovery pass).
-    pub fn focused_on(&mut self, workload: &str) -> Option<&mut Probes> {
-        let probes = self.probes.as_mut()?;
-        if let Some(focus) = &self.focus {
-            probes.focus(Some(focus.functions_of(workload)));
-        }
-        Some(probes)
-    }
-
-    /// Puts variant `v`'s syscall injection in force (`run --versus`).
-    pub fn use_variant(&mut self, v: usize) -> Result<()> {
-        match &mut self.syscall_injection {
-            Some(injection) => injection.use_variant(v),
-            None => Ok(()),
-        }
-    }
-
-    /// Records what the ground-truth programs ran into each variant's `results`, then unloads
-    /// everything.
-    pub fn unload_into(mut self, results: &mut [Results]) -> Result<()> {
-        for (v, r) in results.iter_mut().enumerate() {
-            if let Some(p) = &self.probes {
-                r.lsm_programs = lsm_program_records(p);
-            }
-            if let Some(injection) = &mut self.syscall_injection {
-                r.syscall_injections = injection.records(v)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The probes stage: the probes (with `kinds`), then the syscall injection.
-pub(super) fn set_up(
-    kinds: Option<Kinds>,
-    setup: &ProbeSetup,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<RunProbes>> {
+/// The probes stage: the probes (of the kinds asked for), then the syscall injection.
+pub(super) fn set_up(setup: &ProbeSetup, supervisor: &mut Supervisor) -> Result<Wait<RunProbes>> {
     // What the kernel cannot inject fails now, not after the probes' minutes of set-up.
     if setup
         .injections
@@ -148,12 +87,12 @@ pub(super) fn set_up(
         require_bpf_privileges()?;
         Features::get()?.check_syscall_injection()?;
     }
-    let loaded = match kinds {
+    let loaded = match setup.request.kinds {
         Some(kinds) => {
             let Wait::Done(loaded) = load_probes(kinds, setup, supervisor)? else {
                 return Ok(Wait::Interrupted);
             };
-            if setup.verbose {
+            if setup.request.verbose {
                 match loaded.probes.logging_program_id() {
                     Some(id) => supervisor.follow_kernel_log(id)?,
                     None => supervisor.warn("-v: no probe that logs was loaded"),
@@ -165,7 +104,8 @@ pub(super) fn set_up(
     };
     // After calibration and discovery: the injection is part of the measured kernel only.
     let layout = loaded.as_ref().map(|l| l.layout);
-    let Wait::Done(syscall_injection) = inject_syscalls(&setup.injections, layout, supervisor)?
+    let Wait::Done(syscall_injection) =
+        inject::inject_syscalls(&setup.injections, layout, supervisor)?
     else {
         return Ok(Wait::Interrupted);
     };
@@ -174,50 +114,27 @@ pub(super) fn set_up(
             // The last load is done: the BTF goes, unless the probes reload before attaching.
             drop(l.aya);
             l.probes.release_kernel_btf();
-            RunProbes {
-                probes: Some(l.probes),
-                calibration: l.calibration,
-                focus: l.focus,
-                syscall_injection,
-            }
+            RunProbes::new(Some(l.probes), l.calibration, l.focus, syscall_injection)
         }
-        None => RunProbes {
-            probes: None,
-            calibration: None,
-            focus: None,
-            syscall_injection,
-        },
+        None => RunProbes::new(None, None, None, syscall_injection),
     }))
-}
-
-fn lsm_program_records(probes: &Probes) -> Vec<LsmProgramRecord> {
-    probes
-        .lsm_programs()
-        .iter()
-        .map(|l| {
-            let (runs, mean_run_ns) = probes.lsm_run_stats(l).unwrap_or((0, 0.0));
-            LsmProgramRecord {
-                hook: l.hook.clone(),
-                busy_ns: l.busy_ns,
-                runs,
-                mean_run_ns,
-            }
-        })
-        .collect()
 }
 
 /// `--inject` and `--stack-noop`: every hook injected is an LSM hook of this kernel, and the
 /// BPF LSM they attach to is active.
 fn check_lsm_programs(kernel: &KernelBtf, setup: &ProbeSetup) -> Result<()> {
     if let Some((hook, _)) = setup
-        .inject
+        .request
+        .lsm_inject
         .iter()
         .find(|(hook, _)| !kernel.has_function(&format!("bpf_lsm_{hook}")))
     {
         bail!("--inject {hook}: not an LSM hook on this kernel (no bpf_lsm_{hook} in its BTF); see `hookprof hooks`");
     }
     let active_lsms = setup.active_lsms;
-    if (setup.stack_noop || !setup.inject.is_empty()) && !active_lsms.iter().any(|l| l == "bpf") {
+    if (setup.request.stack_noop || !setup.request.lsm_inject.is_empty())
+        && !active_lsms.iter().any(|l| l == "bpf")
+    {
         bail!(
             "--inject and --stack-noop need the BPF LSM, which is not active (LSMs: {}); add \
              bpf to the kernel's lsm= boot parameter, e.g. lsm={},bpf",
@@ -255,7 +172,6 @@ fn load_probes(
     setup: &ProbeSetup,
     supervisor: &mut Supervisor,
 ) -> Result<Wait<LoadedProbes>> {
-    let args = setup;
     require_bpf_privileges()?;
     peak_rss::one_heap();
     // The slow steps of start-up (the BTF parse, loading the programs) run while the event
@@ -270,7 +186,7 @@ fn load_probes(
     };
     let kernel = Arc::new(kernel?);
     let selection = if kinds.hooks {
-        selection::from_hooks_option(&kernel, args.hooks, setup.active_lsms)?
+        selection::from_hooks_option(&kernel, &setup.request.hooks, setup.active_lsms)?
     } else {
         Selection::Listed(Vec::new())
     };
@@ -303,7 +219,7 @@ fn load_probes(
              every probe to the workload; use --probes none to measure without probes"
         );
     }
-    for (hook, ns) in args.inject {
+    for (hook, ns) in &setup.request.lsm_inject {
         probes.attach_lsm(&kernel, hook, *ns)?;
     }
     let Wait::Done((functions, focus)) =
@@ -325,7 +241,9 @@ fn load_probes(
         eprintln!("hookprof: {line}");
     }
     let calibration = if probes.hook_functions().iter().any(Option::is_some) {
-        let Wait::Done(calibration) = measure_probe_cost(&mut probes, &kernel, supervisor)? else {
+        let Wait::Done(calibration) =
+            probe_cost::measure_probe_cost(&mut probes, &kernel, supervisor)?
+        else {
             return Ok(Wait::Interrupted);
         };
         Some(calibration)
@@ -354,42 +272,14 @@ fn chosen_functions(
 ) -> Result<Wait<(Vec<Target>, Option<Found>)>> {
     Ok(match selection {
         Selection::Listed(functions) => {
-            if setup.stack_noop {
-                stack_noop(probes, kernel, &functions, setup.inject)?;
+            if setup.request.stack_noop {
+                stack_noop(probes, kernel, &functions, &setup.request.lsm_inject)?;
             }
             Wait::Done((functions, None))
         }
         Selection::Discover => discover_functions(kinds, setup, kernel, probes, supervisor)?
             .map(|found| (found.union(), Some(found))),
     })
-}
-
-/// `--inject syscall:NAME=NS`: the injection attached for the rest of the run, with the
-/// supervisor keeping its gate owners naming the runners (None without such an injection).
-fn inject_syscalls(
-    variants: &[Vec<Injection>],
-    layout: Option<TaskLayout>,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<Option<SyscallInjection>>> {
-    let syscalls: Vec<_> = variants.iter().map(|v| injection::syscalls(v)).collect();
-    if syscalls.iter().all(Vec::is_empty) {
-        return Ok(Wait::Done(None));
-    }
-    require_bpf_privileges()?;
-    let attach = move || -> Result<_> {
-        // With --probes none, the layout has not been read yet.
-        let layout = match layout {
-            Some(l) => l,
-            None => KernelBtf::load_in_child()?.layout(),
-        };
-        SyscallInjection::attach(&syscalls, &layout)
-    };
-    let Wait::Done(attached) = supervisor.blocking(attach)? else {
-        return Ok(Wait::Interrupted);
-    };
-    let (injection, owners) = attached?;
-    supervisor.keep_windows_open(owners)?;
-    Ok(Wait::Done(Some(injection)))
 }
 
 /// The discovery pass in two rounds: the hooks and task paths each workload calls, then the
@@ -420,9 +310,9 @@ fn discover_functions(
             return Ok(Wait::Interrupted);
         };
         probes.add_refusals(std::mem::take(&mut found.refused));
-        if setup.stack_noop {
+        if setup.request.stack_noop {
             // No hook was found to stack on: this fails with the kernel's own reason.
-            stack_noop(probes, kernel, &[], setup.inject)?;
+            stack_noop(probes, kernel, &[], &setup.request.lsm_inject)?;
         }
         return Ok(Wait::Done(found));
     }
@@ -430,8 +320,8 @@ fn discover_functions(
         return Ok(Wait::Interrupted);
     };
     let hooks = found.union();
-    if setup.stack_noop {
-        stack_noop(probes, kernel, &hooks, setup.inject)?;
+    if setup.request.stack_noop {
+        stack_noop(probes, kernel, &hooks, &setup.request.lsm_inject)?;
     }
     let Wait::Done(lsms) = discover(&selection::lsm_candidates(
         kernel,
@@ -445,30 +335,13 @@ fn discover_functions(
     probes.add_refusals(std::mem::take(&mut found.refused));
     let symbols = FunctionNames::read()?;
     let lookups = catalog::lsm_lookups(kernel, &symbols, &hooks, setup.active_lsms);
-    if setup.verbose {
+    if setup.request.verbose {
         for l in &lookups {
             supervisor.warn(&l.describe());
         }
     }
     probes.set_lsm_lookups(lookups);
     Ok(Wait::Done(found))
-}
-
-/// The probes' own cost, measured with getppid loops in the runner (the gate owner).
-pub(crate) fn measure_probe_cost(
-    probes: &mut Probes,
-    kernel: &KernelBtf,
-    supervisor: &mut Supervisor,
-) -> Result<Wait<Calibration>> {
-    probes.set_gate_owners(&[supervisor.runner_pid()?])?;
-    supervisor.start_clock();
-    let mut getppid_loop = |calls, tracked| supervisor.getppid_loop(calls, tracked);
-    let calibrated = calibration::calibrate(probes, kernel, &mut getppid_loop);
-    supervisor.stop_runners(); // the first workload starts in a fresh runner too
-    if supervisor.interrupted() {
-        return Ok(Wait::Interrupted);
-    }
-    Ok(Wait::Done(calibrated.context("calibrate the probes")?))
 }
 
 /// `--stack-noop`: a no-op BPF LSM program on the LSM hook behind each of `functions`. A run

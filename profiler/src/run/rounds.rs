@@ -9,7 +9,7 @@ use rand::{seq::SliceRandom, SeedableRng};
 use super::{
     engine::Engine,
     measure::{self, Round, WorkloadRound},
-    probe_setup::RunProbes,
+    run_probes::RunProbes,
 };
 use crate::{
     attribution::Measured,
@@ -36,7 +36,7 @@ pub(super) struct Measuring {
 }
 
 /// What the rounds measure: the workloads, and the variants each is measured in.
-pub(super) struct Work<'a> {
+pub(super) struct Lineup<'a> {
     pub specs: &'a [&'static WorkloadSpec],
     pub variants: &'a [Variant],
 }
@@ -52,7 +52,7 @@ pub(super) struct Measurer<'a> {
 }
 
 pub(super) fn measure_workloads(
-    work: Work,
+    work: Lineup,
     rounds: Rounds,
     mut with: Measurer,
 ) -> anyhow::Result<Measuring> {
@@ -93,7 +93,7 @@ impl Measurer<'_> {
     /// failed or the run was interrupted.
     fn measure_rounds(
         &mut self,
-        work: &Work,
+        work: &Lineup,
         rounds: Rounds,
         measured: &mut [Vec<Measured>],
     ) -> anyhow::Result<bool> {

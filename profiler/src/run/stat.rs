@@ -8,7 +8,11 @@ use std::{process::ExitCode, time::Duration};
 use anyhow::Result;
 
 use super::{
-    args::StackPassArgs, engine::Sampling, measure_plan, CommonMeasureArgs, Plan, SessionArgs,
+    args::StackPassArgs,
+    engine::Sampling,
+    finish, measuring,
+    plan::{self, Work},
+    CommonMeasureArgs, SessionArgs,
 };
 use crate::{
     results::RunOptions,
@@ -54,7 +58,7 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
     // The timed runs, at --sample-hz, hold few stacks of a short command: more runs of it,
     // untimed, sampled faster, give the profile the precision `run`'s has.
     let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(measure.rounds);
-    let plan = Plan {
+    let work = Work {
         specs: vec![command.spec()],
         // One op is one whole run of the command: no op count to calibrate, no build jobs.
         sampling: Sampling {
@@ -79,5 +83,7 @@ pub fn stat(args: &StatArgs) -> Result<ExitCode> {
             ..WorkloadSetup::default()
         },
     };
-    measure_plan(&args.session, &measure, &plan)
+    let plan = plan::from_args(&args.session, &measure, work)?;
+    let ran = measuring::measure(&plan)?;
+    finish::finish(ran, plan)
 }

@@ -232,7 +232,7 @@ impl SweepSpec {
 
     /// Where `-o FILE` puts value `value`'s results: FILE's name with the parameter and
     /// value before its extension (`run.json` -> `run.seccomp-filters-4.json`).
-    pub fn output_path(&self, base: &Path, value: u64) -> PathBuf {
+    fn output_path(&self, base: &Path, value: u64) -> PathBuf {
         let parameter = match &self.parameter {
             // A template's SPEC may be a path: its file name alone.
             Parameter::Template { kind, spec, .. } => format!(
@@ -251,6 +251,14 @@ impl SweepSpec {
             None => format!("{stem}.{tag}"),
         };
         base.with_file_name(name)
+    }
+
+    /// Where `-o FILE` puts the results of each value after the first (`output_path`).
+    pub fn output_paths(&self, base: &Path) -> Vec<PathBuf> {
+        self.values[1..]
+            .iter()
+            .map(|&v| self.output_path(base, v))
+            .collect()
     }
 
     /// Whether the values' policies need a directory of their own that outlives the run
@@ -284,45 +292,64 @@ impl SweepSpec {
         self.values
             .iter()
             .map(|&value| {
+                let name = self.variant_name(value);
+                let added = self.added_at(value, rule_dirs, loaded)?;
                 let mut variant = Variant::of_run(run_policies, run_inject);
-                variant.name = self.variant_name(value);
-                match &self.parameter {
-                    Parameter::LandlockRules => variant
-                        .policies
-                        .push(policies::landlock_rules(value, rule_dirs)?),
-                    Parameter::LandlockLayers => {
-                        variant.policies.extend(policies::landlock_layers(value)?)
-                    }
-                    Parameter::AppArmorRules => variant
-                        .policies
-                        .push(policies::apparmor_rules(value, rule_dirs, loaded)?),
-                    Parameter::LandlockDepth => {
-                        variant.policies.extend(policies::landlock_layers(1)?);
-                        variant.scratch_depth = Some(value as usize);
-                    }
-                    Parameter::SeccompFilters { checked } => variant
-                        .policies
-                        .extend(policies::seccomp_filters(value, checked.as_deref())?),
-                    Parameter::Inject { syscall } => {
-                        let i = Injection::parse(&format!("syscall:{syscall}={value}"))
-                            .map_err(anyhow::Error::msg)?;
-                        variant.inject.push(i);
-                    }
-                    Parameter::Copies => variant.copies = Some(value as usize),
-                    Parameter::SeccompPosition { syscall } => variant
-                        .policies
-                        .push(policies::seccomp_position(value as usize, syscall)?),
-                    Parameter::Template { kind, text, .. } => {
-                        let filled = text.replace(SLOT, &value.to_string());
-                        let policy = Policy::of_kind(kind, &filled)
-                            .with_context(|| format!("{} at {value}", self.name()))?;
-                        variant.policies.push(policy);
-                    }
-                }
+                variant.name = name;
+                variant.policies.extend(added.policies);
+                variant.inject.extend(added.inject);
+                variant.copies = added.copies;
+                variant.scratch_depth = added.scratch_depth;
                 Ok(variant)
             })
             .collect()
     }
+
+    /// What value `value` adds to the run's own options (see `variants`).
+    fn added_at(&self, value: u64, rule_dirs: &Path, loaded: &mut LoadedProfiles) -> Result<Added> {
+        let mut added = Added::default();
+        match &self.parameter {
+            Parameter::LandlockRules => added
+                .policies
+                .push(policies::landlock_rules(value, rule_dirs)?),
+            Parameter::LandlockLayers => added.policies.extend(policies::landlock_layers(value)?),
+            Parameter::AppArmorRules => added
+                .policies
+                .push(policies::apparmor_rules(value, rule_dirs, loaded)?),
+            Parameter::LandlockDepth => {
+                added.policies.extend(policies::landlock_layers(1)?);
+                added.scratch_depth = Some(value as usize);
+            }
+            Parameter::SeccompFilters { checked } => added
+                .policies
+                .extend(policies::seccomp_filters(value, checked.as_deref())?),
+            Parameter::Inject { syscall } => {
+                let i = Injection::parse(&format!("syscall:{syscall}={value}"))
+                    .map_err(anyhow::Error::msg)?;
+                added.inject = Some(i);
+            }
+            Parameter::Copies => added.copies = Some(value as usize),
+            Parameter::SeccompPosition { syscall } => added
+                .policies
+                .push(policies::seccomp_position(value as usize, syscall)?),
+            Parameter::Template { kind, text, .. } => {
+                let filled = text.replace(SLOT, &value.to_string());
+                let policy = Policy::of_kind(kind, &filled)
+                    .with_context(|| format!("{} at {value}", self.name()))?;
+                added.policies.push(policy);
+            }
+        }
+        Ok(added)
+    }
+}
+
+/// What one swept value adds to the run's own options.
+#[derive(Default)]
+struct Added {
+    policies: Vec<Policy>,
+    inject: Option<Injection>,
+    copies: Option<usize>,
+    scratch_depth: Option<usize>,
 }
 
 /// `template:KIND:SPEC`: SPEC's text (read now, as `--policy` reads its file) must hold `{N}`.
