@@ -20,9 +20,9 @@ pub(super) struct Pooled {
     pub extras: Vec<(String, Unit, Vec<FileRounds>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     pub attribution: Vec<AttributionRow>,
-    /// Each row's per-sample values per file, round by round: the spread its change's interval
-    /// stands on.
-    pub row_rounds: HashMap<PathKey, RowRounds>,
+    /// Each merged row's per-sample values per file, round by round (in `attribution`'s
+    /// order): the spread its change's interval stands on.
+    pub row_rounds: Vec<RowRounds>,
     /// Where each path's merged row is in `attribution`: a file of many rows is merged in
     /// linear time, not by a scan of the rows merged so far.
     row_at: HashMap<PathKey, usize>,
@@ -77,6 +77,7 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 }
             }
             p.profiles.extend(w.profile.clone());
+            p.row_at.reserve(w.attribution.len());
             for row in &w.attribution {
                 let samples = if row.samples_ns_per_op.is_empty() {
                     vec![row.ns_per_op]
@@ -84,7 +85,22 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                     row.samples_ns_per_op.clone()
                 };
                 let key = (row.kind, row.name.clone(), row.parent.clone());
-                let kept = p.row_rounds.entry(key.clone()).or_default();
+                let at = match p.row_at.get(&key) {
+                    Some(&at) => {
+                        p.attribution[at].samples_ns_per_op.extend_from_slice(&samples);
+                        at
+                    }
+                    None => {
+                        p.row_at.insert(key, p.attribution.len());
+                        p.attribution.push(AttributionRow {
+                            samples_ns_per_op: samples.clone(),
+                            ..row.clone()
+                        });
+                        p.row_rounds.push(RowRounds::default());
+                        p.attribution.len() - 1
+                    }
+                };
+                let kept = &mut p.row_rounds[at];
                 kept.ns.push(rounds_of(r, w, &samples));
                 if let Some(rest) = rest_of_op(w, row) {
                     let against: Vec<f64> = row
@@ -95,16 +111,6 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                         .collect();
                     kept.against_rest.push(rounds_of(r, w, &against));
                     kept.rest.push(rounds_of(r, w, &rest));
-                }
-                match p.row_at.get(&key) {
-                    Some(&at) => p.attribution[at].samples_ns_per_op.extend(samples),
-                    None => {
-                        p.row_at.insert(key, p.attribution.len());
-                        p.attribution.push(AttributionRow {
-                            samples_ns_per_op: samples,
-                            ..row.clone()
-                        });
-                    }
                 }
             }
         }
