@@ -13,7 +13,7 @@
 //! side's own files: the two sides differ when the gap between their ranges of per-file values
 //! exceeds [`MIN_CALLS_PER_OP`] or [`MIN_RELATIVE`] of the larger count, whichever is larger.
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeSet, HashMap},
     fmt::Write,
     rc::Rc,
 };
@@ -35,7 +35,7 @@ pub const MIN_RELATIVE: f64 = 0.01;
 const TASK_EVENTS: [&str; 3] = ["fork", "exec", "exit"];
 
 /// What a counted thing is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Counted {
     Syscall,
@@ -171,12 +171,12 @@ impl Coverage {
 /// at 0.
 struct FileCounts<'a> {
     coverage: Rc<Coverage>,
-    counts: BTreeMap<Key<'a>, f64>,
+    counts: HashMap<Key<'a>, f64>,
 }
 
 impl<'a> FileCounts<'a> {
     fn of(w: &'a WorkloadResult, coverage: Rc<Coverage>) -> FileCounts<'a> {
-        let mut counts = BTreeMap::new();
+        let mut counts = HashMap::with_capacity(w.attribution.len() + TASK_EVENTS.len());
         for r in &w.attribution {
             *counts
                 .entry((Counted::of(r.kind), r.name.as_str(), r.parent.as_deref()))
@@ -227,8 +227,10 @@ fn side_counts<'a>(side: &'a [Results], name: &str) -> Vec<FileCounts<'a>> {
 fn values(files: &[FileCounts], key: &Key) -> Vec<f64> {
     files
         .iter()
-        .filter(|f| f.measured(key))
-        .map(|f| f.counts.get(key).copied().unwrap_or(0.0))
+        .filter_map(|f| match f.counts.get(key) {
+            Some(&n) => Some(n),
+            None => f.measured(key).then_some(0.0),
+        })
         .collect()
 }
 
@@ -305,7 +307,11 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
         if o.is_empty() || n.is_empty() {
             continue;
         }
-        let keys: BTreeSet<&Key> = o.iter().chain(&n).flat_map(|f| f.counts.keys()).collect();
+        // Every path either side counted, once, in order: sorted, not kept in a tree, as
+        // each file's counts are looked up in a hash map, for a file of many paths.
+        let mut keys: Vec<&Key> = o.iter().chain(&n).flat_map(|f| f.counts.keys()).collect();
+        keys.sort_unstable();
+        keys.dedup();
         let mut compared = false;
         for key in keys {
             let (ov, nv) = (values(&o, key), values(&n, key));
