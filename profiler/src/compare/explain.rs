@@ -3,10 +3,7 @@
 //! leave unexplained.
 use std::collections::HashMap;
 
-use super::{
-    pool::RowRounds,
-    ChangeAttribution, PathDelta,
-};
+use super::{pool::RowRounds, ChangeAttribution, PathDelta};
 use crate::{
     attribution::breakdown,
     results::{rows, AttributionRow, PathKind, Unit},
@@ -71,7 +68,10 @@ pub(super) fn attribute_change(
             let ns = |rows: &[AttributionRow], i: Option<usize>| {
                 i.map_or(0.0, |i| rows::ns_per_op(&rows[i]))
             };
-            let (o_rounds, n_rounds) = (o.map(|i| &old_side.rounds[i]), n.map(|i| &new_side.rounds[i]));
+            let (o_rounds, n_rounds) = (
+                o.map(|i| &old_side.rounds[i]),
+                n.map(|i| &new_side.rounds[i]),
+            );
             let (o, n) = (ns(old_rows, o), ns(new_rows, n));
             let test = delta_test(o_rounds, n_rounds, replication);
             let against_rest = against_rest_test(o_rounds, n_rounds, replication);

@@ -89,7 +89,9 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled<'_>)>
                 let key = (row.kind, row.name.as_str(), row.parent.as_deref());
                 let at = match p.row_at.get(&key) {
                     Some(&at) => {
-                        p.attribution[at].samples_ns_per_op.extend_from_slice(samples);
+                        p.attribution[at]
+                            .samples_ns_per_op
+                            .extend_from_slice(samples);
                         at
                     }
                     None => {

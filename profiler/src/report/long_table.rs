@@ -80,7 +80,11 @@ fn line(
             out.push_str(between);
         }
         let fill = w - cell.width();
-        let (before, after) = if i >= right_from { (fill, 0) } else { (0, fill) };
+        let (before, after) = if i >= right_from {
+            (fill, 0)
+        } else {
+            (0, fill)
+        };
         let _ = write!(out, " {:before$}{cell}{:after$} ", "", "");
     }
     out.push_str(right);

@@ -214,7 +214,12 @@ impl PathsTable {
     /// laid out the same way in one string where the rows are too many for its cost per cell.
     fn table(&self, markup: Markup, header: &[&str], names: &[String]) -> String {
         if self.rows.len() > long_table::LONG {
-            let rows: Vec<Vec<&str>> = self.rows.iter().zip(names).map(|(r, n)| row_cells(r, n)).collect();
+            let rows: Vec<Vec<&str>> = self
+                .rows
+                .iter()
+                .zip(names)
+                .map(|(r, n)| row_cells(r, n))
+                .collect();
             if let Some(laid_out) = long_table::render(markup, header, &rows, 2) {
                 return laid_out;
             }
