@@ -101,7 +101,7 @@ mod tests {
     fn comfy(markup: Markup, header: &[&str], rows: &[Vec<&str>], right_from: usize) -> String {
         let mut table = markup.table(header);
         for r in rows {
-            table.add_row(r.iter().map(|c| Cell::new(c)).collect::<Vec<_>>());
+            table.add_row(r.iter().map(Cell::new).collect::<Vec<_>>());
         }
         markup.align_numbers(&mut table, right_from);
         table.to_string()
