@@ -8,8 +8,9 @@ use unicode_width::UnicodeWidthStr;
 
 use super::markup::Markup;
 
-/// Rows from which a table is written here rather than by comfy-table: more than any kernel's
-/// paths of one workload (a few hundred with every LSM function sampled).
+/// Rows from which a table is written here rather than by comfy-table: far more than a run's
+/// paths of one workload (the guest's default suite found 146 hooks, LSM functions and task
+/// paths in all).
 pub(crate) const LONG: usize = 2000;
 
 /// `header` over `rows` (each as many cells as the header) in `markup`, the columns from
