@@ -1461,6 +1461,48 @@ mod sizes {
         best
     }
 
+    /// Not a check: writes the forged files of the test below (`o`/`n` at 25k and 100k rows),
+    /// and inputs of as many rows for `import` (the lmbench summary and the kernbench log of
+    /// profiler/tests/data, each data row repeated), to `$HOOKPROF_SIZES_DIR`, to time or
+    /// profile report, compare and import on them by hand (docs/src/benchmarks.md).
+    #[test]
+    #[ignore]
+    fn write_forged_sizes() {
+        require_root();
+        let to = PathBuf::from(std::env::var("HOOKPROF_SIZES_DIR").expect("HOOKPROF_SIZES_DIR"));
+        let base = results_file(&to);
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../profiler/tests/data");
+        let read = |name: &str| std::fs::read_to_string(data.join(name)).unwrap();
+        let (summary, log) = (
+            read("lmbench2-summary-lsm-2.4.9.txt"),
+            read("kernbench-series.log"),
+        );
+        let is_host_row = |l: &str| {
+            ["00-base ", "01-lsm ", "02-cap "]
+                .iter()
+                .any(|h| l.starts_with(h))
+        };
+        let is_run = |l: &str| l.contains("elapsed");
+        for rows in [25_000, 100_000] {
+            with_paths(&base, &to.join(format!("o{rows}.json")), rows, 1.0);
+            with_paths(&base, &to.join(format!("n{rows}.json")), rows, 1.3);
+            let repeated = |text: &str, is_row: &dyn Fn(&str) -> bool| {
+                let times = rows / text.lines().filter(|l| is_row(l)).count();
+                let lines = text.lines().flat_map(|l| match is_row(l) {
+                    true => vec![l; times],
+                    false => vec![l],
+                });
+                lines.collect::<Vec<_>>().join("\n")
+            };
+            let write = |name: String, text: String| std::fs::write(to.join(name), text).unwrap();
+            write(
+                format!("lmbench{rows}.txt"),
+                repeated(&summary, &is_host_row),
+            );
+            write(format!("time{rows}.log"), repeated(&log, &is_run));
+        }
+    }
+
     #[test]
     fn report_and_compare_take_time_linear_in_a_forged_file_s_paths() {
         require_root();

@@ -1,12 +1,9 @@
 //! Where an end-to-end change went: each attributed path's change per op with its interval
 //! (from the rows' spread at the comparison's unit), and the residual the top-level paths
 //! leave unexplained.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use super::{
-    pool::{PathKey, RowRounds},
-    ChangeAttribution, PathDelta,
-};
+use super::{pool::RowRounds, ChangeAttribution, PathDelta};
 use crate::{
     attribution::breakdown,
     results::{rows, AttributionRow, PathKind, Unit},
@@ -18,8 +15,12 @@ use crate::{
 /// by round.
 pub(super) struct Rows<'a> {
     pub merged: &'a [AttributionRow],
-    pub rounds: &'a HashMap<PathKey, RowRounds>,
+    /// In `merged`'s order.
+    pub rounds: &'a [RowRounds],
 }
+
+/// A path by kind, name and the hook or task path it runs under.
+type Key<'a> = (PathKind, &'a str, Option<&'a str>);
 
 /// The change of each attributed path, and what the top-level paths leave unexplained.
 pub(super) fn attribute_change(
@@ -47,29 +48,33 @@ pub(super) fn attribute_change(
             breakdown::Level::Hooks => kind == PathKind::TaskPath && parent.is_none(),
         },
     };
-    let mut keys: BTreeMap<(PathKind, &str, Option<&str>), (f64, f64)> = BTreeMap::new();
+    // Each path's row on each side, by index: looked up, so many paths take linear time.
+    let mut at: HashMap<Key, [Option<usize>; 2]> =
+        HashMap::with_capacity(old_rows.len().max(new_rows.len()));
     let mut order = Vec::new();
-    for (rows, is_new) in [(old_rows, false), (new_rows, true)] {
-        for r in rows {
+    for (side, rows) in [old_rows, new_rows].into_iter().enumerate() {
+        for (i, r) in rows.iter().enumerate() {
             let key = (r.kind, r.name.as_str(), r.parent.as_deref());
-            if !keys.contains_key(&key) {
+            at.entry(key).or_insert_with(|| {
                 order.push(key);
-            }
-            let entry = keys.entry(key).or_insert((0.0, 0.0));
-            let ns = rows::ns_per_op(r);
-            if is_new {
-                entry.1 = ns;
-            } else {
-                entry.0 = ns;
-            }
+                [None, None]
+            })[side] = Some(i);
         }
     }
     let paths: Vec<PathDelta> = order
         .into_iter()
         .map(|key @ (kind, name, parent)| {
-            let (o, n) = keys[&key];
-            let test = delta_test(&key, &old_side, &new_side, replication);
-            let against_rest = against_rest_test(&key, &old_side, &new_side, replication);
+            let [o, n] = at[&key];
+            let ns = |rows: &[AttributionRow], i: Option<usize>| {
+                i.map_or(0.0, |i| rows::ns_per_op(&rows[i]))
+            };
+            let (o_rounds, n_rounds) = (
+                o.map(|i| &old_side.rounds[i]),
+                n.map(|i| &new_side.rounds[i]),
+            );
+            let (o, n) = (ns(old_rows, o), ns(new_rows, n));
+            let test = delta_test(o_rounds, n_rounds, replication);
+            let against_rest = against_rest_test(o_rounds, n_rounds, replication);
             let old_rest_ns = against_rest.map(|(_, rest)| rest);
             PathDelta {
                 kind,
@@ -105,13 +110,12 @@ pub(super) fn attribute_change(
 /// run's rounds taken unpaired); None where a side has no repeated values or they do not vary
 /// (no spread was measured, which is not a path known exactly).
 fn delta_test(
-    key: &(PathKind, &str, Option<&str>),
-    old: &Rows,
-    new: &Rows,
+    old: Option<&RowRounds>,
+    new: Option<&RowRounds>,
     replication: Replication,
 ) -> Option<stats::DifferenceTest> {
     let unit = unpaired(replication);
-    let summary = |side: &Rows| floored_summary(&row(side, key)?.ns, unit);
+    let summary = |side: Option<&RowRounds>| floored_summary(&side?.ns, unit);
     stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)
 }
 
@@ -120,13 +124,12 @@ fn delta_test(
 /// reads a path's own growth in full while the rest stays; with the old side's rest (ns per
 /// op). Same unit and conditions as `delta_test`.
 fn against_rest_test(
-    key: &(PathKind, &str, Option<&str>),
-    old: &Rows,
-    new: &Rows,
+    old: Option<&RowRounds>,
+    new: Option<&RowRounds>,
     replication: Replication,
 ) -> Option<(stats::DifferenceTest, f64)> {
     let unit = unpaired(replication);
-    let (old_row, new_row) = (row(old, key)?, row(new, key)?);
+    let (old_row, new_row) = (old?, new?);
     let rest = stats::summarize(&observations(&old_row.rest, unit))?.mean;
     stats::difference_test(
         &floored_summary(&old_row.against_rest, unit)?,
@@ -155,14 +158,6 @@ fn unpaired(replication: Replication) -> Replication {
         Replication::Pair => Replication::Round,
         u => u,
     }
-}
-
-fn row<'a>(
-    side: &Rows<'a>,
-    (kind, name, parent): &(PathKind, &str, Option<&str>),
-) -> Option<&'a RowRounds> {
-    side.rounds
-        .get(&(*kind, name.to_string(), parent.map(String::from)))
 }
 
 fn observations(files: &[FileRounds], unit: Replication) -> Vec<f64> {

@@ -13,7 +13,7 @@
 //! side's own files: the two sides differ when the gap between their ranges of per-file values
 //! exceeds [`MIN_CALLS_PER_OP`] or [`MIN_RELATIVE`] of the larger count, whichever is larger.
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeSet, HashMap},
     fmt::Write,
     rc::Rc,
 };
@@ -35,7 +35,7 @@ pub const MIN_RELATIVE: f64 = 0.01;
 const TASK_EVENTS: [&str; 3] = ["fork", "exec", "exit"];
 
 /// What a counted thing is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Counted {
     Syscall,
@@ -125,7 +125,8 @@ pub struct NotMeasured {
     pub calls_per_op: f64,
 }
 
-type Key = (Counted, String, Option<String>);
+/// Borrowed from the files: many paths are counted without a string copied per path.
+type Key<'a> = (Counted, &'a str, Option<&'a str>);
 
 /// What one file's probes could see: every syscall where the syscall tracepoints were
 /// attached, each function a timing pair was attached to, the task events where all three
@@ -168,22 +169,22 @@ impl Coverage {
 /// One file's counts for one workload, with what its probes covered. Task events count only
 /// where the file's probes include all three task tracepoints: without them the counters stay
 /// at 0.
-struct FileCounts {
+struct FileCounts<'a> {
     coverage: Rc<Coverage>,
-    counts: BTreeMap<Key, f64>,
+    counts: HashMap<Key<'a>, f64>,
 }
 
-impl FileCounts {
-    fn of(w: &WorkloadResult, coverage: Rc<Coverage>) -> FileCounts {
-        let mut counts = BTreeMap::new();
+impl<'a> FileCounts<'a> {
+    fn of(w: &'a WorkloadResult, coverage: Rc<Coverage>) -> FileCounts<'a> {
+        let mut counts = HashMap::with_capacity(w.attribution.len() + TASK_EVENTS.len());
         for r in &w.attribution {
             *counts
-                .entry((Counted::of(r.kind), r.name.clone(), r.parent.clone()))
+                .entry((Counted::of(r.kind), r.name.as_str(), r.parent.as_deref()))
                 .or_insert(0.0) += r.calls_per_op;
         }
         for event in TASK_EVENTS.iter().filter(|_| coverage.tasks) {
             if let Some(&n) = w.events_per_op.get(*event) {
-                counts.insert((Counted::TaskEvent, event.to_string(), None), n);
+                counts.insert((Counted::TaskEvent, *event, None), n);
             }
         }
         FileCounts { coverage, counts }
@@ -191,7 +192,7 @@ impl FileCounts {
 
     /// Whether this file measured `key`: it counted it, or its probes would have.
     fn measured(&self, key: &Key) -> bool {
-        self.counts.contains_key(key) || self.coverage.covers(key.0, &key.1)
+        self.counts.contains_key(key) || self.coverage.covers(key.0, key.1)
     }
 
     /// Whether it measured anything at all (a clean-only workload did not).
@@ -209,7 +210,7 @@ fn tasks_probed(r: &Results) -> bool {
 }
 
 /// Each file's counts of workload `name` on one side.
-fn side_counts(side: &[Results], name: &str) -> Vec<FileCounts> {
+fn side_counts<'a>(side: &'a [Results], name: &str) -> Vec<FileCounts<'a>> {
     side.iter()
         .flat_map(|r| {
             let coverage = Rc::new(Coverage::of(r));
@@ -226,8 +227,10 @@ fn side_counts(side: &[Results], name: &str) -> Vec<FileCounts> {
 fn values(files: &[FileCounts], key: &Key) -> Vec<f64> {
     files
         .iter()
-        .filter(|f| f.measured(key))
-        .map(|f| f.counts.get(key).copied().unwrap_or(0.0))
+        .filter_map(|f| match f.counts.get(key) {
+            Some(&n) => Some(n),
+            None => f.measured(key).then_some(0.0),
+        })
         .collect()
 }
 
@@ -304,7 +307,11 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
         if o.is_empty() || n.is_empty() {
             continue;
         }
-        let keys: BTreeSet<&Key> = o.iter().chain(&n).flat_map(|f| f.counts.keys()).collect();
+        // Every path either side counted, once, in order: sorted, not kept in a tree, as
+        // each file's counts are looked up in a hash map, for a file of many paths.
+        let mut keys: Vec<&Key> = o.iter().chain(&n).flat_map(|f| f.counts.keys()).collect();
+        keys.sort_unstable();
+        keys.dedup();
         let mut compared = false;
         for key in keys {
             let (ov, nv) = (values(&o, key), values(&n, key));
@@ -321,7 +328,7 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
                     not_measured.push(NotMeasured {
                         workload: name.to_string(),
                         kind: key.0,
-                        name: key.1.clone(),
+                        name: key.1.to_string(),
                         side,
                         calls_per_op,
                     });
@@ -333,8 +340,8 @@ pub fn call_counts(old: &[Results], new: &[Results]) -> CallCounts {
                 differences.push(CountDifference {
                     workload: name.to_string(),
                     kind: key.0,
-                    name: key.1.clone(),
-                    parent: key.2.clone(),
+                    name: key.1.to_string(),
+                    parent: key.2.map(String::from),
                     old_calls_per_op: mean(&ov),
                     new_calls_per_op: mean(&nv),
                     change,

@@ -9,20 +9,38 @@ use super::{
 
 /// `+57 ns/op` or `+1.20 pp`.
 fn figure(method: PathMethod, v: f64) -> String {
+    format!("{} {}", number(method, v), unit(method))
+}
+
+/// The figure's signed number without its unit: `+57`, `+1.20`. Shown where it is written,
+/// so the lines of many paths are written without a string per figure.
+struct Number(PathMethod, f64);
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let Number(method, v) = *self;
+        match method {
+            PathMethod::Share => write!(f, "{:+.2}", v * 100.0),
+            _ if v.abs() < 10.0 => write!(f, "{v:+.1}"),
+            _ => write!(f, "{v:+.0}"),
+        }
+    }
+}
+
+fn number(method: PathMethod, v: f64) -> Number {
+    Number(method, v)
+}
+
+fn unit(method: PathMethod) -> &'static str {
     match method {
-        PathMethod::Share => format!("{:+.2} pp", v * 100.0),
-        _ if v.abs() < 10.0 => format!("{v:+.1} ns/op"),
-        _ => format!("{v:+.0} ns/op"),
+        PathMethod::Share => "pp",
+        _ => "ns/op",
     }
 }
 
 /// `[+21, +93]` in the figure's unit.
 fn interval(method: PathMethod, low: f64, high: f64) -> String {
-    let end = |v: f64| {
-        let shown = figure(method, v);
-        shown.split(' ').next().unwrap_or_default().to_string()
-    };
-    format!("[{}, {}]", end(low), end(high))
+    format!("[{}, {}]", number(method, low), number(method, high))
 }
 
 /// What a path's figure is.
@@ -37,20 +55,29 @@ fn how(method: PathMethod) -> &'static str {
 
 /// `syscall close +57 ns/op [+21, +93] regressed (timed, q = 0.003)`.
 pub fn verdict_line(v: &PathVerdict) -> String {
-    let parent = v
-        .parent
-        .as_ref()
-        .map(|p| format!(" (under {p})"))
-        .unwrap_or_default();
-    format!(
-        "{}{parent} {} {} {} ({}, q = {})",
-        v.label(),
-        figure(v.method, v.change),
-        interval(v.method, v.low, v.high),
+    let mut line = String::new();
+    write_verdict(&mut line, v);
+    line
+}
+
+/// The verdict line written onto `out`: a compare of many paths writes each without the
+/// strings of its parts.
+fn write_verdict(out: &mut String, v: &PathVerdict) {
+    let _ = write!(out, "{} {}", v.kind, v.name);
+    if let Some(p) = &v.parent {
+        let _ = write!(out, " (under {p})");
+    }
+    let _ = write!(
+        out,
+        " {} {} [{}, {}] {} ({}, q = {})",
+        number(v.method, v.change),
+        unit(v.method),
+        number(v.method, v.low),
+        number(v.method, v.high),
         v.verdict,
         how(v.method),
         crate::report::figures::format_p(v.q_value)
-    )
+    );
 }
 
 /// The called paths of `w`, one line each.
@@ -58,7 +85,11 @@ pub fn workload_lines(w: &WorkloadComparison) -> Vec<String> {
     w.paths
         .iter()
         .filter(|v| v.called())
-        .map(|v| format!("path {}", verdict_line(v)))
+        .map(|v| {
+            let mut line = String::from("path ");
+            write_verdict(&mut line, v);
+            line
+        })
         .collect()
 }
 

@@ -7,12 +7,13 @@ use crate::{
     stats::replication::FileRounds,
 };
 
-/// A path of a workload: its kind, name and the hook or task path it runs under.
-pub(super) type PathKey = (PathKind, String, Option<String>);
+/// A path of a workload: its kind, name and the hook or task path it runs under, borrowed
+/// from the files.
+type PathKey<'a> = (PathKind, &'a str, Option<&'a str>);
 
 /// One workload's samples from every file of a side, kept per file.
 #[derive(Debug, Default)]
-pub(super) struct Pooled {
+pub(super) struct Pooled<'a> {
     pub unit: Option<Unit>,
     /// The clean samples of each file that has any, round by round.
     pub clean: Vec<FileRounds>,
@@ -20,12 +21,12 @@ pub(super) struct Pooled {
     pub extras: Vec<(String, Unit, Vec<FileRounds>)>,
     /// Rows merged by (kind, name, parent), their per-sample values concatenated.
     pub attribution: Vec<AttributionRow>,
-    /// Each row's per-sample values per file, round by round: the spread its change's interval
-    /// stands on.
-    pub row_rounds: HashMap<PathKey, RowRounds>,
+    /// Each merged row's per-sample values per file, round by round (in `attribution`'s
+    /// order): the spread its change's interval stands on.
+    pub row_rounds: Vec<RowRounds>,
     /// Where each path's merged row is in `attribution`: a file of many rows is merged in
     /// linear time, not by a scan of the rows merged so far.
-    row_at: HashMap<PathKey, usize>,
+    row_at: HashMap<PathKey<'a>, usize>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
 }
@@ -45,7 +46,7 @@ pub(super) struct RowRounds {
 }
 
 /// Workloads in first-seen order with their pooled samples.
-pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
+pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled<'_>)>> {
     let mut pooled: Vec<(String, Pooled)> = Vec::new();
     for r in side {
         for w in &r.workloads {
@@ -77,15 +78,35 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                 }
             }
             p.profiles.extend(w.profile.clone());
+            p.row_at.reserve(w.attribution.len());
             for row in &w.attribution {
-                let samples = if row.samples_ns_per_op.is_empty() {
-                    vec![row.ns_per_op]
+                let one = [row.ns_per_op];
+                let samples: &[f64] = if row.samples_ns_per_op.is_empty() {
+                    &one
                 } else {
-                    row.samples_ns_per_op.clone()
+                    &row.samples_ns_per_op
                 };
-                let key = (row.kind, row.name.clone(), row.parent.clone());
-                let kept = p.row_rounds.entry(key.clone()).or_default();
-                kept.ns.push(rounds_of(r, w, &samples));
+                let key = (row.kind, row.name.as_str(), row.parent.as_deref());
+                let at = match p.row_at.get(&key) {
+                    Some(&at) => {
+                        p.attribution[at]
+                            .samples_ns_per_op
+                            .extend_from_slice(samples);
+                        at
+                    }
+                    None => {
+                        p.row_at.insert(key, p.attribution.len());
+                        let mut merged = row.clone();
+                        if merged.samples_ns_per_op.is_empty() {
+                            merged.samples_ns_per_op = samples.to_vec();
+                        }
+                        p.attribution.push(merged);
+                        p.row_rounds.push(RowRounds::default());
+                        p.attribution.len() - 1
+                    }
+                };
+                let kept = &mut p.row_rounds[at];
+                kept.ns.push(rounds_of(r, w, samples));
                 if let Some(rest) = rest_of_op(w, row) {
                     let against: Vec<f64> = row
                         .samples_ns_per_op
@@ -95,16 +116,6 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled)>> {
                         .collect();
                     kept.against_rest.push(rounds_of(r, w, &against));
                     kept.rest.push(rounds_of(r, w, &rest));
-                }
-                match p.row_at.get(&key) {
-                    Some(&at) => p.attribution[at].samples_ns_per_op.extend(samples),
-                    None => {
-                        p.row_at.insert(key, p.attribution.len());
-                        p.attribution.push(AttributionRow {
-                            samples_ns_per_op: samples,
-                            ..row.clone()
-                        });
-                    }
                 }
             }
         }

@@ -452,7 +452,8 @@ fn single_samples_are_inconclusive_and_exit_3_only_when_asked() {
 fn files_of_a_side_are_pooled_per_workload() {
     let a = with_clean(sample_results(), &[5.0, 5.1], "a");
     let b = with_clean(sample_results(), &[5.2], "b");
-    let pooled = pool(&[a, b]).unwrap();
+    let side = [a, b];
+    let pooled = pool(&side).unwrap();
     assert_eq!(
         pooled[0].1.clean,
         [vec![vec![5.0], vec![5.1]], vec![vec![5.2]]]

@@ -14,6 +14,7 @@ pub mod figures;
 pub mod flame;
 pub mod folded;
 pub mod html;
+mod long_table;
 pub mod markdown;
 pub(crate) mod markup;
 pub(crate) mod paths_table;

@@ -9,10 +9,9 @@ use std::{
     fmt::Write,
 };
 
-use comfy_table::Cell;
-
 use super::{
     figures::{num, num_within, Scale},
+    long_table,
     markup::Markup,
 };
 use crate::{
@@ -57,6 +56,9 @@ struct Node<'a> {
     /// An LSM function whose hook has no row: that hook.
     under: Option<&'a str>,
     timed: Option<PathShare<'a>>,
+    /// The half-width of the 95% interval of the timed ns per op, worked out once: several
+    /// columns show it.
+    timed_half: Option<f64>,
     sampled: Option<&'a SampledPath>,
 }
 
@@ -195,23 +197,10 @@ impl PathsTable {
         if markup == Markup::Markdown {
             out.push('\n'); // a table does not interrupt a paragraph
         }
-        let mut header = vec!["kind".to_string(), "path".to_string()];
-        header.extend(self.header.iter().cloned());
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut table = markup.table(&header);
-        for r in &self.rows {
-            let name = match (markup, r.depth) {
-                (Markup::Terminal, d) => format!("{}{}", "  ".repeat(d), r.name),
-                (Markup::Markdown, 0) => format!("`{}`", r.name),
-                // Markdown collapses spaces: no-break ones indent inside the code span.
-                (Markup::Markdown, d) => format!("`{}└ {}`", "\u{a0}\u{a0}".repeat(d - 1), r.name),
-            };
-            let mut cells = vec![Cell::new(r.kind.name()), Cell::new(name)];
-            cells.extend(r.cells.iter().map(Cell::new));
-            table.add_row(cells);
-        }
-        markup.align_numbers(&mut table, 2);
-        let _ = writeln!(out, "{table}");
+        let mut header = vec!["kind", "path"];
+        header.extend(self.header.iter().map(String::as_str));
+        let names: Vec<String> = self.rows.iter().map(|r| shown_name(markup, r)).collect();
+        let _ = writeln!(out, "{}", self.table(markup, &header, &names));
         if markup == Markup::Markdown && !self.notes.is_empty() {
             out.push('\n');
         }
@@ -219,6 +208,28 @@ impl PathsTable {
             let _ = writeln!(out, "{note}");
         }
         out
+    }
+
+    /// The table itself, `names` the rows' paths as `markup` shows them: by comfy-table, or
+    /// laid out the same way in one string where the rows are too many for its cost per cell.
+    fn table(&self, markup: Markup, header: &[&str], names: &[String]) -> String {
+        if self.rows.len() > long_table::LONG {
+            let rows: Vec<Vec<&str>> = self
+                .rows
+                .iter()
+                .zip(names)
+                .map(|(r, n)| row_cells(r, n))
+                .collect();
+            if let Some(laid_out) = long_table::render(markup, header, &rows, 2) {
+                return laid_out;
+            }
+        }
+        let mut table = markup.table(header);
+        for row in self.rows.iter().zip(names).map(|(r, n)| row_cells(r, n)) {
+            table.add_row(row);
+        }
+        markup.align_numbers(&mut table, 2);
+        table.to_string()
     }
 
     /// The same table as HTML: the heading its caption, nested names indented.
@@ -257,6 +268,23 @@ impl PathsTable {
     }
 }
 
+/// A row's cells: its kind, its path as shown (`name`), its figures.
+fn row_cells<'a>(r: &'a PathLine, name: &'a str) -> Vec<&'a str> {
+    let mut cells = vec![r.kind.name(), name];
+    cells.extend(r.cells.iter().map(String::as_str));
+    cells
+}
+
+/// A row's path as `markup` shows it: indented by its depth.
+fn shown_name(markup: Markup, r: &PathLine) -> String {
+    match (markup, r.depth) {
+        (Markup::Terminal, d) => format!("{}{}", "  ".repeat(d), r.name),
+        (Markup::Markdown, 0) => format!("`{}`", r.name),
+        // Markdown collapses spaces: no-break ones indent inside the code span.
+        (Markup::Markdown, d) => format!("`{}└ {}`", "\u{a0}\u{a0}".repeat(d - 1), r.name),
+    }
+}
+
 /// Every path once: the timed rows (the breakdown's) and the sampled paths matched by kind and
 /// name, each with the row it runs inside.
 fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> Vec<Node<'a>> {
@@ -268,16 +296,21 @@ fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> V
             parent: None,
             under: None,
             timed: Some(*t),
+            timed_half: interval_half(&t.row.samples_ns_per_op),
             sampled: None,
         });
     }
     // The timed nodes each sampled path may join, by kind and name, first first: looked up,
     // not scanned, so a file of many paths is tabled in linear time.
+    let sampled = sampled.unwrap_or_default();
     let mut unmatched: HashMap<(PathKind, &str), VecDeque<usize>> = HashMap::new();
-    for (at, n) in nodes.iter().enumerate() {
-        unmatched.entry((n.kind, n.name)).or_default().push_back(at);
+    if !sampled.is_empty() {
+        unmatched.reserve(nodes.len());
+        for (at, n) in nodes.iter().enumerate() {
+            unmatched.entry((n.kind, n.name)).or_default().push_back(at);
+        }
     }
-    for s in sampled.unwrap_or_default() {
+    for s in sampled {
         let timed = unmatched
             .get_mut(&(s.kind, s.name.as_str()))
             .and_then(VecDeque::pop_front);
@@ -289,11 +322,12 @@ fn nodes<'a>(b: Option<&Breakdown<'a>>, sampled: Option<&'a [SampledPath]>) -> V
                 parent: None,
                 under: None,
                 timed: None,
+                timed_half: None,
                 sampled: Some(s),
             }),
         }
     }
-    let mut first: HashMap<(PathKind, &str), usize> = HashMap::new();
+    let mut first: HashMap<(PathKind, &str), usize> = HashMap::with_capacity(nodes.len());
     for (at, n) in nodes.iter().enumerate() {
         first.entry((n.kind, n.name)).or_insert(at);
     }
@@ -467,9 +501,9 @@ fn columns(
         heading,
         values: rows.iter().map(|n| value(n)).collect(),
     };
-    let per_op = |t: &PathShare| Figure {
+    let per_op = |n: &Node, t: &PathShare| Figure {
         value: t.ns_per_op,
-        half: interval_half(&t.row.samples_ns_per_op),
+        half: n.timed_half,
     };
     let mut columns = vec![
         column("calls/op", &|n| {
@@ -484,7 +518,7 @@ fn columns(
             None => Value::Empty,
         }),
         column("timed {unit}/op", &|n| match n.timed_span() {
-            Some(t) => Value::Time(per_op(&t)),
+            Some(t) => Value::Time(per_op(n, &t)),
             None if n.never_returns() => Value::Words("never returns".into()),
             None => Value::Empty,
         }),
@@ -526,7 +560,7 @@ fn columns(
             let whole = b.map_or(1.0, |b| b.whole_ns);
             n.timed_span().map(|t| Figure {
                 value: t.share,
-                half: per_op(&t).half.map(|h| h / whole),
+                half: per_op(n, &t).half.map(|h| h / whole),
             })
         }
     };
