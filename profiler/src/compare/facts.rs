@@ -12,12 +12,9 @@
 //! counts), so "beyond rounding" is judged against that resolution and the spread of the
 //! side's own files: the two sides differ when the gap between their ranges of per-file values
 //! exceeds [`MIN_CALLS_PER_OP`] or [`MIN_RELATIVE`] of the larger count, whichever is larger.
-use std::{
-    collections::{BTreeSet, HashMap},
-    fmt::Write,
-    rc::Rc,
-};
+use std::{collections::BTreeSet, fmt::Write, rc::Rc};
 
+use foldhash::HashMap;
 use serde::Serialize;
 
 use crate::{
@@ -176,7 +173,10 @@ struct FileCounts<'a> {
 
 impl<'a> FileCounts<'a> {
     fn of(w: &'a WorkloadResult, coverage: Rc<Coverage>) -> FileCounts<'a> {
-        let mut counts = HashMap::with_capacity(w.attribution.len() + TASK_EVENTS.len());
+        let mut counts = HashMap::with_capacity_and_hasher(
+            w.attribution.len() + TASK_EVENTS.len(),
+            Default::default(),
+        );
         for r in &w.attribution {
             *counts
                 .entry((Counted::of(r.kind), r.name.as_str(), r.parent.as_deref()))
