@@ -82,3 +82,21 @@ fn a_sweep_and_its_reports_print_no_impossible_figure() {
     }
     say_and_keep(dir, found);
 }
+
+/// The lint over a results file made elsewhere (a guest's run, another machine's), named by
+/// `HOOKPROF_LINT_FILE`: `cargo test --release -p hookprof-tests --test figures -- --ignored`.
+#[test]
+#[ignore = "lints the file HOOKPROF_LINT_FILE names"]
+fn a_named_results_file_prints_no_impossible_figure() {
+    let file = std::path::PathBuf::from(
+        std::env::var("HOOKPROF_LINT_FILE").expect("HOOKPROF_LINT_FILE names a results file"),
+    );
+    let found = lint_reports(&[&file], &[]);
+    assert!(
+        found.is_empty(),
+        "{} impossible figures in {}:\n{}",
+        found.len(),
+        file.display(),
+        found.join("\n")
+    );
+}
