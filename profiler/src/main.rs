@@ -245,6 +245,10 @@ mod tests {
         out
     }
 
+    /// Walked once for all the cases.
+    static OPTIONS: std::sync::LazyLock<Vec<(Vec<String>, String)>> =
+        std::sync::LazyLock::new(options_with_values);
+
     /// Values of the kinds the safety classes name: control, bidi and zero-width characters,
     /// numbers past every bound and below zero, units, paths that climb, empty, huge.
     fn hostile_value() -> impl Strategy<Value = String> {
@@ -268,8 +272,7 @@ mod tests {
             which in any::<prop::sample::Index>(),
             value in hostile_value(),
         ) {
-            let options = options_with_values();
-            let (path, long) = which.get(&options);
+            let (path, long) = which.get(&OPTIONS);
             let mut argv = vec!["hookprof".to_string()];
             argv.extend(path.iter().cloned());
             argv.push(format!("--{long}={value}"));

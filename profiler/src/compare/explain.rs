@@ -163,3 +163,31 @@ fn unpaired(replication: Replication) -> Replication {
 fn observations(files: &[FileRounds], unit: Replication) -> Vec<f64> {
     replication::observations(files, unit)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_that_agree_by_chance_are_no_surer_than_their_rounds() {
+        // Three runs whose four round medians spread by about 15% but whose means agree within
+        // 0.2% (lat_tcp's read in an A/A series), and a fourth run 18% lower.
+        let run = |medians: [f64; 4]| medians.map(|m| vec![m * 0.99, m, m * 1.01]).to_vec();
+        let old = [
+            run([4300.0, 5300.0, 5300.0, 4600.0]),
+            run([4600.0, 5300.0, 4300.0, 5300.0]),
+            run([5200.0, 4100.0, 6300.0, 3900.0]),
+        ];
+        let new = [run([3900.0, 4400.0, 3800.0, 3850.0])];
+        let raw = |files: &[FileRounds]| stats::summarize(&observations(files, Replication::File));
+        let loose = stats::difference_test(&raw(&old).unwrap(), &raw(&new).unwrap()).unwrap();
+        assert!(loose.p_value < 0.001, "{loose:?}");
+        let floored = stats::difference_test(
+            &floored_summary(&old, Replication::File).unwrap(),
+            &floored_summary(&new, Replication::File).unwrap(),
+        )
+        .unwrap();
+        assert!(floored.p_value > 0.05, "{floored:?}");
+        assert_eq!(floored.difference, loose.difference);
+    }
+}

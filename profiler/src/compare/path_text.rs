@@ -9,7 +9,7 @@ use super::{
 
 /// `+57 ns/op` or `+1.20 pp`.
 fn figure(method: PathMethod, v: f64) -> String {
-    format!("{} {}", number(method, v), unit(method))
+    format!("{} {}", Number(method, v), unit(method))
 }
 
 /// The figure's signed number without its unit: `+57`, `+1.20`. Shown where it is written,
@@ -27,10 +27,6 @@ impl std::fmt::Display for Number {
     }
 }
 
-fn number(method: PathMethod, v: f64) -> Number {
-    Number(method, v)
-}
-
 fn unit(method: PathMethod) -> &'static str {
     match method {
         PathMethod::Share => "pp",
@@ -40,7 +36,7 @@ fn unit(method: PathMethod) -> &'static str {
 
 /// `[+21, +93]` in the figure's unit.
 fn interval(method: PathMethod, low: f64, high: f64) -> String {
-    format!("[{}, {}]", number(method, low), number(method, high))
+    format!("[{}, {}]", Number(method, low), Number(method, high))
 }
 
 /// What a path's figure is.
@@ -70,10 +66,10 @@ fn write_verdict(out: &mut String, v: &PathVerdict) {
     let _ = write!(
         out,
         " {} {} [{}, {}] {} ({}, q = {})",
-        number(v.method, v.change),
+        Number(v.method, v.change),
         unit(v.method),
-        number(v.method, v.low),
-        number(v.method, v.high),
+        Number(v.method, v.low),
+        Number(v.method, v.high),
         v.verdict,
         how(v.method),
         crate::report::figures::format_p(v.q_value)

@@ -296,22 +296,10 @@ impl<K: Ord + Clone> Side<K> {
     /// where the clusters give none.
     fn change_test(&self, new: &Side<K>, key: &K, method: ShareInterval) -> ShareTest {
         let clustered = match method {
-            // By files, never surer than the rounds inside them say: a few files whose shares
-            // agree by chance leave a spread far below what one run's share moves by from
-            // round to round (two A/A series of 17 compares called 8 paths on it).
-            ShareInterval::Files { .. } => {
-                let files = shares::change_test(&self.file_counts(key), &new.file_counts(key));
-                let rounds = shares::change_test(&self.round_counts(key), &new.round_counts(key));
-                // The rounds' spread floors the files' standard error; the files' degrees of
-                // freedom stay (a run's 4 rounds would leave 3).
-                match (files, rounds) {
-                    (Some(f), Some(r)) if r.std_error > f.std_error => Some(ShareTest {
-                        std_error: r.std_error,
-                        ..f
-                    }),
-                    (f, _) => f,
-                }
-            }
+            ShareInterval::Files { .. } => shares::change_test_by_files(
+                (&self.file_counts(key), &new.file_counts(key)),
+                (&self.round_counts(key), &new.round_counts(key)),
+            ),
             ShareInterval::Rounds { .. } => {
                 shares::change_test(&self.round_counts(key), &new.round_counts(key))
             }

@@ -186,6 +186,25 @@ pub fn change_test(old: &[RoundCount], new: &[RoundCount]) -> Option<ShareTest> 
     })
 }
 
+/// The test of a share's change with files as the unit (`change_test` over each side's files),
+/// never surer than the rounds inside those files say: a few files whose shares agree by chance
+/// leave a spread far below what one file's share moves by from round to round (two A/A series
+/// of 17 compares called 8 paths on it). The rounds' standard error floors the files'; the
+/// files' degrees of freedom stay (a run's 4 rounds would leave 3).
+pub fn change_test_by_files(
+    (old_files, new_files): (&[RoundCount], &[RoundCount]),
+    (old_rounds, new_rounds): (&[RoundCount], &[RoundCount]),
+) -> Option<ShareTest> {
+    let files = change_test(old_files, new_files)?;
+    Some(match change_test(old_rounds, new_rounds) {
+        Some(rounds) if rounds.std_error > files.std_error => ShareTest {
+            std_error: rounds.std_error,
+            ..files
+        },
+        _ => files,
+    })
+}
+
 /// The single cluster of `single` as one more of `many`'s (whose clusters `repeated` are):
 /// its share, and the variance one cluster of `many` has (the variance of its mean times
 /// its clusters), at least the binomial at the single cluster's samples.
@@ -343,6 +362,49 @@ mod tests {
             "one round"
         );
         assert_eq!(varies_between_rounds(&rounds(&[(0, 100), (0, 100)])), None);
+    }
+
+    #[test]
+    fn files_that_agree_by_chance_are_no_surer_than_their_rounds() {
+        // Three old files at 1.00%, 1.01% and 0.99% of 40,000 samples, each from four rounds
+        // that spread from 0.5% to 1.5%; one new file at 1.6% whose rounds spread as much.
+        let round = |shares: [u64; 4]| {
+            shares.map(|p| RoundCount {
+                path: p,
+                all: 10_000,
+            })
+        };
+        let old_rounds: Vec<RoundCount> =
+            [[50, 150, 60, 140], [55, 145, 150, 54], [150, 50, 45, 151]]
+                .into_iter()
+                .flat_map(round)
+                .collect();
+        let new_rounds = round([100, 220, 120, 200]).to_vec();
+        let file = |r: &[RoundCount]| RoundCount {
+            path: r.iter().map(|c| c.path).sum(),
+            all: r.iter().map(|c| c.all).sum(),
+        };
+        let old_files: Vec<RoundCount> = old_rounds.chunks(4).map(file).collect();
+        let new_files = [file(&new_rounds)];
+        let by_files = change_test(&old_files, &new_files).unwrap();
+        let floored =
+            change_test_by_files((&old_files, &new_files), (&old_rounds, &new_rounds)).unwrap();
+        let by_rounds = change_test(&old_rounds, &new_rounds).unwrap();
+        assert!(by_files.p_value() < 0.01, "{by_files:?}");
+        assert_eq!(floored.std_error, by_rounds.std_error);
+        assert_eq!((floored.change, floored.df), (by_files.change, by_files.df));
+        assert!(floored.p_value() > 0.05, "{floored:?}");
+        // Files that spread more than their rounds keep their own standard error.
+        let steady: Vec<RoundCount> = old_rounds
+            .iter()
+            .map(|c| RoundCount { path: 100, ..*c })
+            .collect();
+        let apart = [40, 100, 160].map(|p| RoundCount {
+            path: p * 4,
+            all: 40_000,
+        });
+        let kept = change_test_by_files((&apart, &new_files), (&steady, &new_rounds)).unwrap();
+        assert_eq!(kept, change_test(&apart, &new_files).unwrap());
     }
 
     fn rounds(counts: &[(u64, u64)]) -> Vec<RoundCount> {
