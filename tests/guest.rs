@@ -383,10 +383,15 @@ fn injected_cost_is_measured_and_attributed_to_its_hook() {
     );
     let row_delta =
         |name: &str| min(&row(i, name).samples_ns_per_op) - min(&row(b, name).samples_ns_per_op);
+    // The hook and its bpf LSM row are held to the same bounds as the clean op, not to the
+    // clean op's own change: their samples are other passes', and under a loaded host the
+    // busy-wait's overshoot moves between passes by more than the tolerance (a clean change of
+    // 235 us beside a hook change of 135 us, both between 100 us and the mean 245 us).
     let hook_delta = row_delta("security_file_open");
     assert!(
-        hook_delta >= 0.85 * clean_delta_ns,
-        "security_file_open took {hook_delta} ns/op of the {clean_delta_ns} ns/op change"
+        hook_delta >= 0.85 * floor_ns && hook_delta <= 1.15 * mean_ns,
+        "security_file_open took {hook_delta} ns/op: not between the injected {NS} ns and the \
+         program's mean {mean_ns} ns ({clean_what})"
     );
     let bpf_delta = row_delta("bpf_lsm_file_open");
     assert!(

@@ -201,7 +201,10 @@ impl Pass<'_> {
 
 /// A hook with LSM rows under it gets its own dispatch cost: its corrected time less its LSM
 /// functions' (leaves, whose corrected time is all their own). None where an LSM function was
-/// corrected by another method than its hook: the difference of two methods is neither's.
+/// corrected by another method than its hook: the difference of two methods is neither's; and
+/// None where that difference falls below zero: the pairs nested in the hook cost otherwise
+/// than the calibration priced them (under TCG by more than the dispatch itself), so the
+/// dispatch is below what the correction resolves.
 pub(super) fn add_dispatch(rows: &mut [AttributionRow]) {
     let dispatch: Vec<Option<Option<f64>>> = rows
         .iter()
@@ -218,7 +221,7 @@ pub(super) fn add_dispatch(rows: &mut [AttributionRow]) {
                 }
                 ns -= c.corrected_ns_per_op;
             }
-            Some(Some(ns))
+            Some((ns >= 0.0).then_some(ns))
         })
         .collect();
     for (row, dispatch) in rows.iter_mut().zip(dispatch) {
@@ -390,6 +393,32 @@ mod tests {
             .rows
             .iter()
             .all(|r| r.corrected_ns_per_call == r.ns_per_call));
+    }
+
+    #[test]
+    fn a_hook_corrected_below_its_lsm_functions_has_no_dispatch() {
+        use crate::results::fixtures::row;
+        let corrected = |kind, name: &str, parent: Option<&str>, ns: f64| AttributionRow {
+            corrected_ns_per_op: ns,
+            correction: Some(CorrectionMethod::Calibrated),
+            ..row(kind, name, parent, 1.0, 2.0 * ns)
+        };
+        let hook = "security_file_free";
+        for (hook_ns, dispatch) in [(900.0, Some(300.0)), (600.0, Some(0.0)), (0.0, None)] {
+            let mut rows = [
+                corrected(PathKind::Hook, hook, None, hook_ns),
+                corrected(
+                    PathKind::Lsm,
+                    "apparmor_file_free_security",
+                    Some(hook),
+                    400.0,
+                ),
+                corrected(PathKind::Lsm, "bpf_lsm_file_free", Some(hook), 200.0),
+            ];
+            add_dispatch(&mut rows);
+            assert_eq!(rows[0].dispatch_ns_per_op, dispatch, "hook at {hook_ns} ns");
+            assert!(rows[1..].iter().all(|r| r.dispatch_ns_per_op.is_none()));
+        }
     }
 
     #[test]

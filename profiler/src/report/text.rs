@@ -423,12 +423,14 @@ mod tests {
             text.contains("Residual: 3.000 us/op (50.0% of the probed op's CPU time)"),
             "{text}"
         );
+        // A path above the CPU time: the shares are of the probed op's time, which the
+        // path overruns too, said in words.
         r.workloads[0].attribution[0].ns_per_op = 9000.0;
         let text = render(&r);
         assert!(
             text.contains(
                 "Residual: none measurable outside the probed syscalls: the timed paths take \
-                 3.000 us more than the op's CPU time 6.000 us"
+                 4.000 us more than the op's probed time 5.000 us"
             ),
             "{text}"
         );
