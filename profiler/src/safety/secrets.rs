@@ -2,7 +2,10 @@
 //! anywhere (results, the store, the spool, exports, messages) has the value of every key that
 //! names a secret masked, in each form it takes: `key=value` (an environment's `KEY=VALUE`
 //! too), `--key=value`, `--key value`, `Key: value` (a header), a URL's password
-//! (`scheme://user:***@host`) and a URL's query parameter (`?token=***`). Every caller goes
+//! (`scheme://user:***@host`), a URL's query parameter (`?token=***`), a pair inside a word of
+//! several (`host=h password=***`, `Server=s;Pwd=***`, `-o user=u,password=***`), and a secret
+//! that needs no key because its shape says what it is (a GitHub, GitLab, Slack, Stripe, AWS,
+//! Google or npm key, a JWT, a bearer token, a PEM private key). Every caller goes
 //! through [`masked_argv`] (a command line as its words) or [`masked_text`] (a shell command or
 //! a message, split into words here), so a form added here holds everywhere.
 use std::borrow::Cow;
@@ -168,7 +171,8 @@ pub fn masked_text(text: &str) -> String {
         at = end;
     }
     out.push_str(&text[at..]);
-    out
+    // A shape across words (`Bearer TOKEN`) is the text's, not one word's.
+    without_shaped_secrets(Cow::Owned(out)).into_owned()
 }
 
 /// A flag (`-k`, `--key`) that names a secret and has no `=value` of its own.
@@ -184,20 +188,92 @@ fn is_key(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// One word with the secrets it holds itself masked: `key=value`, `Key: value`, URLs.
+/// One word with the secrets it holds itself masked: `key=value`, `Key: value`, URLs, the
+/// pairs of a word of several, a script in one word (`sh -c '... --password p'`), and secrets
+/// known by their shape.
 fn masked_word(word: &str) -> Cow<'_, str> {
-    for separator in ["=", ": "] {
-        if let Some((key, _)) = word.split_once(separator) {
-            if is_key(key) && names_secret(key) {
-                return Cow::Owned(format!("{key}{separator}{MASK}"));
-            }
+    let keyed = masked_pair(word).or_else(|| {
+        if words(word).len() > 1 {
+            // Each of its words is shorter than it: the recursion ends.
+            Some(masked_text(word))
+        } else {
+            masked_pairs(word)
         }
-    }
-    if word.contains("://") || word.contains(['?', '&']) {
-        return Cow::Owned(without_passwords(word));
-    }
-    Cow::Borrowed(word)
+    });
+    let word = match keyed {
+        Some(masked) => Cow::Owned(masked),
+        None if word.contains("://") || word.contains(['?', '&']) => {
+            Cow::Owned(without_passwords(word))
+        }
+        None => Cow::Borrowed(word),
+    };
+    without_shaped_secrets(word)
 }
+
+/// `text` with every secret of [`SHAPED_SECRETS`] masked; a bearer token keeps the word before
+/// it (group 1), every other shape is masked whole.
+fn without_shaped_secrets(text: Cow<'_, str>) -> Cow<'_, str> {
+    match SHAPED_SECRETS.replace_all(&text, format!("${{1}}{MASK}").as_str()) {
+        Cow::Owned(masked) => Cow::Owned(masked),
+        Cow::Borrowed(_) => text,
+    }
+}
+
+/// `key=value` or `Key: value` whose key names a secret, with the value masked.
+fn masked_pair(word: &str) -> Option<String> {
+    ["=", ": "].into_iter().find_map(|separator| {
+        let (key, _) = word.split_once(separator)?;
+        (is_key(key) && names_secret(key)).then(|| format!("{key}{separator}{MASK}"))
+    })
+}
+
+/// A word of pairs: a connection string's (`Server=s;Pwd=p;`, as ODBC takes it) or mount
+/// options' (`user=u,password=p`), each part masked as a pair of its own; None where no part
+/// held a secret.
+fn masked_pairs(word: &str) -> Option<String> {
+    let separator = |c: char| matches!(c, ';' | ',');
+    if !word.contains(separator) {
+        return None;
+    }
+    let mut masked = false;
+    let parts: Vec<String> = word
+        .split_inclusive(separator)
+        .map(|part| {
+            let (pair, end) = match part.strip_suffix(separator) {
+                Some(pair) => (pair, &part[pair.len()..]),
+                None => (part, ""),
+            };
+            match masked_pair(pair) {
+                Some(m) => {
+                    masked = true;
+                    format!("{m}{end}")
+                }
+                None => part.to_string(),
+            }
+        })
+        .collect();
+    masked.then(|| parts.concat())
+}
+
+/// Secrets known by their shape alone, wherever they stand in a word: the token formats the
+/// big issuers document (prefix and length), a JWT (three base64url parts, a JSON header
+/// first), a bearer token, and a PEM private key through its end line or the word's end.
+static SHAPED_SECRETS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
+        r"|glpat-[A-Za-z0-9_-]{20,}",
+        r"|xox[abposr]-[A-Za-z0-9-]{10,}",
+        r"|[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",
+        r"|sk-[A-Za-z0-9_-]{20,}",
+        r"|(?:AKIA|ASIA)[A-Z0-9]{16}",
+        r"|AIza[A-Za-z0-9_-]{35}",
+        r"|npm_[A-Za-z0-9]{36}",
+        r"|eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)",
+        r"|(?i:(\bbearer\s+))[A-Za-z0-9._~+/-]+=*",
+        r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
+    ))
+    .expect("the secret shapes are a valid pattern")
+});
 
 /// The spans of `text`'s words: runs of non-space, where a quoted part (`'a b'`, `"a b"`)
 /// belongs to its word whole.
@@ -367,6 +443,94 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_known_by_its_shape_is_masked_with_no_key_naming_it() {
+        // Made-up values of each issuer's documented shape.
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlX29mX3Rlc3Q";
+        for (word, kept) in [
+            ("ghp_0123456789abcdefghijABCDEFGHIJ012345", ""),
+            ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", ""),
+            ("glpat-abcdefghij0123456789", ""),
+            ("xoxb-123456789012-abcdefghij", ""),
+            ("sk_live_0123456789abcdef", ""),
+            ("sk-proj-abcdefghijklmnopqrstuvwx", ""),
+            ("AKIAIOSFODNN7EXAMPLE", ""),
+            ("AIzaSyA-0123456789abcdefghijklmnopqrstu", ""),
+            ("npm_0123456789abcdefghijklmnopqrstuvwxyz", ""),
+            (jwt, ""),
+        ] {
+            assert_eq!(masked_argv(&[word]), [format!("{kept}{MASK}")], "{word}");
+            // Inside a longer word, and in a message.
+            let url = format!("https://h/cb?state=1&id={word}");
+            assert_eq!(
+                masked_argv(&[url.as_str()]),
+                [format!("https://h/cb?state=1&id={MASK}")]
+            );
+            let said = format!("clone failed with {word}: denied");
+            assert_eq!(
+                masked_text(&said),
+                format!("clone failed with {MASK}: denied")
+            );
+        }
+        assert_eq!(
+            masked_argv(&["-H", "X-Token-Echo: Bearer abc.def-ghi"]),
+            ["-H", "X-Token-Echo: ***"]
+        );
+        assert_eq!(
+            masked_text("got bearer abc.def-ghi== back"),
+            "got bearer *** back"
+        );
+        let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----";
+        assert_eq!(
+            masked_argv(&[format!("key {pem} tail")]),
+            [format!("key {MASK} tail")]
+        );
+        assert_eq!(
+            masked_argv(&["-----BEGIN RSA PRIVATE KEY-----\nMIIEow"]),
+            [MASK]
+        );
+        // Words of the same look that are no secret stay.
+        for word in [
+            "sk-learn",
+            "AKIA",
+            "eyJ",
+            "bearer",
+            "ghp_short",
+            "-----BEGIN PUBLIC KEY-----",
+            "xoxo-gossip",
+        ] {
+            assert_eq!(masked_argv(&[word]), [word]);
+        }
+    }
+
+    #[test]
+    fn the_pairs_of_a_word_of_several_are_masked_each() {
+        for (word, masked) in [
+            (
+                "host=db user=bob password=hunter2 port=5432",
+                "host=db user=bob password=*** port=5432",
+            ),
+            (
+                "Driver={x};Server=s;Uid=u;Pwd=hunter2;",
+                "Driver={x};Server=s;Uid=u;Pwd=***;",
+            ),
+            (
+                "username=u,password=hunter2,vers=3.0",
+                "username=u,password=***,vers=3.0",
+            ),
+            ("mysql -u root -phunter2 db", "mysql -u root -p*** db"),
+            (
+                "curl --password hunter2 http://h",
+                "curl --password *** http://h",
+            ),
+        ] {
+            assert_eq!(masked_argv(&["sh", "-c", word])[2], masked, "{word}");
+        }
+        for word in ["a,b", "x=1;y=2", "--hooks=a,b", "one two"] {
+            assert_eq!(masked_argv(&[word]), [word]);
+        }
+    }
+
+    #[test]
     fn a_shell_command_keeps_its_spacing_and_loses_its_secrets() {
         assert_eq!(
             masked_text("env  PGPASSWORD=s1 psql --password 'two words' -c 'select 1'"),
@@ -529,5 +693,42 @@ mod tests {
             // What is not a secret stays.
             prop_assert!(masked.ends_with("--after") && text.ends_with("--after"));
         }
+
+        #[test]
+        fn no_generated_secret_of_a_known_shape_survives_wherever_it_stands(
+            token in shaped_secret(),
+            // A token stands after a separator (`\b`): glued to a word, it is that word's.
+            before in "([a-z]{0,6}[ =,;:?&/])?",
+            after in "[ ,;&#/]{1,3}[a-z]{0,6}",
+            split in any::<bool>(),
+        ) {
+            let word = format!("{before}{token}{after}");
+            let argv: Vec<String> = if split {
+                vec!["cmd".into(), word.clone(), "--after".into()]
+            } else {
+                vec![format!("cmd {word} --after")]
+            };
+            let masked = masked_argv(&argv).join(" ");
+            prop_assert!(!masked.contains(&token), "{argv:?} -> {masked}");
+            prop_assert!(masked.ends_with("--after"), "{argv:?} -> {masked}");
+            let text = masked_text(&argv.join(" "));
+            prop_assert!(!text.contains(&token), "{argv:?} -> {text}");
+        }
+    }
+
+    /// A token of one of the shapes [`SHAPED_SECRETS`] knows, of a length its issuer makes.
+    fn shaped_secret() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "gh[pousr]_[A-Za-z0-9]{36}",
+            "github_pat_[A-Za-z0-9_]{40}",
+            "glpat-[A-Za-z0-9_-]{20}",
+            "xox[abp]-[0-9]{12}-[A-Za-z0-9]{24}",
+            "[sr]k_live_[A-Za-z0-9]{24}",
+            "sk-[A-Za-z0-9_-]{48}",
+            "(AKIA|ASIA)[A-Z0-9]{16}",
+            "AIza[A-Za-z0-9_-]{35}",
+            "npm_[A-Za-z0-9]{36}",
+            "eyJ[A-Za-z0-9_-]{10,20}[.]eyJ[A-Za-z0-9_-]{10,40}[.][A-Za-z0-9_-]{20,43}",
+        ]
     }
 }
