@@ -273,7 +273,7 @@ const DISTURBED_ALPHA: f64 = 0.001;
 
 /// The single run of a side judged by prediction, when its rounds disagree far more than the
 /// other side's runs' do.
-fn disturbed(old: &[FileRounds], new: &[FileRounds]) -> Option<DisturbedRun> {
+pub(super) fn disturbed(old: &[FileRounds], new: &[FileRounds]) -> Option<DisturbedRun> {
     let (side, run, others) = match (old, new) {
         (many, [one]) if many.len() >= 2 => ("new", one, many),
         ([one], many) if many.len() >= 2 => ("old", one, many),

@@ -115,8 +115,10 @@ fn delta_test(
     replication: Replication,
 ) -> Option<stats::DifferenceTest> {
     let unit = unpaired(replication);
-    let summary = |side: Option<&RowRounds>| floored_summary(&side?.ns, unit);
-    stats::difference_test(&summary(old)?, &summary(new)?).filter(|t| t.std_error > 0.0)
+    let (old, new) = (&old?.ns, &new?.ns);
+    stats::difference_test(&floored_summary(old, unit)?, &floored_summary(new, unit)?)
+        .map(|t| t.widened(disturbed_run_variance(old, new, unit)))
+        .filter(|t| t.std_error > 0.0)
 }
 
 /// The test of a path's change against the rest of the op (`RowRounds::against_rest`), priced
@@ -131,12 +133,30 @@ fn against_rest_test(
     let unit = unpaired(replication);
     let (old_row, new_row) = (old?, new?);
     let rest = stats::summarize(&observations(&old_row.rest, unit))?.mean;
-    stats::difference_test(
-        &floored_summary(&old_row.against_rest, unit)?,
-        &floored_summary(&new_row.against_rest, unit)?,
-    )
-    .filter(|t| t.std_error > 0.0)
-    .map(|t| (t.scaled(rest), rest))
+    let (old, new) = (&old_row.against_rest, &new_row.against_rest);
+    stats::difference_test(&floored_summary(old, unit)?, &floored_summary(new, unit)?)
+        .map(|t| t.widened(disturbed_run_variance(old, new, unit)))
+        .filter(|t| t.std_error > 0.0)
+        .map(|t| (t.scaled(rest), rest))
+}
+
+/// Where one side is a single run predicted from the other's runs, and that run's rounds of
+/// this path disagree far more than the other runs' do (`decide::disturbed`, as the op's own
+/// test finds a disturbed run): the variance its value has by its own rounds, which the
+/// prediction from the other side's spread leaves out. An episode on the machine that slows
+/// one round of a run slows every path in it (an A/A series here: lat_pipe's read at 3,396 ns
+/// in one round of four, 2,453-2,527 in the others, its clean op up by as much, called +208 ns
+/// at q = 3e-4); a path that grew does so in every round. 0 otherwise.
+fn disturbed_run_variance(old: &[FileRounds], new: &[FileRounds], unit: Replication) -> f64 {
+    if unit != Replication::File {
+        return 0.0;
+    }
+    let Some(d) = super::decide::disturbed(old, new) else {
+        return 0.0;
+    };
+    let run = if d.side == "new" { new } else { old };
+    let mean = stats::mean(&observations(run, unit)).unwrap_or(0.0);
+    replication::variance_floor(run, unit).variance * mean.powi(2)
 }
 
 /// The side's observations at `unit`, their spread at least what the level below says one
@@ -167,6 +187,37 @@ fn observations(files: &[FileRounds], unit: Replication) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_single_run_with_one_disturbed_round_is_no_change_where_a_shift_in_every_round_is() {
+        // lat_pipe's read in an A/A series: ten steady runs, and a run with one round slowed
+        // by an episode on the machine (its clean op slowed as much) against one slower in
+        // every round by less.
+        let round = |m: f64| vec![m - 20.0, m, m + 20.0];
+        let run = |medians: [f64; 4]| RowRounds {
+            ns: vec![medians.map(round).to_vec()],
+            against_rest: vec![],
+            rest: vec![],
+        };
+        let base: Vec<FileRounds> = (0..10)
+            .map(|i| {
+                let m = 2500.0 + f64::from(i % 5) * 8.0;
+                [m, m + 10.0, m - 10.0, m + 5.0].map(round).to_vec()
+            })
+            .collect();
+        let old = RowRounds {
+            ns: base,
+            against_rest: vec![],
+            rest: vec![],
+        };
+        let episode = run([3396.0, 2527.0, 2501.0, 2453.0]);
+        let shifted = run([2630.0, 2640.0, 2620.0, 2635.0]);
+        let test = |new: &RowRounds| delta_test(Some(&old), Some(new), Replication::File).unwrap();
+        let (episode, shifted) = (test(&episode), test(&shifted));
+        assert!(episode.difference > shifted.difference);
+        assert!(episode.p_value > 0.05, "{episode:?}");
+        assert!(shifted.p_value < 1e-4, "{shifted:?}");
+    }
 
     #[test]
     fn runs_that_agree_by_chance_are_no_surer_than_their_rounds() {

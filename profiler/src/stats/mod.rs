@@ -326,6 +326,24 @@ impl DifferenceTest {
         }
     }
 
+    /// The same difference with `variance` more in its standard error (at the same degrees of
+    /// freedom), its p-value anew: a side whose value is less sure than the test took it.
+    pub fn widened(self, variance: f64) -> DifferenceTest {
+        if !(variance > 0.0 && variance.is_finite()) {
+            return self;
+        }
+        let std_error = (self.std_error.powi(2) + variance).sqrt();
+        let p_value = match StudentsT::new(0.0, 1.0, self.df) {
+            Ok(t) => (2.0 * t.sf((self.difference / std_error).abs())).clamp(0.0, 1.0),
+            Err(_) => self.p_value,
+        };
+        DifferenceTest {
+            std_error,
+            p_value,
+            ..self
+        }
+    }
+
     /// The interval of the difference at confidence 1 - `alpha`.
     pub fn interval(&self, alpha: f64) -> (f64, f64) {
         if self.std_error == 0.0 {
