@@ -79,6 +79,11 @@ pub struct CompareOptions {
     /// Smallest change that counts, in percent of the old mean.
     #[arg(long, default_value_t = 1.0)]
     pub threshold: f64,
+    /// False discovery rate of the path verdicts, over every path of a compare (stricter than
+    /// --alpha: a compare judges hundreds of paths at once, and at 5% about one A/A compare in
+    /// ten called a path on a loaded runner).
+    #[arg(long, default_value_t = 0.01, value_name = "Q")]
+    pub path_alpha: f64,
     /// Smallest change of a path's cost that counts, ns per op (timed, or a sampled share
     /// priced at the op's CPU time).
     #[arg(long, default_value_t = 10.0, value_name = "NS")]
@@ -104,6 +109,11 @@ impl CompareOptions {
             self.alpha
         );
         anyhow::ensure!(
+            self.path_alpha > 0.0 && self.path_alpha < 1.0,
+            "--path-alpha must be between 0 and 1, not {}",
+            self.path_alpha
+        );
+        anyhow::ensure!(
             self.threshold >= 0.0 && self.threshold.is_finite(),
             "--threshold must be a percentage >= 0, not {}",
             self.threshold
@@ -119,6 +129,7 @@ impl CompareOptions {
         }
         Ok(Criteria {
             alpha: self.alpha,
+            path_alpha: self.path_alpha,
             threshold: self.threshold / 100.0,
             path_threshold_ns: self.path_threshold_ns,
             path_threshold_share: self.path_threshold_pp / 100.0,

@@ -100,7 +100,7 @@ pub fn family_sentence(c: &Comparison) -> String {
         f.regressed,
         f.improved,
         f.tested,
-        c.criteria.alpha,
+        c.criteria.path_alpha,
         100.0 * f.confidence,
         c.criteria.path_threshold_ns,
         100.0 * c.criteria.path_threshold_share

@@ -1,6 +1,8 @@
 //! The path verdicts on constructed runs: an A/A series over many seeds calls (almost) nothing,
 //! as a 5% false discovery rate allows, and a path whose share grows by 5 points of the op is
-//! called, alone, nearly every time.
+//! called, alone, nearly every time. The machinery is held at 5% (`AT_5`), where these
+//! constructed effects were sized; the default 1% is held to its own A/A rate, and its power on
+//! a real machine is the Benchmarks page's (a 5% cost in close: 10 of 10).
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
@@ -89,13 +91,31 @@ fn openat_only(row: &crate::results::AttributionRow, shift: f64) -> f64 {
 }
 
 /// A baseline of 10 runs against one more, as the CI recipe compares them.
+/// The path verdicts at a 5% false discovery rate.
+const AT_5: Criteria = Criteria {
+    alpha: 0.05,
+    path_alpha: 0.05,
+    threshold: 0.01,
+    path_threshold_ns: 10.0,
+    path_threshold_share: 0.005,
+};
+
 fn recipe(seed: u64, shift: f64, timed_shift: f64) -> crate::compare::Comparison {
+    recipe_at(seed, shift, timed_shift, &AT_5)
+}
+
+fn recipe_at(
+    seed: u64,
+    shift: f64,
+    timed_shift: f64,
+    criteria: &Criteria,
+) -> crate::compare::Comparison {
     let mut rng = StdRng::seed_from_u64(seed);
     let old: Vec<Results> = (0..10)
         .map(|i| run(&mut rng, &format!("base-{i}"), 0.0, 0.0))
         .collect();
     let new = run(&mut rng, "new", shift, timed_shift);
-    compare(&old, &[new], &Criteria::default()).unwrap()
+    compare(&old, &[new], criteria).unwrap()
 }
 
 fn called(c: &crate::compare::Comparison) -> Vec<String> {
@@ -143,6 +163,11 @@ fn an_a_a_series_calls_a_path_in_at_most_the_false_discovery_rate_of_its_compare
         compares_with_a_call <= 18,
         "{compares_with_a_call} of {seeds} A/A compares called a path"
     );
+    // At the default 1%: 2 of 200 expected, 2.5 standard deviations above it is 5.
+    let at_default = (0..seeds)
+        .filter(|&seed| !called(&recipe_at(seed, 0.0, 0.0, &Criteria::default())).is_empty())
+        .count();
+    assert!(at_default <= 5, "{at_default} of {seeds} at the default 1%");
 }
 
 #[test]
@@ -346,7 +371,7 @@ fn loaded_recipe(seed: u64, timed_shift: f64) -> crate::compare::Comparison {
         .map(|i| loaded_run(&mut rng, &format!("base-{i}"), 0.25, 0.0))
         .collect();
     let new = loaded_run(&mut rng, "new", 0.25, timed_shift);
-    compare(&old, &[new], &Criteria::default()).unwrap()
+    compare(&old, &[new], &AT_5).unwrap()
 }
 
 #[test]

@@ -493,9 +493,10 @@ impl std::fmt::Display for Verdict {
 /// When a change counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Criteria {
-    /// Significance level for the Holm-adjusted p-value, and the false discovery rate of the
-    /// path verdicts.
+    /// Significance level for the Holm-adjusted p-value.
     pub alpha: f64,
+    /// The false discovery rate of the path verdicts.
+    pub path_alpha: f64,
     /// Smallest relative change that matters (0.01 = 1%).
     pub threshold: f64,
     /// Smallest change of a path's cost that matters, ns per op (timed, or a share priced at
@@ -509,6 +510,7 @@ impl Default for Criteria {
     fn default() -> Self {
         Criteria {
             alpha: 0.05,
+            path_alpha: 0.01,
             threshold: 0.01,
             path_threshold_ns: 10.0,
             path_threshold_share: 0.005,
