@@ -263,25 +263,10 @@ fn verdict(w: &WorkloadComparison, criteria: &Criteria) -> Verdict {
     }
 }
 
-/// A one-sided F-test this sure that a single run's rounds spread more than the other side's
-/// runs' rounds do marks the run as disturbed: a note that says to run it again. The verdict
-/// is its interval's, which the run's rounds already widen (`replication::variance_floor`).
-/// In two A/A series of the CI recipe here (38 compares of 18 workloads) it fired on 8 of
-/// 684, each a run whose rounds spread 2.8-5x as far as the baseline runs' (23-109% against
-/// 8-38%), and never in the power bench.
-const DISTURBED_ALPHA: f64 = 0.001;
-
 /// The single run of a side judged by prediction, when its rounds disagree far more than the
-/// other side's runs' do.
-pub(super) fn disturbed(old: &[FileRounds], new: &[FileRounds]) -> Option<DisturbedRun> {
-    let (side, run, others) = match (old, new) {
-        (many, [one]) if many.len() >= 2 => ("new", one, many),
-        ([one], many) if many.len() >= 2 => ("old", one, many),
-        _ => return None,
-    };
-    let spread = replication::round_spread(run, others)?;
-    (spread.p_value < DISTURBED_ALPHA && spread.run > spread.others)
-        .then_some(DisturbedRun { side, spread })
+/// other side's runs' do (`replication::disturbed_single_run`).
+fn disturbed(old: &[FileRounds], new: &[FileRounds]) -> Option<DisturbedRun> {
+    replication::disturbed_single_run(old, new).map(|(side, spread)| DisturbedRun { side, spread })
 }
 
 /// Each side's variance floor (`replication::variance_floor`): its own rounds' where both sides

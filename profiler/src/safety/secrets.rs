@@ -210,10 +210,13 @@ fn masked_word(word: &str) -> Cow<'_, str> {
     without_shaped_secrets(word)
 }
 
-/// `text` with every secret of [`SHAPED_SECRETS`] masked; a bearer token keeps the word before
-/// it (group 1), every other shape is masked whole.
+/// What a shaped secret becomes: a bearer token keeps the word before it (group 1), every other
+/// shape (no group 1) is [`MASK`] whole.
+const SHAPE_MASK: &str = "${1}***";
+
+/// `text` with every secret of [`SHAPED_SECRETS`] masked as [`SHAPE_MASK`] says.
 fn without_shaped_secrets(text: Cow<'_, str>) -> Cow<'_, str> {
-    match SHAPED_SECRETS.replace_all(&text, format!("${{1}}{MASK}").as_str()) {
+    match SHAPED_SECRETS.replace_all(&text, SHAPE_MASK) {
         Cow::Owned(masked) => Cow::Owned(masked),
         Cow::Borrowed(_) => text,
     }
@@ -444,6 +447,7 @@ mod tests {
 
     #[test]
     fn a_secret_known_by_its_shape_is_masked_with_no_key_naming_it() {
+        assert!(SHAPE_MASK.ends_with(MASK), "a shape is masked as every secret is");
         // Made-up values of each issuer's documented shape.
         let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlX29mX3Rlc3Q";
         for (word, kept) in [

@@ -223,6 +223,30 @@ pub struct RoundSpread {
     pub p_value: f64,
 }
 
+/// A one-sided F-test this sure that a single run's rounds spread more than the other side's
+/// runs' rounds do marks the run as disturbed: compare's note says to run it again, and the
+/// op's and each path's test take its value as no surer than its rounds say. In two A/A series
+/// of the CI recipe here (38 compares of 18 workloads) it fired on 8 of 684, each a run whose
+/// rounds spread 2.8-5x as far as the baseline runs' (23-109% against 8-38%), and never in the
+/// power bench.
+pub const DISTURBED_ALPHA: f64 = 0.001;
+
+/// Where one side is a single run predicted from the other side's runs: which side ("old" or
+/// "new") and its rounds' spread against theirs, when that run was disturbed
+/// (`DISTURBED_ALPHA`).
+pub fn disturbed_single_run(
+    old: &[FileRounds],
+    new: &[FileRounds],
+) -> Option<(&'static str, RoundSpread)> {
+    let (side, run, others) = match (old, new) {
+        (many, [one]) if many.len() >= 2 => ("new", one, many),
+        ([one], many) if many.len() >= 2 => ("old", one, many),
+        _ => return None,
+    };
+    let spread = round_spread(run, others)?;
+    (spread.p_value < DISTURBED_ALPHA && spread.run > spread.others).then_some((side, spread))
+}
+
 /// Whether `run` is like `others` in its rounds' spread. The prediction test takes a single
 /// run as one more draw from the distribution of the other side's runs; a run whose own rounds
 /// disagree far more than theirs was disturbed (two of its four null_call rounds at 2-3x the
