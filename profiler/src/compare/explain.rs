@@ -142,11 +142,12 @@ fn against_rest_test(
 
 /// Where one side is a single run predicted from the other's runs, and that run's rounds of
 /// this path disagree far more than the other runs' do (`replication::disturbed_single_run`,
-/// as the op's own test finds a disturbed run): the variance its value has by its own rounds, which the
-/// prediction from the other side's spread leaves out. An episode on the machine that slows
-/// one round of a run slows every path in it (an A/A series here: lat_pipe's read at 3,396 ns
-/// in one round of four, 2,453-2,527 in the others, its clean op up by as much, called +208 ns
-/// at q = 3e-4); a path that grew does so in every round. 0 otherwise.
+/// as the op's own test finds a disturbed run): the variance its value has by its own
+/// rounds, which the prediction from the other side's spread leaves out. An episode on the
+/// machine that slows one round of a run slows every path in it (an A/A series here:
+/// lat_pipe's read at 3,396 ns in one round of four, 2,453-2,527 in the others, its clean op
+/// up by as much, called +208 ns at q = 3e-4); a path that grew does so in every round. 0
+/// otherwise.
 fn disturbed_run_variance(old: &[FileRounds], new: &[FileRounds], unit: Replication) -> f64 {
     if unit != Replication::File {
         return 0.0;

@@ -6,10 +6,10 @@
 //! The family is every tested path of the compare, controlled by Benjamini-Hochberg at
 //! `--path-alpha` (1% by default, stricter than the op verdicts' 5%: at 5% a loaded A/A series
 //! here called a path in 2 of 17 compares, each at q = 0.047, while a 5% cost in close was
-//! called at q = 0.001-0.005 in 10 of 10). Why not Holm within a workload: a quick suite has 18 workloads of
-//! 10-30 paths, so a 5% family-wise rate per workload would call about one path in every A/A
-//! compare; over the whole compare, when nothing changed, the false discovery rate is the
-//! chance of any false call (5% a compare), and where a regression moves several nested paths
+//! called at q = 0.001-0.005 in 10 of 10). Why not Holm within a workload: a quick suite has
+//! 18 workloads of 10-30 paths, so a 5% family-wise rate per workload would call about one
+//! path in every A/A compare; over the whole compare, when nothing changed, the false
+//! discovery rate is the chance of any false call (the path alpha a compare), and where a regression moves several nested paths
 //! at once (a hook, its LSM function, the syscall around them) the step-up calls them together
 //! with more power than Holm's step-down. Each interval is at the false coverage rate level
 //! that goes with it (Benjamini and Yekutieli, 2005), so it leaves out 0 exactly when the path

@@ -447,7 +447,10 @@ mod tests {
 
     #[test]
     fn a_secret_known_by_its_shape_is_masked_with_no_key_naming_it() {
-        assert!(SHAPE_MASK.ends_with(MASK), "a shape is masked as every secret is");
+        assert!(
+            SHAPE_MASK.ends_with(MASK),
+            "a shape is masked as every secret is"
+        );
         // Made-up values of each issuer's documented shape.
         let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlX29mX3Rlc3Q";
         for (word, kept) in [
