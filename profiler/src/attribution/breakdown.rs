@@ -58,18 +58,21 @@ fn is_top_kernel_path(r: &AttributionRow) -> bool {
     matches!(r.kind, PathKind::Hook | PathKind::TaskPath) && r.parent.is_none()
 }
 
-/// The ns per op the outermost rows take together.
-fn outermost_ns(rows: &[AttributionRow]) -> Option<(Level, f64)> {
-    let (level, top) = outermost(rows)?;
-    Some((level, top.iter().map(|r| rows::ns_per_op(r)).sum()))
-}
-
 /// The exclusive parts of `whole_ns` the rows make, in `Part::ALL` order: they add up to it.
-/// Where only LSM functions were probed nothing is outermost, and the residual is the whole.
-fn parts_of(rows: &[AttributionRow], whole_ns: f64) -> [(Part, f64); 5] {
-    let (level, outer_ns) = outermost_ns(rows).unwrap_or((Level::Hooks, 0.0));
+/// `ns[i]` is `rows[i]`'s ns per op. Where only LSM functions were probed nothing is
+/// outermost, and the residual is the whole.
+fn parts_of(rows: &[AttributionRow], ns: &[f64], whole_ns: f64) -> [(Part, f64); 5] {
     let total = |keep: &dyn Fn(&AttributionRow) -> bool| -> f64 {
-        rows.iter().filter(|r| keep(r)).map(rows::ns_per_op).sum()
+        rows.iter()
+            .zip(ns)
+            .filter(|(r, _)| keep(r))
+            .map(|(_, ns)| ns)
+            .sum()
+    };
+    let level = outermost(rows).map_or(Level::Hooks, |(level, _)| level);
+    let outer_ns = match level {
+        Level::Syscalls => total(&|r| r.kind == PathKind::Syscall),
+        Level::Hooks => total(&is_top_kernel_path),
     };
     let lsm = total(&|r| r.kind == PathKind::Lsm);
     let hooks = total(&|r| r.kind == PathKind::Hook && r.parent.is_none());
@@ -249,7 +252,7 @@ impl Parts {
             whole,
             whole_ns,
             sampled: false,
-            figures: parts_of(rows, whole_ns).map(|(part, ns)| PartFigure {
+            figures: parts_of(rows, &own_figures(rows), whole_ns).map(|(part, ns)| PartFigure {
                 part,
                 ns,
                 share: ns / whole_ns,
@@ -366,14 +369,20 @@ fn ordered(rows: &[AttributionRow]) -> Vec<(&AttributionRow, usize, Option<&str>
     ordered
 }
 
+/// Each row's own ns per op (`rows::ns_per_op`).
+fn own_figures(rows: &[AttributionRow]) -> Vec<f64> {
+    rows.iter().map(rows::ns_per_op).collect()
+}
+
 /// How an end-to-end change of `total_ns` per op divides into the breakdown's parts: each
-/// part's change, the residual's being the change the outermost rows leave unexplained. None
-/// with no row on a side, or when the sides' outermost rows are not the same paths (syscalls
-/// probed on one side only).
+/// part's change, the residual's being the change the outermost rows leave unexplained. Each
+/// side is its rows with each row's ns per op, taken as the op's own figure was (a comparison
+/// takes both from the same observations). None with no row on a side, or when the sides'
+/// outermost rows are not the same paths (syscalls probed on one side only).
 pub fn change(
     total_ns: f64,
-    old: &[AttributionRow],
-    new: &[AttributionRow],
+    (old, old_ns): (&[AttributionRow], &[f64]),
+    (new, new_ns): (&[AttributionRow], &[f64]),
 ) -> Option<(Level, [(Part, f64); 5])> {
     let (old_level, _) = outermost(old)?;
     let (new_level, _) = outermost(new)?;
@@ -382,7 +391,7 @@ pub fn change(
     }
     // The old op as zero and the new one as the change: each part's difference, and the
     // residual's is the total less the outermost rows' change.
-    let (before, after) = (parts_of(old, 0.0), parts_of(new, total_ns));
+    let (before, after) = (parts_of(old, old_ns, 0.0), parts_of(new, new_ns, total_ns));
     let mut parts = after;
     for (part, (_, was)) in parts.iter_mut().zip(before) {
         part.1 -= was;
@@ -404,9 +413,9 @@ mod tests {
         assert_eq!(w.share_of, Some(ShareWhole::ProbedOpCpuTime));
         let b = Breakdown::of(w).unwrap();
         for p in &b.paths {
-            assert_eq!(p.row.share, p.share, "{}", p.row.name);
+            assert_eq!(p.row.share, Some(p.share), "{}", p.row.name);
         }
-        assert_eq!(w.attribution[0].share, 0.75);
+        assert_eq!(w.attribution[0].share, Some(0.75));
         // What the run took the share of the clean op as stays, under its own name.
         assert_eq!(w.attribution[0].share_of_clean_op, Some(0.6));
     }
@@ -460,7 +469,8 @@ mod tests {
         let mut new = old.clone();
         new[0].ns_per_op += 300.0;
         new[1].ns_per_op += 100.0;
-        let (level, parts) = change(500.0, &old, &new).unwrap();
+        let (old_ns, new_ns) = (own_figures(&old), own_figures(&new));
+        let (level, parts) = change(500.0, (&old, &old_ns), (&new, &new_ns)).unwrap();
         assert_eq!(level, Level::Syscalls);
         let part = |p: Part| parts.iter().find(|(q, _)| *q == p).unwrap().1;
         assert_eq!(
@@ -469,6 +479,9 @@ mod tests {
         );
         let sum: f64 = parts.iter().map(|(_, ns)| ns).sum();
         assert!((sum - 500.0).abs() < 1e-9);
-        assert_eq!(change(500.0, &old, &new[1..]), None);
+        assert_eq!(
+            change(500.0, (&old, &old_ns), (&new[1..], &new_ns[1..])),
+            None
+        );
     }
 }

@@ -19,6 +19,20 @@ pub(super) struct Rows<'a> {
     pub rounds: &'a [RowRounds],
 }
 
+impl Rows<'_> {
+    /// Each merged row's ns per op at `unit`: the mean of its observations there (rounds'
+    /// medians, files' values), as an op's figure is; its own figure where it has none.
+    fn figures(&self, unit: Replication) -> Vec<f64> {
+        self.merged
+            .iter()
+            .zip(self.rounds)
+            .map(|(row, rounds)| {
+                stats::mean(&observations(&rounds.ns, unit)).unwrap_or(rows::ns_per_op(row))
+            })
+            .collect()
+    }
+}
+
 /// A path by kind, name and the hook or task path it runs under.
 type Key<'a> = (PathKind, &'a str, Option<&'a str>);
 
@@ -34,7 +48,14 @@ pub(super) fn attribute_change(
         return None;
     }
     let total_ns = rows::op_ns(unit, new.mean)? - rows::op_ns(unit, old.mean)?;
-    let (level, parts) = breakdown::change(total_ns, old_rows, new_rows)?;
+    // Each path's figure is taken as the op's is, from the same observations as its test:
+    // one preempted sample moves neither, and the interval stands around the figure printed.
+    let unit_of_test = unpaired(replication);
+    let (old_ns, new_ns) = (
+        old_side.figures(unit_of_test),
+        new_side.figures(unit_of_test),
+    );
+    let (level, parts) = breakdown::change(total_ns, (old_rows, &old_ns), (new_rows, &new_ns))?;
     // A change is told by hooks where any was probed (the LSM functions under them), else by
     // the outermost paths; the breakdown's other parts follow them.
     let by_hooks = old_rows
@@ -65,14 +86,12 @@ pub(super) fn attribute_change(
         .into_iter()
         .map(|key @ (kind, name, parent)| {
             let [o, n] = at[&key];
-            let ns = |rows: &[AttributionRow], i: Option<usize>| {
-                i.map_or(0.0, |i| rows::ns_per_op(&rows[i]))
-            };
+            let ns = |figures: &[f64], i: Option<usize>| i.map_or(0.0, |i| figures[i]);
             let (o_rounds, n_rounds) = (
                 o.map(|i| &old_side.rounds[i]),
                 n.map(|i| &new_side.rounds[i]),
             );
-            let (o, n) = (ns(old_rows, o), ns(new_rows, n));
+            let (o, n) = (ns(&old_ns, o), ns(&new_ns, n));
             let test = delta_test(o_rounds, n_rounds, replication);
             let against_rest = against_rest_test(o_rounds, n_rounds, replication);
             let old_rest_ns = against_rest.map(|(_, rest)| rest);

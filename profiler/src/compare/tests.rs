@@ -855,6 +855,39 @@ fn a_timed_path_s_change_has_an_interval_from_its_rounds() {
     assert_eq!(hook.delta_interval, None);
 }
 
+#[test]
+fn a_path_s_figure_is_its_rounds_medians_and_one_preempted_sample_moves_it_not() {
+    // openat 3000 ns per op in every sample but one of new's, which a preemption took to
+    // 40 us: the mean of all samples would read +2750 ns, the rounds' medians read 0.
+    let with_openat = |medians: &[f64], preempted: bool, label: &str| {
+        let mut r = rounds_file(medians, label);
+        let row = r.workloads[0]
+            .attribution
+            .iter_mut()
+            .find(|a| a.name == "openat")
+            .unwrap();
+        row.samples_ns_per_op = (0..12).map(|i| 3000.0 + f64::from(i % 3) - 1.0).collect();
+        if preempted {
+            row.samples_ns_per_op[4] = 40_000.0;
+        }
+        r
+    };
+    let old = with_openat(&[5.0, 5.1, 4.95, 5.05], false, "old");
+    let new = with_openat(&[5.0, 5.1, 4.95, 5.05], true, "new");
+    let c = compare(&[old], &[new], &Criteria::default()).unwrap();
+    let a = c.workloads[0].attribution.as_ref().unwrap();
+    let openat = a.paths.iter().find(|p| p.name == "openat").unwrap();
+    assert!(
+        openat.old_ns_per_op == 3000.0 && openat.delta_ns_per_op.abs() <= 1.0,
+        "{openat:?}"
+    );
+    let (low, high) = openat.delta_interval.unwrap();
+    assert!(
+        ((low + high) / 2.0 - openat.delta_ns_per_op).abs() < 1e-6,
+        "the interval stands around the figure: {low} {high}"
+    );
+}
+
 /// open_close's profile over four rounds of 1000 own samples: `landlock` of each round's in
 /// landlock's functions, 50 in the framework's part of the hooks.
 fn with_groups(medians: &[f64], landlock: [u64; 4], label: &str) -> Results {
