@@ -57,7 +57,7 @@ pub(crate) mod tests {
             calls_per_op: 1.0,
             ns_per_call: ns,
             ns_per_op: ns,
-            share: 0.0,
+            share: Some(0.0),
             share_of_clean_op: None,
             corrected_ns_per_call: ns - 100.0,
             corrected_ns_per_op: ns - 100.0,

@@ -189,7 +189,7 @@ impl Pass<'_> {
                 .map(|_| CorrectionMethod::Calibrated),
             dispatch_ns_per_op: None,
             // Of the clean op until the run's breakdown takes it of its whole (`derive_shares`).
-            share: clean_share,
+            share: Some(clean_share),
             share_of_clean_op: Some(clean_share),
             untimed_calls: total.calls - total.timed,
             histogram,
@@ -323,8 +323,8 @@ mod tests {
         assert_eq!(getppid.kind, PathKind::Syscall);
         assert!((getppid.calls_per_op - 1.0).abs() < 1e-12);
         assert!((getppid.ns_per_call - 50.0).abs() < 1e-12);
-        assert_eq!(getppid.share_of_clean_op, Some(getppid.share));
-        assert!((getppid.share - 0.5).abs() < 1e-12);
+        assert_eq!(getppid.share_of_clean_op, getppid.share);
+        assert!((getppid.share.unwrap() - 0.5).abs() < 1e-12);
         assert_eq!(getppid.samples_ns_per_op, vec![50.0, 50.0]);
         // The probed hook is listed even though it was never called.
         let hook = a

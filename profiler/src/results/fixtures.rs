@@ -77,7 +77,7 @@ pub(crate) fn row(
         calls_per_op: calls,
         ns_per_call: ns_call,
         ns_per_op: calls * ns_call,
-        share: calls * ns_call / 5000.0,
+        share: Some(calls * ns_call / 5000.0),
         share_of_clean_op: Some(calls * ns_call / 5000.0),
         untimed_calls: 0,
         histogram: vec![0, 0, 0, 0, 0, 0, 0, 0, 3, 10, 2],

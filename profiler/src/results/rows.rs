@@ -77,7 +77,7 @@ impl Results {
             };
             w.share_of = (!w.attribution.is_empty()).then_some(whole);
             for r in &mut w.attribution {
-                r.share = ns_per_op(r) / whole_ns;
+                r.share = Some(ns_per_op(r) / whole_ns).filter(|share| *share <= 1.0);
             }
         }
     }
@@ -92,7 +92,7 @@ impl Results {
                 .iter_mut()
                 .filter(|r| r.share_of_clean_op.is_none())
             {
-                r.share_of_clean_op = Some(r.share);
+                r.share_of_clean_op = r.share;
                 old = true;
             }
         }
@@ -123,7 +123,7 @@ mod tests {
             calls_per_op: 1.0,
             ns_per_call: ns,
             ns_per_op: ns,
-            share: 0.0,
+            share: Some(0.0),
             share_of_clean_op: None,
             untimed_calls: 0,
             histogram: vec![],
@@ -157,7 +157,30 @@ mod tests {
         assert_eq!(whole_of(w), Some((ShareWhole::ProbedOp, 5000.0)));
         r.derive_shares();
         let w = &r.workloads[0];
-        assert!(w.attribution.iter().all(|r| r.share <= 1.0), "{w:?}");
+        assert!(
+            w.attribution
+                .iter()
+                .all(|r| r.share.is_some_and(|s| s <= 1.0)),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn a_row_above_every_whole_has_no_share_and_its_json_none() {
+        let mut r = sample_results();
+        let w = &mut r.workloads[0];
+        // A row timed longer than the probed op's 5.0 us and its CPU time alike.
+        w.attribution[0].samples_ns_per_op = vec![6000.0, 7000.0];
+        w.accounting = Some(fixtures::accounting(5500.0, 0.0));
+        r.derive_shares();
+        let w = &r.workloads[0];
+        assert_eq!(w.share_of, Some(ShareWhole::ProbedOp));
+        assert_eq!(w.attribution[0].share, None);
+        assert!(w.attribution[1..].iter().all(|r| r.share.is_some()));
+        let json = serde_json::to_value(&w.attribution[0]).unwrap();
+        assert!(json.get("share").is_none(), "{json}");
+        let back: AttributionRow = serde_json::from_value(json).unwrap();
+        assert_eq!(back.share, None);
     }
 
     #[test]
@@ -167,7 +190,7 @@ mod tests {
             w.share_of = None;
             for row in &mut w.attribution {
                 row.share_of_clean_op = None;
-                row.share = 0.123;
+                row.share = Some(0.123);
             }
         }
         r.read_old_shares();
@@ -175,6 +198,6 @@ mod tests {
         assert_eq!(w.attribution[0].share_of_clean_op, Some(0.123));
         // Shares are made again as runs make them: of the probed op the rows timed.
         assert_eq!(w.share_of, Some(ShareWhole::ProbedOp));
-        assert_eq!(w.attribution[0].share, 0.6);
+        assert_eq!(w.attribution[0].share, Some(0.6));
     }
 }

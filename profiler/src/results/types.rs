@@ -826,8 +826,10 @@ pub struct AttributionRow {
     pub ns_per_op: f64,
     /// ns_per_op as a fraction of the whole its workload's `share_of` names: the figure the
     /// reports print (rows of one level add up to at most 1 of the probed op's CPU time, but
-    /// for noise).
-    pub share: f64,
+    /// for noise). Absent where the row outgrew that whole (a part above its whole is two
+    /// measurements of one pass disagreeing, never a share: the reports say it in words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
     /// ns_per_op as a fraction of the clean op time (may exceed 1: the probes' cost is in
     /// ns_per_op, and a blocking call's wait where it was not measured apart). None in files
     /// written before it was kept apart, whose `share` was this.

@@ -45,6 +45,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "runs in selector order, baselines by run",
         include_str!("migrations/0002_run_order.sql"),
     ),
+    (
+        3,
+        "a path's share may be absent",
+        include_str!("migrations/0003_share_absent.sql"),
+    ),
 ];
 
 /// Documents read per statement by `select`: a few MB of text at a time.
