@@ -1,8 +1,9 @@
 //! The running kernel's BTF: which functions exist (so a hook absent on this kernel is named,
 //! not silently skipped) and their argument counts, and where the programs find what they read
 //! from a task on kernels whose helpers or tracepoints do not hand it over (`TaskLayout`).
-use anyhow::{anyhow, Context, Result};
-use btf_rs::{Btf, Type};
+use anyhow::{Context, Result};
+
+use super::btf_scan::RawBtf;
 use serde::{Deserialize, Serialize};
 
 pub use super::features::VMLINUX_BTF;
@@ -43,39 +44,22 @@ impl KernelBtf {
         crate::probes::in_child::run(&[LOAD_COMMAND])
     }
 
-    /// Parses the BTF in this process (the child's side of `load_in_child`; tests).
+    /// Reads the BTF in this process (the child's side of `load_in_child`; tests).
     pub fn load() -> Result<KernelBtf> {
         super::features::require_btf()?;
-        let btf = Btf::from_file(VMLINUX_BTF)
-            .map_err(|e| anyhow!("{e}"))
-            .with_context(|| format!("read {VMLINUX_BTF}"))?;
-        Ok(KernelBtf::from_btf(&btf))
-    }
-
-    fn from_btf(btf: &Btf) -> KernelBtf {
-        let mut functions = Vec::new();
-        // Type ids are dense from 1; the first missing id is the end.
-        for id in 1.. {
-            let Ok(t) = btf.resolve_type_by_id(id) else {
-                break;
-            };
-            if let Type::Func(f) = &t {
-                if let Ok(name) = btf.resolve_name(f) {
-                    let args = match btf.resolve_chained_type(f) {
-                        Ok(Type::FuncProto(p)) => Some(p.parameters.len()),
-                        _ => None,
-                    };
-                    functions.push((name, args));
-                }
-            }
-        }
+        let bytes = std::fs::read(VMLINUX_BTF).with_context(|| format!("read {VMLINUX_BTF}"))?;
+        let raw = RawBtf::parse(&bytes).with_context(|| format!("read {VMLINUX_BTF}"))?;
+        let mut functions = raw.functions()?;
         functions.sort_unstable();
         functions.dedup_by(|a, b| a.0 == b.0);
-        KernelBtf::from_sorted(&functions, TaskLayout::from_btf(btf))
+        Ok(KernelBtf::from_sorted(
+            &functions,
+            TaskLayout::from_btf(&raw)?,
+        ))
     }
 
     /// The table of `functions` (sorted by name, each once).
-    fn from_sorted(functions: &[(String, Option<usize>)], layout: TaskLayout) -> KernelBtf {
+    fn from_sorted(functions: &[(&str, Option<usize>)], layout: TaskLayout) -> KernelBtf {
         let mut names = String::with_capacity(functions.iter().map(|(f, _)| f.len() + 1).sum());
         let functions = functions
             .iter()
@@ -132,42 +116,20 @@ fn name_at(names: &str, at: u32) -> &str {
 }
 
 impl TaskLayout {
-    fn from_btf(btf: &Btf) -> TaskLayout {
-        let task_struct = btf
-            .resolve_types_by_name("task_struct")
-            .unwrap_or_default()
-            .into_iter()
-            .find_map(|t| match t {
-                Type::Struct(s) if !s.members.is_empty() => Some(s),
-                _ => None,
-            });
-        let offset = |names: &[&str]| -> Option<u32> {
-            let s = task_struct.as_ref()?;
-            names.iter().find_map(|name| {
-                s.members
-                    .iter()
-                    .find(|m| btf.resolve_name(*m).is_ok_and(|n| n == *name))
-                    .map(|m| m.bit_offset() / 8)
-            })
+    fn from_btf(btf: &RawBtf) -> Result<TaskLayout> {
+        let [pid, state, old_state] =
+            btf.member_offsets("task_struct", &["pid", "__state", "state"])?[..]
+        else {
+            unreachable!("one offset a member asked for")
         };
         // typedef void (*btf_trace_sched_switch)(void *, bool, struct task_struct *,
         //     struct task_struct *[, unsigned int prev_state]);
-        let switch_args = btf
-            .resolve_types_by_name("btf_trace_sched_switch")
-            .unwrap_or_default()
-            .into_iter()
-            .find_map(|t| match t {
-                Type::Typedef(td) => btf.type_iter(&td).find_map(|t| match t {
-                    Type::FuncProto(p) => Some(p.parameters.len()),
-                    _ => None,
-                }),
-                _ => None,
-            });
-        TaskLayout {
-            pid_offset: offset(&["pid"]),
-            state_offset: offset(&["__state", "state"]),
+        let switch_args = btf.typedef_params("btf_trace_sched_switch")?;
+        Ok(TaskLayout {
+            pid_offset: pid,
+            state_offset: state.or(old_state),
             switch_prev_state: switch_args.is_some_and(|n| n >= 5),
-        }
+        })
     }
 }
 
@@ -178,20 +140,17 @@ mod tests {
     #[test]
     fn the_function_table_finds_each_name_with_its_arguments_and_nothing_else() {
         let functions = [
-            ("bpf_lsm_file_open".to_string(), Some(1)),
-            ("security_file_open".to_string(), Some(1)),
-            ("security_inode_getattr".to_string(), None),
-            ("x".to_string(), Some(70_000)),
+            ("bpf_lsm_file_open", Some(1)),
+            ("security_file_open", Some(1)),
+            ("security_inode_getattr", None),
+            ("x", Some(70_000)),
         ];
         let kernel = KernelBtf::from_sorted(&functions, TaskLayout::default());
         // As the child sends it to the profiler.
         let json = serde_json::to_string(&kernel).unwrap();
         let kernel: KernelBtf = serde_json::from_str(&json).unwrap();
         let names: Vec<&str> = kernel.function_names().collect();
-        assert_eq!(
-            names,
-            functions.iter().map(|f| f.0.as_str()).collect::<Vec<_>>()
-        );
+        assert_eq!(names, functions.iter().map(|f| f.0).collect::<Vec<_>>());
         assert_eq!(kernel.function_arg_count("security_file_open"), Some(1));
         assert_eq!(kernel.function_arg_count("security_inode_getattr"), None);
         assert!(kernel.has_function("security_inode_getattr"));

@@ -9,6 +9,7 @@
 //! `top` reads its tallies through `aggregate_map` and borrows the calibration pair through
 //! `with_calibration_pair`.
 mod btf;
+mod btf_scan;
 pub mod calibration;
 pub mod catalog;
 mod cpu_sampler;
