@@ -504,7 +504,16 @@ fn go_tool_pprof_reads_stat_s_profile_of_a_command() {
     let _alone = one_at_a_time();
     go();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--runs", "4", "--", "cat", "/proc/self/status"];
+    // A millisecond's command: its stacks from runs for the stacks alone, asked for.
+    let args = [
+        "--runs",
+        "4",
+        "--stack-samples",
+        "500",
+        "--",
+        "cat",
+        "/proc/self/status",
+    ];
     let file = measured(dir.path(), "stat.json", "stat", &args);
     let profile = export_pprof(&file);
     assert_counts_folded(&profile, &file);

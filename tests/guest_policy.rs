@@ -316,7 +316,7 @@ fn stat_of_true_attributes_its_exec_hook_and_task_paths_once_per_run() {
         "stat",
         "-q",
         "--runs",
-        "3",
+        "6",
         "--hooks",
         "security_bprm_check,copy_process,bprm_execve",
         "-o",

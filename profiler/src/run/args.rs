@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use profiler_common::MAX_GATE_OWNERS;
 
-use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES, DEFAULT_STACK_SAMPLES};
+use super::{DEFAULT_ROUNDS, DEFAULT_SAMPLES};
 use crate::{
     output::Format,
     policy::Policy,
@@ -113,11 +113,11 @@ pub struct StackPassArgs {
     /// The workload's own stack samples (`--probes stacks`) each workload should hold over its
     /// rounds: where its timed probed samples hold fewer, each round runs probed passes for
     /// the stacks alone (at --stack-sample-hz; for `stat`, more runs of the command, untimed)
-    /// until it holds its part or has spent 2 s on them. 2000 (the default) knows a 5% share
-    /// within about +-1 percentage point (95%); 0 takes what the timed samples give.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_STACK_SAMPLES,
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub stack_samples: u64,
+    /// until it holds its part or has spent 2 s on them. 2000 (run's default) knows a 5% share
+    /// within about +-1 percentage point (95%); 0 (stat's default: its probed runs hold a
+    /// command's stacks, and more runs are its time) takes what the timed samples give.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub stack_samples: Option<u64>,
     /// Stack samples per second of a task's CPU time in the passes for the stacks alone
     /// (--stack-samples): none of their time is measured, so they sample faster than the
     /// timed passes' --sample-hz.
@@ -127,18 +127,24 @@ pub struct StackPassArgs {
 }
 
 impl StackPassArgs {
-    /// The samples each of `rounds` rounds should hold, and the passes' sampling period.
-    pub fn per_round(&self, rounds: u32) -> (u64, u64) {
+    /// The stack samples asked for, else the command's `default`.
+    pub fn samples_or(&self, default: u64) -> u64 {
+        self.stack_samples.unwrap_or(default)
+    }
+
+    /// The samples each of `rounds` rounds should hold (`default` in all unless asked), and
+    /// the passes' sampling period.
+    pub fn per_round(&self, rounds: u32, default: u64) -> (u64, u64) {
         (
-            self.stack_samples.div_ceil(u64::from(rounds)),
+            self.samples_or(default).div_ceil(u64::from(rounds)),
             1_000_000_000 / self.stack_sample_hz,
         )
     }
 
-    /// The options as the results record them.
-    pub fn recorded(&self) -> RunOptions {
+    /// The options as the results record them (`default` where none was asked).
+    pub fn recorded(&self, default: u64) -> RunOptions {
         RunOptions {
-            stack_samples: Some(self.stack_samples),
+            stack_samples: Some(self.samples_or(default)),
             stack_sample_hz: Some(self.stack_sample_hz),
             ..RunOptions::default()
         }
@@ -324,7 +330,6 @@ impl MeasureArgs {
             format!("--sample-hz={sample_hz}"),
             format!("--samples={samples}"),
             format!("--min-sample-ms={min_sample_ms}"),
-            format!("--stack-samples={stack_samples}"),
             format!("--stack-sample-hz={stack_sample_hz}"),
             format!("--parallel={parallel}"),
             format!("--rounds={rounds}"),
@@ -332,6 +337,9 @@ impl MeasureArgs {
         ];
         if let Some(w) = workloads {
             args.push(format!("--workloads={}", w.join(",")));
+        }
+        if let Some(n) = stack_samples {
+            args.push(format!("--stack-samples={n}"));
         }
         if !pin.is_empty() {
             let cpus: Vec<String> = pin.iter().map(usize::to_string).collect();
@@ -405,7 +413,7 @@ mod tests {
             samples: 5,
             min_sample_ms: 2,
             stack_passes: StackPassArgs {
-                stack_samples: 500,
+                stack_samples: Some(500),
                 stack_sample_hz: 1999,
             },
             jobs: Some(3),

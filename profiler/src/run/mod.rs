@@ -56,7 +56,9 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let args = &run_args.measure;
-    let (stacks_per_round, stack_pass_period_ns) = args.stack_passes.per_round(args.common.rounds);
+    let (stacks_per_round, stack_pass_period_ns) = args
+        .stack_passes
+        .per_round(args.common.rounds, DEFAULT_STACK_SAMPLES);
     let work = Work {
         specs: workloads::chosen(args.workloads.as_deref(), args.suite)?,
         sampling: Sampling {
@@ -79,7 +81,7 @@ pub fn run(run_args: &RunArgs) -> Result<ExitCode> {
             min_sample_ms: Some(args.min_sample_ms),
             jobs: args.jobs.map(|j| j as u64),
             build_units: args.build_units.map(u64::from),
-            ..args.stack_passes.recorded()
+            ..args.stack_passes.recorded(DEFAULT_STACK_SAMPLES)
         },
     };
     let plan = plan::from_args(&run_args.session, &args.common, work)?;
