@@ -12,7 +12,11 @@
 #   bench/gate.sh power K N SYSCALL NS       power: K baseline runs with SYSCALL injected for 0
 #                                            ns, then N runs with NS ns, each compared with the
 #                                            baseline (the injection program itself costs
-#                                            every tracked call, so both sides carry it)
+#                                            every tracked call, so both sides carry it).
+#                                            SYSCALL may be any --inject target instead
+#                                            (lsm:file_open: a BPF LSM program, fentry kernels);
+#                                            HITS (default SYSCALL's name) lists the paths,
+#                                            comma-separated, whose call counts as caught
 #   bench/gate.sh power K N SYSCALL FxWORKLOAD  the same, with NS set to F times the minimum
 #                                            detectable effect the gate prints for WORKLOAD:
 #                                            one more 0-ns run is compared with the baseline
@@ -43,8 +47,10 @@ case $mode in
 aa) base_args="" new_args="" ;;
 recipe) base_args="" new_args="" RUNS=$N FIRST=3 ;;
 power)
-    base_args="--inject syscall:${4:?SYSCALL}=0"
-    new_args="--inject syscall:$4=${5:?NS}"
+    target=${4:?SYSCALL}
+    case $target in *:*) ;; *) target="syscall:$target" ;; esac
+    base_args="--inject $target=0"
+    new_args="--inject $target=${5:?NS}"
     ;;
 *) echo "bench/gate.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
@@ -77,7 +83,7 @@ case ${RECOMPARE:-0}${5:-} in
     factor=${5%%x*} workload=${5#*x}
     mkdir -p "$OUT/probe-base" && cp "$OUT"/runs/*.json "$OUT/probe-base/"
     # shellcheck disable=SC2086
-    $QUIET_CPU "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label probe --inject "syscall:$4=0" -o "$OUT/runs/probe.json" >/dev/null
+    $QUIET_CPU "$HOOKPROF" run --suite quick --quiet $RUN_ARGS --label probe $base_args -o "$OUT/runs/probe.json" >/dev/null
     set +e
     "$HOOKPROF" compare "$OUT/probe-base" "$OUT/runs/probe.json" --format json >"$OUT/probe.json" 2>/dev/null
     set -e
@@ -92,7 +98,7 @@ print(f'{sys.argv[2]}: MDE {100 * w["minimum_detectable_effect"]:.1f}% of {w["ol
       f'-> {sys.argv[3]}x = {round(ns)} ns', file=sys.stderr)
 EOF_NS
 )
-    new_args="--inject syscall:$4=$NS"
+    new_args="--inject $target=$NS"
     echo "gate: power at $new_args" >&2
     ;;
 esac
@@ -128,9 +134,11 @@ while [ "$j" -lt "$RUNS" ]; do
     set -e
     j=$((j + 1))
 done
-python3 - "$OUT/compare" "$mode" "${4:-}" <<'EOF'
+injected=${4:-}
+python3 - "$OUT/compare" "$mode" "${HITS:-${injected#*:}}" <<'EOF'
 import json, os, statistics, sys
 folder, mode, syscall = sys.argv[1], sys.argv[2], sys.argv[3]
+hits = set(syscall.split(","))
 codes, verdicts, changed, mde, attributed, kinds, missed = [], 0, 0, {}, 0, {}, []
 path_hits, path_others, path_caught, path_bounds = [], [], set(), []
 for name in sorted(os.listdir(folder)):
@@ -152,7 +160,7 @@ for name in sorted(os.listdir(folder)):
             # Attributed to the injected syscall: its row moved by most of the change.
             paths = (w.get("attribution") or {}).get("paths", [])
             top = max(paths, key=lambda p: abs(p["delta_ns_per_op"]), default=None)
-            if top and top["name"] == syscall and w["verdict"] == "regressed":
+            if top and top["name"] in hits and w["verdict"] == "regressed":
                 attributed += 1
         if w.get("minimum_detectable_effect") is not None:
             mde.setdefault(w["name"], []).append(w["minimum_detectable_effect"])
@@ -161,7 +169,7 @@ for name in sorted(os.listdir(folder)):
         for v in w.get("paths", []):
             if v["verdict"] not in ("regressed", "improved"):
                 continue
-            hit = v["name"] == syscall and v["verdict"] == "regressed"
+            hit = v["name"] in hits and v["verdict"] == "regressed"
             (path_hits if hit else path_others).append(f'{w["name"]}:{v["kind"]} {v["name"]}')
             if hit:
                 path_caught.add(name)

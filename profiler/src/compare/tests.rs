@@ -814,18 +814,24 @@ fn an_interval_holds_zero_when_holm_s_adjustment_takes_the_significance_away() {
     );
 }
 
+/// `rounds_file` with openat's per-sample ns per op.
+fn with_openat_samples(medians: &[f64], samples: Vec<f64>, label: &str) -> Results {
+    let mut r = rounds_file(medians, label);
+    let row = r.workloads[0]
+        .attribution
+        .iter_mut()
+        .find(|a| a.name == "openat")
+        .unwrap();
+    row.samples_ns_per_op = samples;
+    r
+}
+
 #[test]
 fn a_timed_path_s_change_has_an_interval_from_its_rounds() {
     // openat's per-sample ns per op, three samples in each of four rounds, +100 ns in new.
     let with_openat = |medians: &[f64], openat: &[f64], label: &str| {
-        let mut r = rounds_file(medians, label);
-        let row = r.workloads[0]
-            .attribution
-            .iter_mut()
-            .find(|a| a.name == "openat")
-            .unwrap();
-        row.samples_ns_per_op = openat.iter().flat_map(|v| [v - 5.0, *v, v + 5.0]).collect();
-        r
+        let samples = openat.iter().flat_map(|v| [v - 5.0, *v, v + 5.0]).collect();
+        with_openat_samples(medians, samples, label)
     };
     let old = with_openat(
         &[5.0, 5.1, 4.95, 5.05],
@@ -860,17 +866,11 @@ fn a_path_s_figure_is_its_rounds_medians_and_one_preempted_sample_moves_it_not()
     // openat 3000 ns per op in every sample but one of new's, which a preemption took to
     // 40 us: the mean of all samples would read +2750 ns, the rounds' medians read 0.
     let with_openat = |medians: &[f64], preempted: bool, label: &str| {
-        let mut r = rounds_file(medians, label);
-        let row = r.workloads[0]
-            .attribution
-            .iter_mut()
-            .find(|a| a.name == "openat")
-            .unwrap();
-        row.samples_ns_per_op = (0..12).map(|i| 3000.0 + f64::from(i % 3) - 1.0).collect();
+        let mut samples: Vec<f64> = (0..12).map(|i| 3000.0 + f64::from(i % 3) - 1.0).collect();
         if preempted {
-            row.samples_ns_per_op[4] = 40_000.0;
+            samples[4] = 40_000.0;
         }
-        r
+        with_openat_samples(medians, samples, label)
     };
     let old = with_openat(&[5.0, 5.1, 4.95, 5.05], false, "old");
     let new = with_openat(&[5.0, 5.1, 4.95, 5.05], true, "new");
