@@ -31,7 +31,7 @@ pub fn document(c: &Comparison) -> Document {
                 Metric {
                     value: scale * v.change,
                     lower_value: Some(scale * v.low),
-                    upper_value: Some(scale * v.high),
+                    upper_value: Some(scale * v.high).filter(|v| v.is_finite()),
                 },
             );
         }

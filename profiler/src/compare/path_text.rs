@@ -139,9 +139,17 @@ pub fn ruled_out(f: &PathFamily) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
+    let unbounded = match f.unbounded {
+        0 => String::new(),
+        1 => "; 1 path's share reaches the whole op at its interval's top, so it bounds nothing"
+            .to_string(),
+        n => format!(
+            "; {n} paths' shares reach the whole op at their intervals' tops, so they bound nothing"
+        ),
+    };
     (!parts.is_empty()).then(|| {
         format!(
-            "{} ruled out ({:.2}%)",
+            "{} ruled out ({:.2}%){unbounded}",
             parts.join(", "),
             100.0 * f.confidence
         )

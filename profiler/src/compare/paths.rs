@@ -116,6 +116,9 @@ pub struct PathFamily {
     pub ruled_out_ns: Option<RuledOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ruled_out_share: Option<RuledOut>,
+    /// Paths not called regressed whose interval has no top in ns per op (a share whose
+    /// interval reaches the whole op): the bound above leaves them out.
+    pub unbounded: usize,
 }
 
 /// A row's test, in the figure its verdict is on.
@@ -400,6 +403,10 @@ impl PathFamily {
             self.largest = Some((workload.to_string(), v.clone()));
         }
         if v.verdict == Verdict::Regressed {
+            return;
+        }
+        if !v.high.is_finite() {
+            self.unbounded += 1;
             return;
         }
         let slot = match v.method {

@@ -409,3 +409,32 @@ fn against_the_rest_of_the_op_a_path_that_grows_by_3_percent_of_the_op_reads_its
     }
     assert!(caught >= 8, "openat called alone in {caught} of 10");
 }
+
+#[test]
+fn a_path_whose_interval_reaches_the_whole_op_bounds_nothing_and_is_said_so() {
+    let priced = |name: &str, high: f64| PathVerdict {
+        method: PathMethod::Sampled,
+        change: 0.0,
+        low: -500.0,
+        high,
+        verdict: Verdict::NoChange,
+        ..share_verdict(name, 0.0)
+    };
+    let mut f = PathFamily {
+        tested: 2,
+        confidence: 0.99,
+        ..PathFamily::default()
+    };
+    f.count("fs_create_0k", &priced("openat", f64::INFINITY));
+    f.count("open_close", &priced("close", 93.0));
+    assert_eq!(f.unbounded, 1);
+    assert_eq!(f.ruled_out_ns.as_ref().map(|r| r.bound), Some(93.0));
+    let text = crate::compare::path_text::ruled_out(&f).unwrap();
+    assert!(
+        text.starts_with("no path above +93 ns/op (syscall close in open_close)")
+            && text.ends_with(
+                "1 path's share reaches the whole op at its interval's top, so it bounds nothing"
+            ),
+        "{text}"
+    );
+}

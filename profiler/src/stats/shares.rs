@@ -129,9 +129,14 @@ pub struct ShareTest {
 /// changed: the path's cost over the rest of the op (s / (1 - s)) priced at the old side's
 /// rest ((1 - s_old) x `old_cpu_ns`), which comes to `old_cpu_ns` x change / (1 - s_new). A
 /// path that grows by N ns while the rest stays reads N; a machine that runs the whole op
-/// slower moves no share, so it reads 0. The new share is kept below 1.
+/// slower moves no share, so it reads 0. A new share within a thousandth of the whole leaves
+/// no rest to price the path against: its growth is unbounded (+infinity), which is what the
+/// top of an interval reaching the whole says.
 pub fn against_rest_ns(old_share: f64, change: f64, old_cpu_ns: f64) -> f64 {
-    let rest_after = (1.0 - old_share - change).max(1e-3);
+    let rest_after = 1.0 - old_share - change;
+    if rest_after < 1e-3 {
+        return f64::INFINITY;
+    }
     old_cpu_ns * change / rest_after
 }
 
@@ -550,5 +555,9 @@ mod tests {
         let ns = against_rest_ns(0.3, 700.0 / 2100.0 - 0.3, 2000.0);
         assert!((ns - 100.0).abs() < 1e-9, "{ns}");
         assert_eq!(against_rest_ns(0.3, 0.0, 2000.0), 0.0);
+        // A new share of the whole op leaves no rest: the growth is unbounded, not a price
+        // a thousand times the op.
+        assert_eq!(against_rest_ns(0.97, 0.03, 727_000.0), f64::INFINITY);
+        assert!(against_rest_ns(0.97, 0.02, 727_000.0) < 2.0 * 727_000.0);
     }
 }
