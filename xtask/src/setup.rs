@@ -66,6 +66,8 @@ const TEST_PACKAGES: &[&str] = &[
     "tmux",
     // the package test installs `cargo xtask dist`'s .deb into a clean Debian root
     "debootstrap",
+    // another tool's BPF program beside a run, which the run prices (tests/other_bpf.rs)
+    "bpftrace",
 ];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 /// `cargo xtask dist` packages with it; installed on first use, not by every set-up.

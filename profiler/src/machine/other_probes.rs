@@ -324,6 +324,11 @@ impl Watch {
         line
     }
 
+    /// What it has seen so far.
+    pub fn seen_so_far(&self) -> &[OtherProgram] {
+        &self.seen
+    }
+
     /// Everything seen, sorted.
     pub fn seen(mut self) -> Vec<OtherProgram> {
         self.seen.sort();

@@ -4,7 +4,7 @@
 //! run's numbers came from.
 use crate::{
     attribution::{Breakdown, Part},
-    results::{rows, Results, ShareWhole, Source, Unit},
+    results::{rows, Results, ShareWhole, Source, Unit, WorkloadResult},
     stats,
 };
 
@@ -188,6 +188,29 @@ pub(crate) fn signed_percent(fraction: f64, decimals: usize) -> String {
         percent
     };
     format!("{percent:+.decimals$}%")
+}
+
+/// `Other BPF program sys_enter (bpftrace (pid 812), raw_tracepoint sys_enter): 1.02 runs/op,
+/// 63.1 ns/op`, a line each, from the kernel's BPF statistics over the probed samples.
+pub(crate) fn other_program_lines(w: &WorkloadResult) -> Vec<String> {
+    w.other_programs
+        .iter()
+        .map(|p| {
+            let name = if p.name.is_empty() {
+                format!("id {}", p.program_id)
+            } else {
+                p.name.clone()
+            };
+            format!(
+                "Other BPF program {name} ({}, {}): {} runs/op, {}/op by the kernel's BPF \
+                 statistics over the probed samples (every run of it meanwhile, whichever task)",
+                p.holder,
+                p.attach,
+                num(p.runs_per_op()),
+                Scale::of(Unit::Nanoseconds, p.ns_per_op()).show(p.ns_per_op())
+            )
+        })
+        .collect()
 }
 
 /// `Residual: 4.5 us/op (90.0% of the op's own CPU time, 88.1-91.8%) outside the timed

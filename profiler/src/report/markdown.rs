@@ -2,7 +2,7 @@
 use std::fmt::Write;
 
 use super::{
-    figures::{probe_overhead, residual_sentence, Scale},
+    figures::{other_program_lines, probe_overhead, residual_sentence, Scale},
     markup::Markup,
     text::environment_line,
 };
@@ -76,6 +76,9 @@ fn one(r: &Results) -> String {
         }
         if let Some(b) = Breakdown::of(w) {
             let _ = writeln!(out, "{}\n", residual_sentence(&b));
+        }
+        for line in other_program_lines(w) {
+            let _ = writeln!(out, "{line}\n");
         }
     }
     out

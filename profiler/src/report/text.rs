@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 pub(crate) use super::figures::num;
-use super::figures::{incomplete_reason, origin, probe_overhead, residual_sentence, Scale};
+use super::figures::{
+    incomplete_reason, origin, other_program_lines, probe_overhead, residual_sentence, Scale,
+};
 use super::{markup::Markup, paths_table::PathsTable};
 use crate::{
     attribution::Breakdown,
@@ -248,6 +250,9 @@ fn workload_block(w: &WorkloadResult) -> String {
     }
     if let Some(b) = Breakdown::of(w) {
         let _ = writeln!(out, "  {}", residual_sentence(&b));
+    }
+    for line in other_program_lines(w) {
+        let _ = writeln!(out, "  {line}");
     }
     for note in &w.notes {
         let _ = writeln!(out, "  Note: {note}");

@@ -159,6 +159,7 @@ pub(crate) fn sample_results() -> Results {
                 profile: None,
                 accounting: None,
                 share_of: Some(ShareWhole::CleanOp),
+                other_programs: Vec::new(),
             },
             WorkloadResult {
                 name: "build".into(),
@@ -182,6 +183,7 @@ pub(crate) fn sample_results() -> Results {
                 profile: None,
                 accounting: None,
                 share_of: None,
+                other_programs: Vec::new(),
             },
         ],
     }

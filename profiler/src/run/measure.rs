@@ -16,6 +16,7 @@ use super::{
 };
 use crate::{
     attribution::Measured,
+    machine::{bpf_stats::Pricing, other_probes::OtherProgram},
     probes::Probes,
     results::{CopySamples, ExtraMetric, WorkloadFailure},
     runner::{RemoteWorkload, Supervisor, Wait},
@@ -47,6 +48,8 @@ pub struct WorkloadRound<'a> {
     pub engine: Engine<'a>,
     pub spec: &'static WorkloadSpec,
     pub round: Round,
+    /// Other tools' programs seen so far: their statistics price them over the probed samples.
+    pub others: &'a [OtherProgram],
 }
 
 /// Measures one round of a workload into `measured`: a fresh runner, set-up, calibration (the
@@ -118,6 +121,7 @@ impl<'r, 's> WorkloadSession<'r, 's> {
             last: None,
             ops: 0,
             phase: Phase::SetUp,
+            others: job.others,
         }))
     }
 
@@ -264,11 +268,18 @@ impl<'r, 's> WorkloadSession<'r, 's> {
             let pass = Pass::Timed {
                 retake_if_stopped: tries < MAX_RETAKES,
             };
+            let pricing = Pricing::start(self.others);
             let Wait::Done(ran) = self.probed_pass(pass, self.ops)? else {
                 return Ok(Wait::Interrupted);
             };
             match ran {
-                Some(ran) => break ran,
+                Some(ran) => {
+                    if let Some(pricing) = pricing {
+                        let ops = self.ops * ran.runs.len() as u64;
+                        pricing.finish(ops, &mut self.measured.result.other_programs);
+                    }
+                    break ran;
+                }
                 None => {
                     tries += 1;
                     self.measured.taken.retaken[1] += 1;

@@ -147,6 +147,7 @@ impl Measurer<'_> {
                     bar.set_position((done_samples + done) as u64);
                 };
                 let setup = own_setup(&work.variants[v], engine.setup);
+                let seen = others.seen_so_far().to_vec();
                 let job = WorkloadRound {
                     engine: Engine {
                         setup: setup.as_ref().unwrap_or(engine.setup),
@@ -158,6 +159,7 @@ impl Measurer<'_> {
                         index: round,
                         of: rounds.of,
                     },
+                    others: &seen,
                 };
                 let interrupted = measure::measure_round(
                     &job,

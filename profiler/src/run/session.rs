@@ -6,6 +6,7 @@ use std::fmt;
 use super::engine::{Engine, Overhead};
 use crate::{
     attribution::Measured,
+    machine::other_probes::OtherProgram,
     probes::{Probes, Snapshot},
     runner::{CopyRun, RemoteWorkload},
     workloads::WorkloadSpec,
@@ -58,6 +59,8 @@ pub(super) struct WorkloadSession<'r, 's> {
     /// The ops a sample times (calibrated in the first round).
     pub ops: u64,
     pub phase: Phase,
+    /// Other tools' programs, priced over the probed samples (`machine::bpf_stats`).
+    pub others: &'r [OtherProgram],
 }
 
 /// Each copy's metric of one sample, the timing overhead taken out; each copy's ns per op
