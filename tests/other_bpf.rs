@@ -7,8 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hookprof::results::{PathKind, WorkloadResult};
-use hookprof_tests::{one_at_a_time, require_root, run_to_results, workload};
+use hookprof::results::{PathKind, Results, WorkloadResult};
+use hookprof_tests::{hookprof, one_at_a_time, require_root, workload};
 
 const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
@@ -117,22 +117,54 @@ fn a_bpftrace_program_s_cost_per_op_agrees_with_the_kernel_s_bpf_statistics() {
     require_root();
     let _serial = one_at_a_time();
     let _stats = StatsOn::new();
+    let args = [
+        "--samples",
+        "4",
+        "--min-sample-ms",
+        "50",
+        "--stack-samples",
+        "0",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let without = dir.path().join("without.json");
+    let o = hookprof(
+        &[
+            &[
+                "run",
+                "-q",
+                "--workloads",
+                "null_call",
+                "-o",
+                without.to_str().unwrap(),
+            ][..],
+            &args,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bpftrace = start_bpftrace();
     let pid = bpftrace.0.id();
     // A run a workload: the program's mean run over it is that workload's (its map update
     // costs more for some syscalls than for others).
     for name in ["null_call", "open_close"] {
         let (_, time_before, runs_before) = held_program(pid).expect("bpftrace's program");
-        let r = run_to_results(&[
-            "--workloads",
-            name,
-            "--samples",
-            "4",
-            "--min-sample-ms",
-            "50",
-            "--stack-samples",
-            "0",
-        ]);
+        let with = dir.path().join(format!("{name}.json"));
+        let o = hookprof(
+            &[
+                &[
+                    "run",
+                    "-q",
+                    "--workloads",
+                    name,
+                    "-o",
+                    with.to_str().unwrap(),
+                ][..],
+                &args,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = Results::load(&with).unwrap();
         let (_, time_after, runs_after) = held_program(pid).expect("bpftrace's program");
         // Every syscall on the machine ran it while hookprof ran.
         let ns_per_run =
@@ -171,4 +203,23 @@ fn a_bpftrace_program_s_cost_per_op_agrees_with_the_kernel_s_bpf_statistics() {
         assert!(text.contains("Other BPF program"), "{text}");
     }
     drop(bpftrace);
+    // compare without / with it names the program where the op's change went.
+    let with = dir.path().join("null_call.json");
+    let o = hookprof(&[
+        "compare",
+        without.to_str().unwrap(),
+        with.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let programs = &c["workloads"][0]["other_programs"];
+    assert!(
+        programs[0]["holder"] == "bpftrace"
+            && programs[0]["old_ns_per_op"] == 0.0
+            && programs[0]["new_ns_per_op"]
+                .as_f64()
+                .is_some_and(|ns| ns > 0.0),
+        "{programs}"
+    );
 }

@@ -103,6 +103,10 @@ pub struct WorkloadComparison {
     /// Each tested path's verdict (`paths`), in the order timed, sampled, groups.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<super::paths::PathVerdict>,
+    /// Other tools' BPF programs, each one's ns per op on both sides (the kernel's BPF
+    /// statistics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_programs: Vec<super::other_programs::ProgramChange>,
     /// Each path's share of the sampled CPU time on both sides (where both sampled stacks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<super::SampledChange>,

@@ -139,6 +139,7 @@ fn compare_workload(
         option_note: None,
         load_note: None,
         paths: Vec::new(),
+        other_programs: super::other_programs::changes(&o.other_programs, &n.other_programs),
     };
     Ok(Some((workload, test)))
 }

@@ -25,6 +25,7 @@ pub(crate) mod html;
 mod junit;
 pub mod load;
 mod options;
+pub mod other_programs;
 mod path_text;
 pub mod paths;
 mod pool;

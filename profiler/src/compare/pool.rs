@@ -4,7 +4,10 @@
 use foldhash::HashMap;
 
 use crate::{
-    results::{rows, AttributionRow, PathKind, Results, StackProfile, Unit, WorkloadResult},
+    results::{
+        rows, AttributionRow, OtherProgramRuns, PathKind, Results, StackProfile, Unit,
+        WorkloadResult,
+    },
     stats::replication::FileRounds,
 };
 
@@ -30,6 +33,8 @@ pub(super) struct Pooled<'a> {
     row_at: HashMap<PathKey<'a>, usize>,
     /// Each file's sampled stacks, where it has them.
     pub profiles: Vec<StackProfile>,
+    /// Other tools' BPF programs, their runs summed over the files (`other_programs`).
+    pub other_programs: Vec<OtherProgramRuns>,
 }
 
 /// A row's values per file, round by round.
@@ -79,6 +84,9 @@ pub(super) fn pool(side: &[Results]) -> anyhow::Result<Vec<(String, Pooled<'_>)>
                 }
             }
             p.profiles.extend(w.profile.clone());
+            for run in &w.other_programs {
+                super::other_programs::merge(&mut p.other_programs, run);
+            }
             p.row_at.reserve(w.attribution.len());
             for row in &w.attribution {
                 let one = [row.ns_per_op];

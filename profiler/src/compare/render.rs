@@ -545,6 +545,9 @@ pub fn render_text(c: &Comparison) -> String {
                 let _ = writeln!(out, "  {line}");
             }
         }
+        if let Some(line) = super::other_programs::line(&w.other_programs) {
+            let _ = writeln!(out, "  {line}");
+        }
         if let Some(sampled) = &w.sampled {
             for line in sampled_lines(sampled) {
                 let _ = writeln!(out, "  {line}");
@@ -731,6 +734,7 @@ fn markdown_where_the_time_went(c: &Comparison) -> String {
                 .as_ref()
                 .map(|a| attribution_lines(&w.name, a))
                 .unwrap_or_default();
+            lines.extend(super::other_programs::line(&w.other_programs));
             if let Some(sampled) = &w.sampled {
                 let mut sampled = sampled_lines(sampled);
                 if let Some(first) = sampled.first_mut() {
