@@ -12,7 +12,7 @@ use hookprof::{
     results::Results,
     store::{select::Selector, StoreArgs},
 };
-use hookprof_tests::{hookprof_bin, postgres::Postgres, require_root, STORE_ENV};
+use hookprof_tests::{hookprof_bin, one_at_a_time, postgres::Postgres, require_root, STORE_ENV};
 use serde_json::Value;
 
 /// A data directory (default store, spool) of the test's own.
@@ -121,6 +121,7 @@ fn four_writers_five_runs_each(home: &Home, store: &str) {
 
 #[test]
 fn four_concurrent_writers_store_each_of_their_runs_exactly_once_in_sqlite_and_postgres() {
+    let _serial = one_at_a_time();
     let home = Home::new();
     four_writers_five_runs_each(&home, &home.sqlite());
     let pg = Postgres::start();
@@ -129,6 +130,7 @@ fn four_concurrent_writers_store_each_of_their_runs_exactly_once_in_sqlite_and_p
 
 #[test]
 fn the_default_store_is_sqlite_in_the_data_directory_and_no_store_records_nothing() {
+    let _serial = one_at_a_time();
     let home = Home::new();
     home.ok(&[SHORT, &["--label", "default", "--meta", "commit=abc123"]].concat());
     assert!(home.path("data/hookprof/store.db").is_file());
@@ -186,6 +188,9 @@ fn verdicts(comparison: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn history_and_compare_over_store_selectors_judge_as_over_the_same_files() {
+    // Every test here runs the profiler, this one's verdict would take another's load (a
+    // baseline run at 2x beside four concurrent writers made +205% read p = 0.050).
+    let _serial = one_at_a_time();
     require_root(); // --inject syscall: loads a BPF program
     let home = Home::new();
     let sqlite = home.sqlite();
@@ -265,6 +270,7 @@ fn history_and_compare_over_store_selectors_judge_as_over_the_same_files() {
 
 #[test]
 fn a_server_stopped_mid_run_leaves_the_run_spooled_and_the_next_call_pushes_it_once() {
+    let _serial = one_at_a_time();
     let home = Home::new();
     let mut pg = Postgres::start();
     let url = pg.url();
@@ -392,6 +398,7 @@ fn prune_keeps_recent_runs_and_baselines(home: &Home, store: &str, seed: &Value)
 
 #[test]
 fn prune_removes_old_runs_keeps_baselines_and_is_a_dry_run_without_yes_in_sqlite_and_postgres() {
+    let _serial = one_at_a_time();
     let home = Home::new();
     let seed_file = home.path("seed.json");
     home.ok(&[SHORT, &["--no-store", "-o", seed_file.to_str().unwrap()]].concat());
@@ -420,6 +427,7 @@ fn prune_removes_old_runs_keeps_baselines_and_is_a_dry_run_without_yes_in_sqlite
 /// `[::1]` up as a host name) and a unix-socket directory as the host.
 #[test]
 fn an_ipv6_literal_and_a_unix_socket_host_reach_the_server_as_psql_does() {
+    let _serial = one_at_a_time();
     require_root();
     let home = Home::new();
     let pg = Postgres::start();
