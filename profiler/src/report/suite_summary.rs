@@ -33,6 +33,10 @@ pub struct SummaryRow {
     pub task_paths: Option<SampledGroup>,
     /// Each of `LAYERS`, in its order; None where the file was written before they were kept.
     pub layers: Vec<Option<SampledGroup>>,
+    /// Other tools' BPF programs by the kernel's BPF statistics, ns per op (None where the
+    /// run priced none): what the other-BPF cell says where no sample fell in them (the
+    /// stacks cannot see a tracepoint's program).
+    pub other_bpf_by_statistics: Option<f64>,
 }
 
 /// The layers of the security stack beside the LSMs, each a column after the task paths.
@@ -103,6 +107,8 @@ impl SuiteSummary {
                     .collect(),
                 task_paths: group(p, GroupKind::TaskPaths, None),
                 layers: LAYERS.iter().map(|&kind| group(p, kind, None)).collect(),
+                other_bpf_by_statistics: (!w.other_programs.is_empty())
+                    .then(|| w.other_programs.iter().map(|p| p.ns_per_op()).sum()),
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -195,7 +201,7 @@ impl SuiteSummary {
             cells.extend(r.lsms.iter().map(pct));
             cells.push(pct(&r.framework));
             cells.push(pct(&r.task_paths));
-            cells.extend(r.layers.iter().map(measured_percent));
+            cells.extend(r.layer_cells());
             table.add_row(cells);
         }
         markup.align_numbers(&mut table, 1);
@@ -285,8 +291,8 @@ impl SuiteSummary {
                 per_op(r.hooks.as_ref().map_or(0.0, |g| g.ns_per_op)),
                 percent(share(&r.task_paths)),
             );
-            for g in &r.layers {
-                let _ = write!(out, "<td>{}</td>", measured_percent(g));
+            for cell in r.layer_cells() {
+                let _ = write!(out, "<td>{}</td>", esc(&cell));
             }
             out.push_str("</tr>\n");
         }
@@ -325,6 +331,24 @@ fn share(g: &Option<SampledGroup>) -> f64 {
 /// measured, which is not 0%).
 fn measured_percent(g: &Option<SampledGroup>) -> String {
     g.as_ref().map_or("-".into(), |g| percent(g.share))
+}
+
+impl SummaryRow {
+    /// The layers' cells in `LAYERS`' order: each share, but other BPF programs no sample fell
+    /// in and the kernel's statistics priced read their ns per op by those statistics (a
+    /// tracepoint's program runs where the sampler cannot: its 0% would not be true).
+    fn layer_cells(&self) -> Vec<String> {
+        LAYERS
+            .iter()
+            .zip(&self.layers)
+            .map(|(&kind, g)| match self.other_bpf_by_statistics {
+                Some(ns) if kind == GroupKind::OtherBpf && share(g) == 0.0 => {
+                    format!("{} by BPF statistics", per_op(ns))
+                }
+                _ => measured_percent(g),
+            })
+            .collect()
+    }
 }
 
 fn interval(g: &SampledGroup) -> String {
@@ -471,5 +495,35 @@ mod tests {
             html.contains("<td>25.0%</td><td>0.0%</td><td>7.0%</td></tr>"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn other_programs_the_stacks_cannot_see_read_their_statistics_not_0() {
+        let mut r = two_workloads();
+        let w = &mut r.workloads[1];
+        w.profile.as_mut().unwrap().groups.extend([
+            group(GroupKind::Seccomp, None, 0, 1000),
+            group(GroupKind::Audit, None, 0, 1000),
+            group(GroupKind::Netfilter, None, 0, 1000),
+        ]);
+        w.other_programs.push(crate::results::OtherProgramRuns {
+            program_id: 7,
+            name: "sys_enter".into(),
+            holder: "bpftrace (pid 10)".into(),
+            attach: "tracepoint sys_enter".into(),
+            runs: 2000,
+            run_time_ns: 596_000,
+            ops: 2000,
+        });
+        let s = SuiteSummary::of(&r).unwrap();
+        let text = s.render(Markup::Terminal);
+        let open = text.lines().find(|l| l.contains("open_close")).unwrap();
+        assert!(
+            open.trim_end().ends_with("298.0 ns by BPF statistics"),
+            "{open}"
+        );
+        assert!(s
+            .html_figure()
+            .contains("<td>298.0 ns by BPF statistics</td>"));
     }
 }
