@@ -15,6 +15,7 @@ pub mod schema;
 mod types;
 pub mod write;
 
+pub use crate::machine::bpf_stats::OtherProgramRuns;
 pub use destination::Destination;
 pub use load::{files_named, json_files, ResultsError};
 pub use options::{PolicyRecord, RunOptions};

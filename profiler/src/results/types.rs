@@ -569,40 +569,7 @@ pub struct WorkloadResult {
     pub share_of: Option<ShareWhole>,
     /// Other tools' BPF programs over the probed samples, by the kernel's BPF statistics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub other_programs: Vec<OtherProgramRuns>,
-}
-
-/// Another tool's BPF program over a workload's probed samples, from the kernel's BPF
-/// statistics (`run_time_ns`, `run_cnt`): every run of it while those samples ran, whichever
-/// task ran it (machine-wide; on a machine doing nothing else, the workload's). The sampled
-/// stacks cannot price a program that runs in a tracepoint: the kernel runs no perf_event
-/// program (the sampler) on a CPU while a tracepoint's program runs there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct OtherProgramRuns {
-    /// The kernel's id of the program.
-    pub program_id: u32,
-    /// Its name as loaded (at most 15 characters; "" when it has none).
-    pub name: String,
-    /// The process holding it: "COMM (pid N)".
-    pub holder: String,
-    /// Where it is attached ("raw_tracepoint sys_enter", ...).
-    pub attach: String,
-    /// Its runs while the probed samples ran.
-    pub runs: u64,
-    /// Their time, ns.
-    pub run_time_ns: u64,
-    /// The ops those samples timed (over all copies).
-    pub ops: u64,
-}
-
-impl OtherProgramRuns {
-    pub fn runs_per_op(&self) -> f64 {
-        self.runs as f64 / self.ops.max(1) as f64
-    }
-
-    pub fn ns_per_op(&self) -> f64 {
-        self.run_time_ns as f64 / self.ops.max(1) as f64
-    }
+    pub other_programs: Vec<crate::machine::bpf_stats::OtherProgramRuns>,
 }
 
 impl WorkloadResult {
