@@ -20,15 +20,22 @@ pub(super) struct Rows<'a> {
 }
 
 impl Rows<'_> {
-    /// Each merged row's ns per op at `unit`: the mean of its observations there (rounds'
-    /// medians, files' values), as an op's figure is; its own figure where it has none.
-    fn figures(&self, unit: Replication) -> Vec<f64> {
+    /// Each merged row's observations at `unit` (rounds' medians, files' values) summarized
+    /// once, with their floor: its figure's and its test's.
+    fn summaries(&self, unit: Replication) -> Vec<Option<Summary>> {
+        self.rounds
+            .iter()
+            .map(|r| floored_summary(&r.ns, unit))
+            .collect()
+    }
+
+    /// Each merged row's ns per op: the mean of its observations, as an op's figure is; its
+    /// own figure where it has none.
+    fn figures(&self, summaries: &[Option<Summary>]) -> Vec<f64> {
         self.merged
             .iter()
-            .zip(self.rounds)
-            .map(|(row, rounds)| {
-                stats::mean(&observations(&rounds.ns, unit)).unwrap_or(rows::ns_per_op(row))
-            })
+            .zip(summaries)
+            .map(|(row, s)| s.as_ref().map_or(rows::ns_per_op(row), |s| s.mean))
             .collect()
     }
 }
@@ -51,9 +58,13 @@ pub(super) fn attribute_change(
     // Each path's figure is taken as the op's is, from the same observations as its test:
     // one preempted sample moves neither, and the interval stands around the figure printed.
     let unit_of_test = unpaired(replication);
+    let (old_summaries, new_summaries) = (
+        old_side.summaries(unit_of_test),
+        new_side.summaries(unit_of_test),
+    );
     let (old_ns, new_ns) = (
-        old_side.figures(unit_of_test),
-        new_side.figures(unit_of_test),
+        old_side.figures(&old_summaries),
+        new_side.figures(&new_summaries),
     );
     let (level, parts) = breakdown::change(total_ns, (old_rows, &old_ns), (new_rows, &new_ns))?;
     // A change is told by hooks where any was probed (the LSM functions under them), else by
@@ -91,8 +102,14 @@ pub(super) fn attribute_change(
                 o.map(|i| &old_side.rounds[i]),
                 n.map(|i| &new_side.rounds[i]),
             );
+            let test = delta_test(
+                o.zip(o_rounds)
+                    .and_then(|(i, r)| Some((old_summaries[i].as_ref()?, r))),
+                n.zip(n_rounds)
+                    .and_then(|(i, r)| Some((new_summaries[i].as_ref()?, r))),
+                replication,
+            );
             let (o, n) = (ns(&old_ns, o), ns(&new_ns, n));
-            let test = delta_test(o_rounds, n_rounds, replication);
             let against_rest = against_rest_test(o_rounds, n_rounds, replication);
             let old_rest_ns = against_rest.map(|(_, rest)| rest);
             PathDelta {
@@ -129,14 +146,14 @@ pub(super) fn attribute_change(
 /// run's rounds taken unpaired); None where a side has no repeated values or they do not vary
 /// (no spread was measured, which is not a path known exactly).
 fn delta_test(
-    old: Option<&RowRounds>,
-    new: Option<&RowRounds>,
+    old: Option<(&Summary, &RowRounds)>,
+    new: Option<(&Summary, &RowRounds)>,
     replication: Replication,
 ) -> Option<stats::DifferenceTest> {
     let unit = unpaired(replication);
-    let (old, new) = (&old?.ns, &new?.ns);
-    stats::difference_test(&floored_summary(old, unit)?, &floored_summary(new, unit)?)
-        .map(|t| t.widened(disturbed_run_variance(old, new, unit)))
+    let ((old_s, old), (new_s, new)) = (old?, new?);
+    stats::difference_test(old_s, new_s)
+        .map(|t| t.widened(disturbed_run_variance(&old.ns, &new.ns, unit)))
         .filter(|t| t.std_error > 0.0)
 }
 
@@ -232,7 +249,12 @@ mod tests {
         };
         let episode = run([3396.0, 2527.0, 2501.0, 2453.0]);
         let shifted = run([2630.0, 2640.0, 2620.0, 2635.0]);
-        let test = |new: &RowRounds| delta_test(Some(&old), Some(new), Replication::File).unwrap();
+        let summary = |r: &RowRounds| floored_summary(&r.ns, Replication::File).unwrap();
+        let old_summary = summary(&old);
+        let test = |new: &RowRounds| {
+            let side = Some((&summary(new), new));
+            delta_test(Some((&old_summary, &old)), side, Replication::File).unwrap()
+        };
         let (episode, shifted) = (test(&episode), test(&shifted));
         assert!(episode.difference > shifted.difference);
         assert!(episode.p_value > 0.05, "{episode:?}");
