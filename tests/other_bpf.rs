@@ -1,6 +1,6 @@
 //! Another tool's BPF program priced: with a bpftrace program on the syscall-entry tracepoint
 //! (standing in for a security agent), each workload's ns per op in that program, from the
-//! kernel's BPF statistics over the probed samples, agrees with the program's mean run over
+//! kernel's BPF statistics over an untimed sample a round, agrees with the program's mean run over
 //! the run times the workload's syscalls per op.
 use std::{
     process::{Child, Command, Stdio},
@@ -110,7 +110,7 @@ fn syscalls_per_op(w: &WorkloadResult) -> f64 {
 
 /// The kernel runs no perf_event program (the sampler) on a CPU while a tracepoint's program
 /// runs there (bpf_prog_active), so no stack sample lands inside bpftrace's program: the run
-/// prices it from the kernel's BPF statistics over the probed samples instead, which must
+/// prices it from the kernel's BPF statistics over an untimed sample a round instead, which must
 /// agree with the program's mean run over the whole run times the workload's syscalls per op.
 #[test]
 fn a_bpftrace_program_s_cost_per_op_agrees_with_the_kernel_s_bpf_statistics() {

@@ -1,5 +1,5 @@
 //! Other tools' BPF programs on each side of a comparison, by the kernel's BPF statistics over
-//! the probed samples: each program's ns per op old and new, matched by its name, where it is
+//! an untimed sample a round: each program's ns per op old and new, matched by its name, where it is
 //! attached and the command holding it (ids and pids differ between runs). A side that ran
 //! without the program reads 0: the statistics price every program seen where it ran.
 use serde::Serialize;
@@ -86,7 +86,7 @@ pub fn line(changes: &[ProgramChange]) -> Option<String> {
         .collect();
     (!parts.is_empty()).then(|| {
         format!(
-            "other BPF programs (the kernel's BPF statistics over the probed samples): {}",
+            "other BPF programs (the kernel's BPF statistics): {}",
             parts.join("; ")
         )
     })
@@ -120,7 +120,7 @@ mod tests {
         assert_eq!((c[0].old_ns_per_op, c[0].new_ns_per_op), (0.0, 298.0));
         assert_eq!(
             line(&c).unwrap(),
-            "other BPF programs (the kernel's BPF statistics over the probed samples): \
+            "other BPF programs (the kernel's BPF statistics): \
              sys_enter of bpftrace (tracepoint sys_enter) 0 -> 298 ns/op (+298)"
         );
         assert_eq!(line(&changes(&[], &[])), None);

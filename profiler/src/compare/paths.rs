@@ -9,11 +9,11 @@
 //! called at q = 0.001-0.005 in 10 of 10). Why not Holm within a workload: a quick suite has
 //! 18 workloads of 10-30 paths, so a 5% family-wise rate per workload would call about one
 //! path in every A/A compare; over the whole compare, when nothing changed, the false
-//! discovery rate is the chance of any false call (the path alpha a compare), and where a regression moves several nested paths
-//! at once (a hook, its LSM function, the syscall around them) the step-up calls them together
-//! with more power than Holm's step-down. Each interval is at the false coverage rate level
-//! that goes with it (Benjamini and Yekutieli, 2005), so it leaves out 0 exactly when the path
-//! is called.
+//! discovery rate is the chance of any false call (the path alpha a compare), and where a
+//! regression moves several nested paths at once (a hook, its LSM function, the syscall
+//! around them) the step-up calls them together with more power than Holm's step-down. Each
+//! interval is at the false coverage rate level that goes with it (Benjamini and Yekutieli,
+//! 2005), so it leaves out 0 exactly when the path is called.
 //!
 //! A path timed by a probe pair is judged on its ns per op, or on the same against the rest of
 //! the op in the same samples (path / (op - path), priced at the old side's rest), whichever

@@ -1,9 +1,10 @@
 //! Other tools' BPF programs priced by the kernel's own statistics: each program's runs and
-//! run time over a workload's probed samples (`OtherProgramRuns`). The sampled stacks cannot
+//! run time over one more sample of each round of a workload, untimed and unprobed
+//! (`OtherProgramRuns`). The sampled stacks cannot
 //! price a program that runs in a tracepoint (the kernel runs no perf_event program, the
 //! sampler, on a CPU while a tracepoint's program runs there), and a security agent's
-//! programs mostly do. The statistics are on only while a probed sample runs: a clean
-//! sample's time is never the statistics' (two clock reads a run of every program).
+//! programs mostly do. The statistics are on only while that sample runs: no timed sample,
+//! clean or probed, pays their two clock reads a run of every program.
 use std::os::fd::OwnedFd;
 
 use aya::{
@@ -14,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::other_probes::OtherProgram;
 
-/// Another tool's BPF program over a workload's probed samples, from the kernel's BPF
-/// statistics (`run_time_ns`, `run_cnt`): every run of it while those samples ran, whichever
+/// Another tool's BPF program over a workload's pricing samples (one a round, untimed and
+/// unprobed), from the kernel's BPF statistics (`run_time_ns`, `run_cnt`): every run of it
+/// while those samples ran, whichever
 /// task ran it (machine-wide; on a machine doing nothing else, the workload's). The sampled
 /// stacks cannot price a program that runs in a tracepoint: the kernel runs no perf_event
 /// program (the sampler) on a CPU while a tracepoint's program runs there.
@@ -29,11 +31,11 @@ pub struct OtherProgramRuns {
     pub holder: String,
     /// Where it is attached ("raw_tracepoint sys_enter", ...).
     pub attach: String,
-    /// Its runs while the probed samples ran.
+    /// Its runs while the pricing samples ran.
     pub runs: u64,
     /// Their time, ns.
     pub run_time_ns: u64,
-    /// The ops those samples timed (over all copies).
+    /// The ops those samples ran (over all copies).
     pub ops: u64,
 }
 

@@ -191,7 +191,7 @@ pub(crate) fn signed_percent(fraction: f64, decimals: usize) -> String {
 }
 
 /// `Other BPF program sys_enter (bpftrace (pid 812), raw_tracepoint sys_enter): 1.02 runs/op,
-/// 63.1 ns/op`, a line each, from the kernel's BPF statistics over the probed samples.
+/// 63.1 ns/op`, a line each, from the kernel's BPF statistics over the pricing samples.
 pub(crate) fn other_program_lines(w: &WorkloadResult) -> Vec<String> {
     w.other_programs
         .iter()
@@ -203,7 +203,7 @@ pub(crate) fn other_program_lines(w: &WorkloadResult) -> Vec<String> {
             };
             format!(
                 "Other BPF program {name} ({}, {}): {} runs/op, {}/op by the kernel's BPF \
-                 statistics over the probed samples (every run of it meanwhile, whichever task)",
+                 statistics over an untimed sample a round (every run of it meanwhile)",
                 p.holder,
                 p.attach,
                 num(p.runs_per_op()),

@@ -567,7 +567,8 @@ pub struct WorkloadResult {
     /// before shares said it, read as of the clean op).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_of: Option<ShareWhole>,
-    /// Other tools' BPF programs over the probed samples, by the kernel's BPF statistics.
+    /// Other tools' BPF programs by the kernel's BPF statistics, over one untimed, unprobed
+    /// sample a round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_programs: Vec<crate::machine::bpf_stats::OtherProgramRuns>,
 }

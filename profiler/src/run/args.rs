@@ -128,7 +128,7 @@ pub struct StackPassArgs {
 
 impl StackPassArgs {
     /// The stack samples asked for, else the command's `default`.
-    pub fn samples_or(&self, default: u64) -> u64 {
+    fn samples_or(&self, default: u64) -> u64 {
         self.stack_samples.unwrap_or(default)
     }
 

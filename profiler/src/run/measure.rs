@@ -48,7 +48,7 @@ pub struct WorkloadRound<'a> {
     pub engine: Engine<'a>,
     pub spec: &'static WorkloadSpec,
     pub round: Round,
-    /// Other tools' programs seen so far: their statistics price them over the probed samples.
+    /// Other tools' programs seen so far: their statistics price them over one more sample.
     pub others: &'a [OtherProgram],
 }
 
@@ -168,6 +168,9 @@ impl<'r, 's> WorkloadSession<'r, 's> {
             }
             progress(i + 1, total);
         }
+        if let Wait::Interrupted = self.price_others()? {
+            return Ok(Wait::Interrupted);
+        }
         if self.probes.is_some() {
             self.phase = Phase::StackSamples;
             if let Wait::Interrupted = self.more_stacks(self.ops * total as u64)? {
@@ -210,6 +213,22 @@ impl<'r, 's> WorkloadSession<'r, 's> {
         if copies > 1 && result.copies.is_empty() {
             result.copies = vec![CopySamples::default(); copies];
         }
+        Ok(Wait::Done(()))
+    }
+
+    /// Where other tools' programs run where this run measures, one more sample, untimed and
+    /// unprobed, with the kernel's BPF statistics on: what each program costs per op. Apart
+    /// from the timed samples, so neither the clean op nor the probed spans pay the
+    /// statistics' two clock reads a program run.
+    fn price_others(&mut self) -> Result<Wait<()>> {
+        let Some(pricing) = Pricing::start(self.others) else {
+            return Ok(Wait::Done(()));
+        };
+        let Wait::Done(runs) = self.workload.run(self.ops, false).context("pricing")? else {
+            return Ok(Wait::Interrupted);
+        };
+        let ops = self.ops * runs.len() as u64;
+        pricing.finish(ops, &mut self.measured.result.other_programs);
         Ok(Wait::Done(()))
     }
 
@@ -268,18 +287,11 @@ impl<'r, 's> WorkloadSession<'r, 's> {
             let pass = Pass::Timed {
                 retake_if_stopped: tries < MAX_RETAKES,
             };
-            let pricing = Pricing::start(self.others);
             let Wait::Done(ran) = self.probed_pass(pass, self.ops)? else {
                 return Ok(Wait::Interrupted);
             };
             match ran {
-                Some(ran) => {
-                    if let Some(pricing) = pricing {
-                        let ops = self.ops * ran.runs.len() as u64;
-                        pricing.finish(ops, &mut self.measured.result.other_programs);
-                    }
-                    break ran;
-                }
+                Some(ran) => break ran,
                 None => {
                     tries += 1;
                     self.measured.taken.retaken[1] += 1;
